@@ -1,0 +1,129 @@
+package lossaudit.topodescribe;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.Properties;
+import java.util.function.Supplier;
+import java.util.regex.Pattern;
+
+import org.apache.kafka.common.serialization.Serdes;
+import org.apache.kafka.common.utils.Bytes;
+import org.apache.kafka.streams.StreamsBuilder;
+import org.apache.kafka.streams.StreamsConfig;
+import org.apache.kafka.streams.Topology;
+import org.apache.kafka.streams.kstream.Consumed;
+import org.apache.kafka.streams.kstream.Grouped;
+import org.apache.kafka.streams.kstream.KGroupedStream;
+import org.apache.kafka.streams.kstream.KStream;
+import org.apache.kafka.streams.kstream.KTable;
+import org.apache.kafka.streams.kstream.Materialized;
+import org.apache.kafka.streams.kstream.Produced;
+import org.apache.kafka.streams.state.KeyValueStore;
+
+/**
+ * Builds the seeds/001 pipeline (three inputs, each selectKey -> groupByKey ->
+ * reduce, then tA.leftJoin(tB).leftJoin(tC).toStream().to(output)) in several
+ * code orders and naming variants and writes Topology#describe() of each to
+ * DIR/<variant>-<kafka version>.txt. Serdes are Strings: describe() does not
+ * depend on them.
+ */
+public final class Main {
+    static final String A = "topicA", B = "topicB", C = "topicC", OUT = "joined";
+
+    /** Naming of one input's groupBy/reduce; null means generated names. */
+    record Naming(String grouped, String store) {
+        static final Naming NONE = new Naming(null, null);
+    }
+
+    static KTable<String, String> table(StreamsBuilder b, String topic, Naming n) {
+        KStream<String, String> s = b.stream(topic, Consumed.with(Serdes.String(), Serdes.String()))
+                .selectKey((k, v) -> v.split(",")[0]);
+        KGroupedStream<String, String> g = n.grouped() == null
+                ? s.groupByKey()
+                : s.groupByKey(Grouped.<String, String>as(n.grouped()));
+        if (n.store() == null) {
+            return g.reduce((oldV, newV) -> newV);
+        }
+        return g.reduce((oldV, newV) -> newV,
+                Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as(n.store()));
+    }
+
+    static void sink(KTable<String, String> joined) {
+        joined.toStream().to(OUT, Produced.with(Serdes.String(), Serdes.String()));
+    }
+
+    static Topology plain(Naming na, Naming nb, Naming nc) {
+        StreamsBuilder b = new StreamsBuilder();
+        KTable<String, String> tA = table(b, A, na);
+        KTable<String, String> tB = table(b, B, nb);
+        KTable<String, String> tC = table(b, C, nc);
+        sink(tA.leftJoin(tB, (x, y) -> x + "|" + y).leftJoin(tC, (x, y) -> x + "|" + y));
+        return b.build();
+    }
+
+    public static void main(String[] args) throws IOException {
+        Path dir = Path.of(args.length > 0 ? args[0] : ".");
+        String version = System.getProperty("kafka.version", "unknown");
+        Files.createDirectories(dir);
+
+        Map<String, Supplier<Topology>> variants = new LinkedHashMap<>();
+        // 1. The seed's code order: A, B, C, then the joins.
+        variants.put("order-abc", () -> plain(Naming.NONE, Naming.NONE, Naming.NONE));
+        // 2. Tables built in the order C, A, B; join order unchanged.
+        variants.put("order-cab", () -> {
+            StreamsBuilder b = new StreamsBuilder();
+            KTable<String, String> tC = table(b, C, Naming.NONE);
+            KTable<String, String> tA = table(b, A, Naming.NONE);
+            KTable<String, String> tB = table(b, B, Naming.NONE);
+            sink(tA.leftJoin(tB, (x, y) -> x + "|" + y).leftJoin(tC, (x, y) -> x + "|" + y));
+            return b.build();
+        });
+        // 3. Tables interleaved with the joins: A, B, join, C, join.
+        variants.put("order-interleaved", () -> {
+            StreamsBuilder b = new StreamsBuilder();
+            KTable<String, String> tA = table(b, A, Naming.NONE);
+            KTable<String, String> tB = table(b, B, Naming.NONE);
+            KTable<String, String> ab = tA.leftJoin(tB, (x, y) -> x + "|" + y);
+            KTable<String, String> tC = table(b, C, Naming.NONE);
+            sink(ab.leftJoin(tC, (x, y) -> x + "|" + y));
+            return b.build();
+        });
+        // 4. Explicit names: Grouped.as on A, Materialized.as on B, both on C.
+        variants.put("named", () -> plain(
+                new Naming("ga", null),
+                new Naming(null, "store-b"),
+                new Naming("gc", "store-c")));
+        // 5. The seed's order with topology.optimization=all.
+        variants.put("optimized", () -> {
+            StreamsBuilder b = new StreamsBuilder();
+            KTable<String, String> tA = table(b, A, Naming.NONE);
+            KTable<String, String> tB = table(b, B, Naming.NONE);
+            KTable<String, String> tC = table(b, C, Naming.NONE);
+            sink(tA.leftJoin(tB, (x, y) -> x + "|" + y).leftJoin(tC, (x, y) -> x + "|" + y));
+            Properties p = new Properties();
+            p.put(StreamsConfig.TOPOLOGY_OPTIMIZATION_CONFIG, StreamsConfig.OPTIMIZE);
+            return b.build(p);
+        });
+        // 6. Not our pipeline's shape: a pattern source and a global table,
+        //    to test that the parser handles (or clearly rejects) them.
+        variants.put("pattern-global", () -> {
+            StreamsBuilder b = new StreamsBuilder();
+            b.stream(Pattern.compile("topic[AB]"), Consumed.with(Serdes.String(), Serdes.String()))
+                    .selectKey((k, v) -> v).groupByKey().reduce((x, y) -> y)
+                    .toStream().to(OUT, Produced.with(Serdes.String(), Serdes.String()));
+            b.globalTable("globalTopic", Consumed.with(Serdes.String(), Serdes.String()));
+            return b.build();
+        });
+
+        for (Map.Entry<String, Supplier<Topology>> e : variants.entrySet()) {
+            String text = e.getValue().get().describe().toString();
+            Path f = dir.resolve(e.getKey() + "-" + version + ".txt");
+            Files.writeString(f, text, StandardCharsets.UTF_8);
+            System.out.println("wrote " + f);
+        }
+    }
+}
