@@ -146,4 +146,3 @@ func TestRejectsHugeKey(t *testing.T) {
 		t.Error("a key longer than the index supports was accepted")
 	}
 }
-
