@@ -1,0 +1,53 @@
+// Command lossaudit audits Kafka Streams pipelines for lost records. See
+// README.md and CONTRACT.md for the commands, configuration and exit codes.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// run executes the command line args, writing to stdout and stderr, and
+// returns the process exit code. Errors are printed as one line
+// `lossaudit: <message>`, never with a stack trace. SIGINT and SIGTERM cancel
+// the command's context.
+func run(args []string, stdout, stderr io.Writer) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	root := newRootCmd(stdout, stderr)
+	root.SetArgs(args)
+	err := root.ExecuteContext(ctx)
+	err = classify(err)
+	code := exitCode(err)
+	if err != nil && err.Error() != "" {
+		fmt.Fprintf(stderr, "lossaudit: %s\n", err)
+	}
+	return code
+}
+
+// classify turns an error cobra raised itself (unknown command or flag, bad
+// arguments) into a usage error; errors from the commands' code pass as they
+// are.
+func classify(err error) error {
+	if err == nil {
+		return nil
+	}
+	var ce *commandError
+	if errors.As(err, &ce) {
+		return ce.err
+	}
+	var code *codeError
+	if errors.As(err, &code) {
+		return err
+	}
+	return &usageError{err: err}
+}

@@ -1,0 +1,200 @@
+package config
+
+import (
+	"bytes"
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/segmentio/kafka-go/sasl"
+	"github.com/segmentio/kafka-go/sasl/plain"
+	"github.com/segmentio/kafka-go/sasl/scram"
+)
+
+// TLSConfig builds the TLS client configuration, or returns nil when TLS is
+// disabled. Without a CA file the system roots are used.
+func (k Kafka) TLSConfig() (*tls.Config, error) {
+	if !k.TLS.Enabled {
+		return nil, nil
+	}
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: k.TLS.InsecureSkipVerify}
+	if k.TLS.CAFile != "" {
+		if err := checkPEM("kafka.tls.ca_file", k.TLS.CAFile); err != nil {
+			return nil, err
+		}
+		pem, err := os.ReadFile(k.TLS.CAFile)
+		if err != nil {
+			return nil, errorf("kafka.tls.ca_file", "cannot read %s: %s", k.TLS.CAFile, describeFileErr(err))
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, errorf("kafka.tls.ca_file", "%s holds no PEM certificate", k.TLS.CAFile)
+		}
+		cfg.RootCAs = pool
+	}
+	if k.TLS.CertFile != "" || k.TLS.KeyFile != "" {
+		if k.TLS.CertFile == "" || k.TLS.KeyFile == "" {
+			return nil, errorf("kafka.tls.cert_file", "a client certificate needs both kafka.tls.cert_file and kafka.tls.key_file")
+		}
+		cert, err := tls.LoadX509KeyPair(k.TLS.CertFile, k.TLS.KeyFile)
+		if err != nil {
+			// The crypto/tls error names the PEM problem, never key material.
+			return nil, errorf("kafka.tls.cert_file", "loading client certificate %s with key %s: %v", k.TLS.CertFile, k.TLS.KeyFile, err)
+		}
+		cfg.Certificates = []tls.Certificate{cert}
+	}
+	return cfg, nil
+}
+
+// Mechanism builds the kafka-go SASL mechanism, or returns nil when SASL is
+// not configured.
+func (k Kafka) Mechanism() (sasl.Mechanism, error) {
+	s := k.SASL
+	switch strings.ToUpper(s.Mechanism) {
+	case "":
+		return nil, nil
+	case MechanismPlain:
+		return plain.Mechanism{Username: s.Username, Password: s.Password}, nil
+	case MechanismScramSHA256:
+		m, err := scram.Mechanism(scram.SHA256, s.Username, s.Password)
+		if err != nil {
+			return nil, errorf("kafka.sasl.username", "SCRAM-SHA-256: %v", err)
+		}
+		return m, nil
+	case MechanismScramSHA512:
+		m, err := scram.Mechanism(scram.SHA512, s.Username, s.Password)
+		if err != nil {
+			return nil, errorf("kafka.sasl.username", "SCRAM-SHA-512: %v", err)
+		}
+		return m, nil
+	default:
+		return nil, errorf("kafka.sasl.mechanism", "%q is not one of %s, %s, %s", s.Mechanism,
+			MechanismPlain, MechanismScramSHA256, MechanismScramSHA512)
+	}
+}
+
+// checkPEM returns an *Error naming key unless path is "" or a readable PEM
+// file. Java key stores (JKS, JCEKS, PKCS12) get a message saying how to
+// convert them.
+func checkPEM(key, path string) error {
+	if path == "" {
+		return nil
+	}
+	if err := checkReadable(key, path); err != nil {
+		return err
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return errorf(key, "cannot read %s: %s", path, describeFileErr(err))
+	}
+	switch storeFormat(path, data) {
+	case "PEM":
+		return nil
+	case "JKS", "JCEKS":
+		return errorf(key, "%s is a Java key store (%s); lossaudit reads PEM files only. Convert it, e.g. "+
+			"`keytool -importkeystore -srckeystore %s -destkeystore store.p12 -deststoretype PKCS12` then "+
+			"`openssl pkcs12 -in store.p12 -out store.pem -nodes` (for a truststore add -nokeys)",
+			path, storeFormat(path, data), path)
+	case "PKCS12":
+		return errorf(key, "%s is a PKCS12 key store; lossaudit reads PEM files only. Convert it, e.g. "+
+			"`openssl pkcs12 -in %s -out store.pem -nodes` (for a truststore add -nokeys)", path, path)
+	default:
+		return errorf(key, "%s holds no PEM block (-----BEGIN ...); lossaudit reads PEM files only", path)
+	}
+}
+
+// storeFormat guesses the format of a certificate or key store file: "PEM",
+// "JKS", "JCEKS", "PKCS12" or "" when unknown.
+func storeFormat(path string, data []byte) string {
+	switch {
+	case bytes.HasPrefix(data, []byte{0xFE, 0xED, 0xFE, 0xED}):
+		return "JKS"
+	case bytes.HasPrefix(data, []byte{0xCE, 0xCE, 0xCE, 0xCE}):
+		return "JCEKS"
+	case bytes.Contains(data, []byte("-----BEGIN ")):
+		return "PEM"
+	}
+	switch strings.ToLower(filepath.Ext(path)) {
+	case ".p12", ".pfx", ".pkcs12":
+		return "PKCS12"
+	}
+	if len(data) > 0 && data[0] == 0x30 { // a DER SEQUENCE: PKCS12 is the usual Java case
+		return "PKCS12"
+	}
+	return ""
+}
+
+// mask hides a secret: "" stays "", anything else becomes "***".
+func mask(s string) string {
+	if s == "" {
+		return ""
+	}
+	return "***"
+}
+
+// redactURL hides a password embedded in a URL's user info.
+func redactURL(s string) string {
+	u, err := url.Parse(s)
+	if err != nil || u.User == nil {
+		if err != nil && strings.Contains(s, "@") {
+			return "<unparsable URL>"
+		}
+		return s
+	}
+	if _, has := u.User.Password(); has {
+		u.User = url.UserPassword(u.User.Username(), "xxxxx")
+		return strings.Replace(u.String(), "xxxxx", "***", 1)
+	}
+	return s
+}
+
+// Redacted renders the effective configuration, one `key = value` line per
+// key, with every password replaced by ***. It is safe to log.
+func (c *Config) Redacted() string {
+	var b strings.Builder
+	line := func(key string, v any) { fmt.Fprintf(&b, "%s = %v\n", key, v) }
+	ts := func(t interface{ IsZero() bool }, s string) string {
+		if t.IsZero() {
+			return ""
+		}
+		return s
+	}
+	line("kafka.brokers", strings.Join(c.Kafka.Brokers, ","))
+	line("kafka.client_properties", c.Kafka.ClientProperties)
+	line("kafka.tls.enabled", c.Kafka.TLS.Enabled)
+	line("kafka.tls.ca_file", c.Kafka.TLS.CAFile)
+	line("kafka.tls.cert_file", c.Kafka.TLS.CertFile)
+	line("kafka.tls.key_file", c.Kafka.TLS.KeyFile)
+	line("kafka.tls.insecure_skip_verify", c.Kafka.TLS.InsecureSkipVerify)
+	line("kafka.sasl.mechanism", c.Kafka.SASL.Mechanism)
+	line("kafka.sasl.username", c.Kafka.SASL.Username)
+	line("kafka.sasl.password", mask(c.Kafka.SASL.Password))
+	line("kafka.fetch_max_bytes", c.Kafka.FetchMaxBytes)
+	line("kafka.partition_max_bytes", c.Kafka.PartitionMaxBytes)
+	line("kafka.concurrency", c.Kafka.Concurrency)
+	line("kafka.timeout", c.Kafka.Timeout)
+	line("schema.registry_url", redactURL(c.Schema.RegistryURL))
+	line("schema.registry_username", c.Schema.RegistryUsername)
+	line("schema.registry_password", mask(c.Schema.RegistryPassword))
+	line("schema.schemas_topic", c.Schema.SchemasTopic)
+	line("schema.avsc_dir", c.Schema.AvscDir)
+	line("pipeline.application_id", c.Pipeline.ApplicationID)
+	line("pipeline.topology_file", c.Pipeline.TopologyFile)
+	line("pipeline.output", c.Pipeline.Output)
+	for i, in := range c.Pipeline.Inputs {
+		fmt.Fprintf(&b, "pipeline.inputs[%d] = {name: %s, topic: %s, rekey: %s, key_format: %s, timestamp_field: %s, store: %s, repartition_topic: %s, changelog_topic: %s}\n",
+			i, in.Name, in.Topic, in.Rekey, in.KeyFormat, in.TimestampField, in.Store, in.RepartitionTopic, in.ChangelogTopic)
+	}
+	line("window.from", ts(c.Window.From, c.Window.From.Format("2006-01-02T15:04:05.000Z07:00")))
+	line("window.to", ts(c.Window.To, c.Window.To.Format("2006-01-02T15:04:05.000Z07:00")))
+	line("store.dir", c.Store.Dir)
+	line("report.csv", c.Report.CSV)
+	line("report.json", c.Report.JSON)
+	line("audit.settle_timeout", c.Audit.SettleTimeout)
+	line("audit.workers", c.Audit.Workers)
+	return b.String()
+}

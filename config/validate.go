@@ -1,0 +1,174 @@
+package config
+
+import (
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+)
+
+// Validate checks everything but the pipeline section and returns the first
+// problem as an *Error. Load calls it.
+func (c *Config) Validate() error {
+	k := c.Kafka
+	if len(k.Brokers) == 0 {
+		return errorf("kafka.brokers", "no broker address given")
+	}
+	for i, b := range k.Brokers {
+		if err := checkAddress(b); err != nil {
+			return errorf(fmt.Sprintf("kafka.brokers[%d]", i), "%q is not a host:port address: %s", b, err)
+		}
+	}
+	if k.FetchMaxBytes <= 0 {
+		return errorf("kafka.fetch_max_bytes", "must be positive, is %d", k.FetchMaxBytes)
+	}
+	if k.PartitionMaxBytes <= 0 {
+		return errorf("kafka.partition_max_bytes", "must be positive, is %d", k.PartitionMaxBytes)
+	}
+	if k.Concurrency <= 0 {
+		return errorf("kafka.concurrency", "must be at least 1, is %d", k.Concurrency)
+	}
+	if k.Timeout <= 0 {
+		return errorf("kafka.timeout", "must be positive, is %s", k.Timeout)
+	}
+	if err := checkPEM("kafka.tls.ca_file", k.TLS.CAFile); err != nil {
+		return err
+	}
+	if err := checkPEM("kafka.tls.cert_file", k.TLS.CertFile); err != nil {
+		return err
+	}
+	if err := checkPEM("kafka.tls.key_file", k.TLS.KeyFile); err != nil {
+		return err
+	}
+	if (k.TLS.CertFile == "") != (k.TLS.KeyFile == "") {
+		if k.TLS.CertFile == "" {
+			return errorf("kafka.tls.cert_file", "is empty but kafka.tls.key_file is set; a client certificate needs both")
+		}
+		return errorf("kafka.tls.key_file", "is empty but kafka.tls.cert_file is set; a client certificate needs both")
+	}
+	switch k.SASL.Mechanism {
+	case "":
+	case MechanismPlain, MechanismScramSHA256, MechanismScramSHA512:
+		if k.SASL.Username == "" {
+			return errorf("kafka.sasl.username", "is empty but kafka.sasl.mechanism is %s", k.SASL.Mechanism)
+		}
+	default:
+		return errorf("kafka.sasl.mechanism", "%q is not one of %s, %s, %s", k.SASL.Mechanism,
+			MechanismPlain, MechanismScramSHA256, MechanismScramSHA512)
+	}
+
+	s := c.Schema
+	if s.RegistryURL != "" {
+		u, err := url.Parse(s.RegistryURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return errorf("schema.registry_url", "%q is not an http:// or https:// URL", redactURL(s.RegistryURL))
+		}
+	}
+	if s.AvscDir != "" {
+		st, err := os.Stat(s.AvscDir)
+		if err != nil {
+			return errorf("schema.avsc_dir", "%s: %s", s.AvscDir, describeFileErr(err))
+		}
+		if !st.IsDir() {
+			return errorf("schema.avsc_dir", "%s is not a directory", s.AvscDir)
+		}
+	}
+
+	if !c.Window.From.IsZero() && !c.Window.To.IsZero() && !c.Window.From.Before(c.Window.To) {
+		return errorf("window.from", "%s is not before window.to %s",
+			c.Window.From.Format("2006-01-02T15:04:05.000Z07:00"), c.Window.To.Format("2006-01-02T15:04:05.000Z07:00"))
+	}
+	if strings.TrimSpace(c.Store.Dir) == "" {
+		return errorf("store.dir", "must not be empty")
+	}
+	if c.Audit.SettleTimeout < 0 {
+		return errorf("audit.settle_timeout", "must not be negative, is %s", c.Audit.SettleTimeout)
+	}
+	if c.Audit.Workers < 0 {
+		return errorf("audit.workers", "must not be negative (0 means one per CPU), is %d", c.Audit.Workers)
+	}
+	return nil
+}
+
+// ValidatePipeline checks the pipeline section, which only the commands that
+// audit a pipeline (audit, topology) need.
+func (c *Config) ValidatePipeline() error {
+	p := c.Pipeline
+	if strings.TrimSpace(p.ApplicationID) == "" {
+		return errorf("pipeline.application_id", "must be set to the Kafka Streams application.id")
+	}
+	if strings.TrimSpace(p.Output) == "" {
+		return errorf("pipeline.output", "must name the output topic")
+	}
+	if len(p.Inputs) == 0 {
+		return errorf("pipeline.inputs", "must list at least one input")
+	}
+	if p.TopologyFile != "" {
+		if err := checkReadable("pipeline.topology_file", p.TopologyFile); err != nil {
+			return err
+		}
+	}
+	seen := map[string]int{}
+	for i, in := range p.Inputs {
+		at := "pipeline.inputs[" + strconv.Itoa(i) + "]"
+		if strings.TrimSpace(in.Name) == "" {
+			return errorf(at+".name", "must not be empty")
+		}
+		if j, dup := seen[in.Name]; dup {
+			return errorf(at+".name", "%q is already the name of pipeline.inputs[%d]", in.Name, j)
+		}
+		seen[in.Name] = i
+		if strings.TrimSpace(in.Topic) == "" {
+			return errorf(at+".topic", "must not be empty")
+		}
+		switch in.KeyFormat {
+		case KeyFormatString, KeyFormatAvro, KeyFormatBytes:
+		default:
+			return errorf(at+".key_format", "%q is not one of %s, %s, %s", in.KeyFormat,
+				KeyFormatString, KeyFormatAvro, KeyFormatBytes)
+		}
+	}
+	return nil
+}
+
+// checkAddress accepts host:port with a non-empty host and a port in 1..65535.
+func checkAddress(addr string) error {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		if ae, ok := err.(*net.AddrError); ok {
+			return fmt.Errorf("%s", ae.Err)
+		}
+		return err
+	}
+	if host == "" {
+		return fmt.Errorf("empty host")
+	}
+	if strings.ContainsAny(host, " /") {
+		return fmt.Errorf("invalid host %q", host)
+	}
+	n, err := strconv.Atoi(port)
+	if err != nil || n < 1 || n > 65535 {
+		return fmt.Errorf("port %q is not a number in 1..65535", port)
+	}
+	return nil
+}
+
+// checkReadable returns an *Error naming key and path unless path is a
+// readable regular file.
+func checkReadable(key, path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return errorf(key, "cannot read %s: %s", path, describeFileErr(err))
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return errorf(key, "cannot read %s: %s", path, describeFileErr(err))
+	}
+	if st.IsDir() {
+		return errorf(key, "%s is a directory, not a file", path)
+	}
+	return nil
+}
