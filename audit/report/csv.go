@@ -1,0 +1,66 @@
+package report
+
+import (
+	"encoding/csv"
+	"fmt"
+	"io"
+	"strconv"
+
+	"github.com/lossaudit/lossaudit/audit/finding"
+)
+
+// CSVHeader is the header row of the loss report, in column order
+// (CONTRACT.md "Loss report (CSV)").
+var CSVHeader = []string{"finding", "stage", "input", "key", "topic", "partition", "offset", "timestamp", "expected_ts", "observed_ts", "detail"}
+
+// WriteCSV writes the loss report: the header, then one record per row in
+// the order given (call SortRows first, or use WriteResultCSV/WriteCSVFile,
+// which sort). Keys are rendered by FormatKey, timestamps by FormatTS, and
+// observed_ts is empty when the stage holds nothing for the key.
+//
+// Fields are quoted per RFC 4180 (encoding/csv: a field is quoted when it
+// contains a comma, a double quote, CR or LF, or starts with a space; quotes
+// are doubled). Records end with LF, not the CRLF of RFC 4180, on purpose:
+// every CSV reader (spreadsheets, Python, pandas, Go) accepts LF; line tools
+// (cut, awk, grep) then see no stray CR on the last column; and encoding/csv
+// in CRLF mode would rewrite LF inside a quoted field to CRLF and drop bare
+// CRs, altering the detail text.
+func WriteCSV(w io.Writer, rows []finding.Row) error {
+	cw := csv.NewWriter(w)
+	cw.UseCRLF = false
+	if err := cw.Write(CSVHeader); err != nil {
+		return fmt.Errorf("writing CSV header: %w", err)
+	}
+	rec := make([]string, len(CSVHeader))
+	for i := range rows {
+		r := &rows[i]
+		rec[0] = string(r.Kind)
+		rec[1] = string(r.Stage)
+		rec[2] = r.Input
+		rec[3] = FormatKey(r.Key)
+		rec[4] = r.Topic
+		rec[5] = strconv.FormatInt(int64(r.Partition), 10)
+		rec[6] = strconv.FormatInt(r.Offset, 10)
+		rec[7] = FormatTS(r.Timestamp)
+		rec[8] = FormatTS(r.ExpectedTS)
+		rec[9] = ""
+		if r.HasObserved {
+			rec[9] = FormatTS(r.ObservedTS)
+		}
+		rec[10] = r.Detail
+		if err := cw.Write(rec); err != nil {
+			return fmt.Errorf("writing CSV row %d: %w", i+1, err)
+		}
+	}
+	cw.Flush()
+	if err := cw.Error(); err != nil {
+		return fmt.Errorf("writing CSV: %w", err)
+	}
+	return nil
+}
+
+// WriteResultCSV writes the rows of res as the loss report, sorted by
+// SortRows with the configured input order; res is not modified.
+func WriteResultCSV(w io.Writer, res *finding.Result) error {
+	return WriteCSV(w, sortedCopy(res))
+}

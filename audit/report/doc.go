@@ -1,0 +1,24 @@
+// Package report renders a finding.Result for people and for programs: the
+// terminal summary (WriteSummary), the loss report CSV of CONTRACT.md
+// (WriteCSV), the JSON report (WriteJSON), and writes report files
+// atomically (WriteFileAtomic, WriteCSVFile, WriteJSONFile).
+//
+// Shared conventions of all three renderings:
+//
+//   - Keys are text when they can be written and read back unchanged, else
+//     "b64:" followed by standard, padded base64 of the raw bytes (FormatKey,
+//     ParseKey). Text is used only for valid UTF-8 that neither starts with
+//     "b64:" (which would be ambiguous) nor contains a carriage return (CSV
+//     readers normalise CR LF inside quoted fields, so the key would not
+//     round-trip); everything else is base64.
+//   - Timestamps are RFC 3339 in UTC with exactly three fractional digits,
+//     e.g. 2026-11-29T10:15:02.123Z (FormatTS).
+//   - Rows are ordered by stage in pipeline order, input in configured order,
+//     key bytewise, then offset (SortRows).
+//
+// Partial runs: a partial audit (Summary.Partial) never replaces a complete
+// report. Its files are written to the configured path with the suffix
+// ".partial" (ReportPath), the summary's verdict line says PARTIAL AUDIT, and
+// the JSON says "partial": true. The CSV itself has no room to say so
+// without breaking CSV parsers, hence the file name.
+package report

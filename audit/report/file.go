@@ -1,0 +1,114 @@
+package report
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/lossaudit/lossaudit/audit/finding"
+)
+
+// PartialSuffix is appended to a report's path when the run was partial.
+const PartialSuffix = ".partial"
+
+// ReportPath returns where a report configured at path is written: path
+// itself for a complete run, path + ".partial" for a partial one, so that a
+// partial audit never replaces a complete report and a script that reads
+// path never mistakes an incomplete list for a complete one.
+func ReportPath(path string, partial bool) string {
+	if partial {
+		return path + PartialSuffix
+	}
+	return path
+}
+
+// WriteCSVFile writes the loss report of res (sorted, see WriteResultCSV)
+// atomically to ReportPath(path, res.Summary.Partial) and returns that path.
+// After a complete run it removes a leftover path + ".partial" from an
+// earlier partial run, so the directory never shows a stale partial report
+// beside a newer complete one.
+func WriteCSVFile(path string, res *finding.Result) (string, error) {
+	return writeReportFile(path, res, func(w io.Writer) error { return WriteResultCSV(w, res) })
+}
+
+// WriteJSONFile is WriteCSVFile for the JSON report (WriteJSON).
+func WriteJSONFile(path string, res *finding.Result) (string, error) {
+	return writeReportFile(path, res, func(w io.Writer) error { return WriteJSON(w, res) })
+}
+
+func writeReportFile(path string, res *finding.Result, write func(io.Writer) error) (string, error) {
+	out := ReportPath(path, res.Summary.Partial)
+	if err := WriteFileAtomic(out, write); err != nil {
+		return "", err
+	}
+	if !res.Summary.Partial {
+		if err := os.Remove(path + PartialSuffix); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return out, fmt.Errorf("removing stale partial report %s: %w", path+PartialSuffix, err)
+		}
+	}
+	return out, nil
+}
+
+// WriteFileAtomic writes a file through write so that path holds either its
+// previous content or the complete new content, never a part: it writes a
+// temporary file in the same directory (buffered), fsyncs it, renames it
+// over path and fsyncs the directory. If write (or any step) fails, or write
+// panics, the temporary file is removed and path is untouched. The new file
+// keeps the permission bits of the file it replaces, else gets 0644.
+func WriteFileAtomic(path string, write func(io.Writer) error) (err error) {
+	dir, base := filepath.Split(path)
+	if dir == "" {
+		dir = "."
+	}
+	mode := fs.FileMode(0o644)
+	if fi, statErr := os.Stat(path); statErr == nil {
+		if !fi.Mode().IsRegular() {
+			return fmt.Errorf("writing %s: not a regular file", path)
+		}
+		mode = fi.Mode().Perm()
+	}
+	f, err := os.CreateTemp(dir, "."+base+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	tmp := f.Name()
+	done := false
+	defer func() {
+		if !done {
+			_ = f.Close()
+			_ = os.Remove(tmp)
+		}
+	}()
+	bw := bufio.NewWriterSize(f, 64<<10)
+	if err := write(bw); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	if err := bw.Flush(); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	if err := f.Chmod(mode); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("syncing %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("closing %s: %w", path, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("replacing %s: %w", path, err)
+	}
+	done = true
+	// The rename is durable only once the directory is synced; failing to
+	// sync it does not make the new file wrong, so this is best effort on
+	// systems where directories cannot be opened for sync.
+	if d, derr := os.Open(dir); derr == nil {
+		_ = d.Sync()
+		_ = d.Close()
+	}
+	return nil
+}

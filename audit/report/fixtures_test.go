@@ -1,0 +1,127 @@
+package report
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/lossaudit/lossaudit/audit/finding"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
+
+// golden compares got with testdata/name, or rewrites it under -update.
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("reading golden file (run go test -update to create it): %v", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs from the golden file (go test -update to accept)\n--- got ---\n%s\n--- want ---\n%s", name, got, want)
+	}
+}
+
+// ms is a Unix-millisecond timestamp on the day of the seeds' outage.
+func ms(h, m, s, milli int) int64 {
+	return time.Date(2026, 11, 29, h, m, s, milli*int(time.Millisecond), time.UTC).UnixMilli()
+}
+
+var (
+	started  = time.Date(2026, 11, 29, 10, 30, 0, 0, time.UTC)
+	finished = started.Add(3*time.Minute + 25*time.Second + 250*time.Millisecond)
+)
+
+func baseSummary() finding.Summary {
+	return finding.Summary{
+		Started:    started,
+		Finished:   finished,
+		InputOrder: []string{"a", "b", "c"},
+		Inputs: map[string]*finding.InputCounts{
+			"a": {Scanned: 1000000, Audited: 990000, Pending: 9000, NullKey: 500, NullValue: 400, DecodeErrors: 0, OutsideWindow: 100},
+			"b": {Scanned: 200000, Audited: 199990, Pending: 10},
+			"c": {Scanned: 44567, Audited: 44567},
+		},
+		Stages: map[finding.Stage]*finding.StageCounts{
+			finding.StageChangelog: {KeysChecked: 123456, Findings: map[finding.Kind]int64{}},
+			finding.StageOutput:    {KeysChecked: 45678, Findings: map[finding.Kind]int64{}},
+		},
+		Timings: map[string]string{"1 group offsets": "12ms", "2 inputs": "2m1.5s", "3 changelogs": "1m10s", "4 output": "13.7s"},
+	}
+}
+
+// cleanResult is a complete audit that found nothing.
+func cleanResult() *finding.Result {
+	return &finding.Result{Summary: baseSummary()}
+}
+
+// findingRows are deliberately out of report order and exercise every
+// rendering rule: each kind, both stages, text and base64 keys, a key that
+// looks like base64 text, CSV quoting, missing observed timestamps.
+func findingRows() []finding.Row {
+	return []finding.Row{
+		{Kind: finding.Stale, Stage: finding.StageOutput, Input: "a", Key: []byte("cust-2"), Topic: "topicA", Partition: 1, Offset: 77,
+			Timestamp: ms(10, 15, 2, 123), ExpectedTS: ms(10, 15, 2, 123), ObservedTS: ms(10, 14, 59, 0), HasObserved: true,
+			Detail: "output holds an older join result"},
+		{Kind: finding.Missing, Stage: finding.StageChangelog, Input: "c", Key: []byte("cust-1"), Topic: "topicC", Partition: 0, Offset: 5,
+			Timestamp: ms(10, 15, 3, 0), ExpectedTS: ms(10, 15, 3, 0), Detail: "repartition purged"},
+		{Kind: finding.Missing, Stage: finding.StageChangelog, Input: "a", Key: []byte("cust-10"), Topic: "topicA", Partition: 2, Offset: 1234567,
+			Timestamp: ms(10, 15, 2, 5), ExpectedTS: ms(10, 15, 2, 5), Detail: "seen in the repartition topic, lost before the store"},
+		{Kind: finding.Aborted, Stage: finding.StageChangelog, Input: "b", Key: []byte{0xff, 0x00, 0x10}, Topic: "topicB", Partition: 3, Offset: 9,
+			Timestamp: ms(10, 16, 0, 999), ExpectedTS: ms(10, 16, 0, 999), ObservedTS: ms(10, 1, 0, 0), HasObserved: true,
+			Detail: "newer update only in aborted transaction, producer id 4001"},
+		{Kind: finding.Stale, Stage: finding.StageChangelog, Input: "a", Key: []byte("cust-1"), Topic: "topicA", Partition: 0, Offset: 42,
+			Timestamp: ms(10, 15, 1, 0), ExpectedTS: ms(10, 15, 1, 0), ObservedTS: ms(10, 0, 0, 0), HasObserved: true,
+			Detail: `quoted "detail", with comma`},
+		{Kind: finding.Missing, Stage: finding.StageChangelog, Input: "a", Key: []byte("b64:not-really"), Topic: "topicA", Partition: 0, Offset: 3,
+			Timestamp: ms(10, 15, 0, 0), ExpectedTS: ms(10, 15, 0, 0), Detail: "repartition purged"},
+		{Kind: finding.Missing, Stage: finding.StageChangelog, Input: "a", Key: []byte("Zürich, \"HQ\"\nline2"), Topic: "topicA", Partition: 1, Offset: 8,
+			Timestamp: ms(10, 15, 0, 0), ExpectedTS: ms(10, 15, 0, 0), Detail: "repartition purged"},
+	}
+}
+
+// findingsResult is a complete audit with per-key findings.
+func findingsResult() *finding.Result {
+	s := baseSummary()
+	s.Stages[finding.StageChangelog].Findings = map[finding.Kind]int64{finding.Missing: 4, finding.Stale: 1, finding.Aborted: 1}
+	s.Stages[finding.StageOutput].Findings = map[finding.Kind]int64{finding.Stale: 1}
+	s.DecodeErrorsBySchema = map[string]int64{"schema 7: missing field customerId": 3}
+	return &finding.Result{Summary: s, Rows: findingRows()}
+}
+
+// partitionsResult is a complete audit with partition-level findings only.
+func partitionsResult() *finding.Result {
+	s := baseSummary()
+	s.Partitions = []finding.PartitionFinding{
+		{Kind: finding.StuckLSO, Topic: "myapp-KSTREAM-REDUCE-STATE-STORE-0000000009-changelog", Partition: 2,
+			Evidence: "LSO 5,000 stayed below high watermark 5,210 for 60s (hanging transaction); per-key findings on this partition withheld",
+			Offsets:  map[string]int64{"lso": 5000, "high_watermark": 5210}},
+		{Kind: finding.PurgedPastCommit, Topic: "myapp-KSTREAM-REDUCE-STATE-STORE-0000000002-repartition", Partition: 1,
+			Evidence: "log start offset 1,200 is above the committed offset 1,000: 200 records deleted before processing (KAFKA-17635)",
+			Offsets:  map[string]int64{"committed": 1000, "log_start": 1200}},
+	}
+	return &finding.Result{Summary: s}
+}
+
+// partialResult is an audit that stopped early with some findings.
+func partialResult() *finding.Result {
+	s := baseSummary()
+	s.Partial = true
+	s.PartialWhy = "reading topicC: cluster unreachable after 5 retries"
+	s.Inputs["c"] = &finding.InputCounts{Scanned: 1000}
+	s.Finished = time.Time{}
+	s.Stages[finding.StageChangelog].Findings = map[finding.Kind]int64{finding.Missing: 1}
+	delete(s.Stages, finding.StageOutput)
+	rows := findingRows()[2:3]
+	return &finding.Result{Summary: s, Rows: rows}
+}

@@ -1,0 +1,237 @@
+package report
+
+import (
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+
+	"github.com/lossaudit/lossaudit/audit/finding"
+)
+
+// JSONVersion is the version of the JSON report schema below. It changes
+// only when a field is renamed, removed or changes meaning; new fields may be
+// added without a change.
+const JSONVersion = 1
+
+// The verdicts of a run, in the JSON "verdict" field.
+const (
+	// VerdictClean: the audit completed and found nothing (exit 0).
+	VerdictClean = "clean"
+	// VerdictFindings: the audit completed with per-key or partition-level
+	// findings (exit 1).
+	VerdictFindings = "findings"
+	// VerdictPartial: the audit did not complete (exit 3); findings, if
+	// any, are those found so far.
+	VerdictPartial = "partial"
+)
+
+// Verdict returns VerdictPartial, VerdictFindings or VerdictClean for res.
+func Verdict(res *finding.Result) string {
+	switch {
+	case res.Summary.Partial:
+		return VerdictPartial
+	case res.HasFindings():
+		return VerdictFindings
+	}
+	return VerdictClean
+}
+
+// jsonReport is the JSON report. Schema (all names snake_case; every field
+// is always present unless marked optional; timestamps are RFC 3339 UTC
+// strings with milliseconds, like the CSV):
+//
+//	{
+//	  "version": 1,
+//	  "verdict": "clean" | "findings" | "partial",
+//	  "partial": bool,
+//	  "partial_reason": string,            // "" unless partial
+//	  "started": timestamp, "finished": timestamp,   // "" when unknown
+//	  "input_order": [string],             // configured (join) order
+//	  "inputs": [{                         // in input_order, then others by name
+//	    "name": string, "scanned": n, "audited": n, "pending": n,
+//	    "dropped_null_key": n, "dropped_null_value": n,
+//	    "decode_errors": n, "outside_window": n }],
+//	  "stages": [{                         // pipeline order
+//	    "stage": "changelog" | "output", "keys_checked": n,
+//	    "findings": {"missing": n, "stale": n, "aborted": n, ...} }],
+//	  "partition_findings": [{             // by topic, partition, kind
+//	    "kind": "purged_past_commit" | "stuck_lso" | "offset_reset" | "truncated",
+//	    "topic": string, "partition": n, "evidence": string,
+//	    "offsets": {name: n} }],           // optional
+//	  "decode_errors_by_schema": {string: n},   // optional
+//	  "timings": {string: string},         // optional, phase -> duration text
+//	  "row_count": n,                      // len(rows)
+//	  "rows": [{                           // same order and content as the CSV
+//	    "finding": "missing" | "stale" | "aborted",
+//	    "stage": string, "input": string,
+//	    "key": string,                     // text or "b64:..." (FormatKey)
+//	    "topic": string, "partition": n, "offset": n,
+//	    "timestamp": timestamp, "expected_ts": timestamp,
+//	    "observed_ts": timestamp | null,   // null when missing at the stage
+//	    "detail": string }]
+//	}
+type jsonReport struct {
+	Version       int                        `json:"version"`
+	Verdict       string                     `json:"verdict"`
+	Partial       bool                       `json:"partial"`
+	PartialReason string                     `json:"partial_reason"`
+	Started       string                     `json:"started"`
+	Finished      string                     `json:"finished"`
+	InputOrder    []string                   `json:"input_order"`
+	Inputs        []jsonInput                `json:"inputs"`
+	Stages        []jsonStage                `json:"stages"`
+	Partitions    []finding.PartitionFinding `json:"partition_findings"`
+	DecodeErrors  map[string]int64           `json:"decode_errors_by_schema,omitempty"`
+	Timings       map[string]string          `json:"timings,omitempty"`
+	RowCount      int                        `json:"row_count"`
+	Rows          []jsonRow                  `json:"rows"`
+}
+
+type jsonInput struct {
+	Name string `json:"name"`
+	finding.InputCounts
+}
+
+type jsonStage struct {
+	Stage       finding.Stage          `json:"stage"`
+	KeysChecked int64                  `json:"keys_checked"`
+	Findings    map[finding.Kind]int64 `json:"findings"`
+}
+
+type jsonRow struct {
+	Finding    finding.Kind  `json:"finding"`
+	Stage      finding.Stage `json:"stage"`
+	Input      string        `json:"input"`
+	Key        string        `json:"key"`
+	Topic      string        `json:"topic"`
+	Partition  int32         `json:"partition"`
+	Offset     int64         `json:"offset"`
+	Timestamp  string        `json:"timestamp"`
+	ExpectedTS string        `json:"expected_ts"`
+	ObservedTS *string       `json:"observed_ts"`
+	Detail     string        `json:"detail"`
+}
+
+// WriteJSON writes res as the JSON report whose schema is documented on
+// jsonReport (see README-section.md): the summary plus every row, in the
+// CSV's order. res is not modified. The output is indented and ends with a
+// newline.
+func WriteJSON(w io.Writer, res *finding.Result) error {
+	s := &res.Summary
+	rep := jsonReport{
+		Version:       JSONVersion,
+		Verdict:       Verdict(res),
+		Partial:       s.Partial,
+		PartialReason: s.PartialWhy,
+		Started:       formatTime(s.Started),
+		Finished:      formatTime(s.Finished),
+		InputOrder:    nonNil(s.InputOrder),
+		Inputs:        []jsonInput{},
+		Stages:        []jsonStage{},
+		Partitions:    sortedPartitions(s.Partitions),
+		DecodeErrors:  s.DecodeErrorsBySchema,
+		Timings:       s.Timings,
+		RowCount:      len(res.Rows),
+		Rows:          make([]jsonRow, 0, len(res.Rows)),
+	}
+	for _, name := range inputNames(s) {
+		in := jsonInput{Name: name}
+		if c := s.Inputs[name]; c != nil {
+			in.InputCounts = *c
+		}
+		rep.Inputs = append(rep.Inputs, in)
+	}
+	for _, st := range stageNames(s) {
+		js := jsonStage{Stage: st, Findings: map[finding.Kind]int64{finding.Missing: 0, finding.Stale: 0, finding.Aborted: 0}}
+		if c := s.Stages[st]; c != nil {
+			js.KeysChecked = c.KeysChecked
+			maps.Copy(js.Findings, c.Findings)
+		}
+		rep.Stages = append(rep.Stages, js)
+	}
+	for _, r := range sortedCopy(res) {
+		jr := jsonRow{
+			Finding: r.Kind, Stage: r.Stage, Input: r.Input, Key: FormatKey(r.Key),
+			Topic: r.Topic, Partition: r.Partition, Offset: r.Offset,
+			Timestamp: FormatTS(r.Timestamp), ExpectedTS: FormatTS(r.ExpectedTS), Detail: r.Detail,
+		}
+		if r.HasObserved {
+			obs := FormatTS(r.ObservedTS)
+			jr.ObservedTS = &obs
+		}
+		rep.Rows = append(rep.Rows, jr)
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(&rep); err != nil {
+		return fmt.Errorf("writing JSON report: %w", err)
+	}
+	return nil
+}
+
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
+
+// inputNames returns the inputs of s in configured order, then any input
+// that has counters but is not in InputOrder, by name.
+func inputNames(s *finding.Summary) []string {
+	seen := make(map[string]bool, len(s.InputOrder))
+	var names []string
+	for _, n := range s.InputOrder {
+		if !seen[n] {
+			seen[n] = true
+			names = append(names, n)
+		}
+	}
+	var extra []string
+	for n := range s.Inputs {
+		if !seen[n] {
+			extra = append(extra, n)
+		}
+	}
+	slices.Sort(extra)
+	return append(names, extra...)
+}
+
+// stageNames returns the stages of s in pipeline order; the changelog and
+// output stages are always included, so reports have a stable shape.
+func stageNames(s *finding.Summary) []finding.Stage {
+	st := []finding.Stage{finding.StageChangelog, finding.StageOutput}
+	for name := range s.Stages {
+		if !slices.Contains(st, name) {
+			st = append(st, name)
+		}
+	}
+	slices.SortFunc(st, func(a, b finding.Stage) int {
+		if c := cmp.Compare(a.Order(), b.Order()); c != 0 {
+			return c
+		}
+		return cmp.Compare(a, b)
+	})
+	return st
+}
+
+// sortedPartitions returns a copy of pf ordered by topic, partition, kind.
+func sortedPartitions(pf []finding.PartitionFinding) []finding.PartitionFinding {
+	out := slices.Clone(pf)
+	if out == nil {
+		out = []finding.PartitionFinding{}
+	}
+	slices.SortStableFunc(out, func(a, b finding.PartitionFinding) int {
+		if c := cmp.Compare(a.Topic, b.Topic); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(a.Partition, b.Partition); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Kind, b.Kind)
+	})
+	return out
+}

@@ -1,0 +1,340 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/lossaudit/lossaudit/audit/finding"
+)
+
+// DefaultMaxRows is how many finding rows the summary lists when
+// SummaryOptions.MaxRows is 0.
+const DefaultMaxRows = 20
+
+// maxKeyWidth bounds how much of a key the summary shows; the CSV has it all.
+const maxKeyWidth = 40
+
+// SummaryOptions tunes WriteSummary.
+type SummaryOptions struct {
+	// MaxRows is how many finding rows to list: 0 means DefaultMaxRows,
+	// a negative value lists none.
+	MaxRows int
+	// Color wraps the verdict line in ANSI colour (red: loss, yellow:
+	// partial or suspected, green: clean). The caller decides, typically
+	// by whether stdout is a terminal and NO_COLOR is unset.
+	Color bool
+	// CSVPath and JSONPath name the report files written for this run (as
+	// returned by WriteCSVFile/WriteJSONFile), for the pointer to the full
+	// list; "" when not written.
+	CSVPath, JSONPath string
+}
+
+const (
+	ansiRed    = "\x1b[1;31m"
+	ansiYellow = "\x1b[1;33m"
+	ansiGreen  = "\x1b[1;32m"
+	ansiReset  = "\x1b[0m"
+)
+
+// WriteSummary writes the terminal summary of res: a one-line verdict, the
+// per-input and per-stage tables, partition-level findings with evidence,
+// the first rows of the loss report with a pointer to the CSV for the rest,
+// decode errors by schema, and timings. Numbers carry thousands separators;
+// text that comes from the audited data (keys, details, topic names) is
+// escaped so it cannot move the cursor or change the terminal's colours.
+// res is not modified.
+func WriteSummary(w io.Writer, res *finding.Result, opt SummaryOptions) error {
+	var b strings.Builder
+	s := &res.Summary
+	names := inputNames(s)
+
+	verdict, colour := verdictLine(res, names)
+	if opt.Color {
+		verdict = colour + verdict + ansiReset
+	}
+	b.WriteString(verdict)
+	b.WriteString("\n")
+	if s.Partial && s.PartialWhy != "" {
+		fmt.Fprintf(&b, "  why: %s\n", safe(s.PartialWhy))
+	}
+
+	b.WriteString("\nInputs\n")
+	in := table{
+		header: []string{"INPUT", "SCANNED", "AUDITED", "PENDING", "NULL KEY", "NULL VALUE", "DECODE ERRORS", "OUTSIDE WINDOW"},
+		right:  []bool{false, true, true, true, true, true, true, true},
+	}
+	var total finding.InputCounts
+	for _, n := range names {
+		c := s.Inputs[n]
+		if c == nil {
+			c = &finding.InputCounts{}
+		}
+		total.Scanned += c.Scanned
+		total.Audited += c.Audited
+		total.Pending += c.Pending
+		total.NullKey += c.NullKey
+		total.NullValue += c.NullValue
+		total.DecodeErrors += c.DecodeErrors
+		total.OutsideWindow += c.OutsideWindow
+		in.add(inputCells(safe(n), c)...)
+	}
+	if len(names) > 1 {
+		in.add(inputCells("total", &total)...)
+	}
+	in.write(&b, "  ")
+
+	b.WriteString("\nStages\n")
+	st := table{
+		header: []string{"STAGE", "KEYS CHECKED", "MISSING", "STALE", "ABORTED"},
+		right:  []bool{false, true, true, true, true},
+	}
+	for _, name := range stageNames(s) {
+		c := s.Stages[name]
+		if c == nil {
+			c = &finding.StageCounts{}
+		}
+		st.add(safe(string(name)), Thousands(c.KeysChecked), Thousands(c.Findings[finding.Missing]),
+			Thousands(c.Findings[finding.Stale]), Thousands(c.Findings[finding.Aborted]))
+	}
+	st.write(&b, "  ")
+
+	pf := sortedPartitions(s.Partitions)
+	if len(pf) == 0 {
+		b.WriteString("\nPartition findings: none\n")
+	} else {
+		fmt.Fprintf(&b, "\nPartition findings (%s)\n", Thousands(int64(len(pf))))
+		for _, p := range pf {
+			fmt.Fprintf(&b, "  %s  %s[%d]\n", safe(string(p.Kind)), safe(p.Topic), p.Partition)
+			if p.Evidence != "" {
+				fmt.Fprintf(&b, "      %s\n", safe(p.Evidence))
+			}
+			if len(p.Offsets) > 0 {
+				fmt.Fprintf(&b, "      offsets: %s\n", offsetsText(p.Offsets))
+			}
+		}
+	}
+
+	writeRows(&b, res, opt)
+
+	if len(s.DecodeErrorsBySchema) > 0 {
+		b.WriteString("\nDecode errors by schema\n")
+		dt := table{header: []string{"SCHEMA", "ERRORS"}, right: []bool{false, true}}
+		for _, k := range slices.Sorted(maps.Keys(s.DecodeErrorsBySchema)) {
+			dt.add(safe(k), Thousands(s.DecodeErrorsBySchema[k]))
+		}
+		dt.write(&b, "  ")
+	}
+
+	writeTimings(&b, s)
+
+	if opt.CSVPath != "" || opt.JSONPath != "" {
+		var files []string
+		for _, p := range []string{opt.CSVPath, opt.JSONPath} {
+			if p != "" {
+				files = append(files, safe(p))
+			}
+		}
+		b.WriteString("\nReports: " + strings.Join(files, ", "))
+		if s.Partial {
+			b.WriteString(" (partial)")
+		}
+		b.WriteString("\n")
+	}
+
+	if _, err := io.WriteString(w, b.String()); err != nil {
+		return fmt.Errorf("writing summary: %w", err)
+	}
+	return nil
+}
+
+// verdictLine returns the first line of the summary and its colour.
+func verdictLine(res *finding.Result, names []string) (string, string) {
+	s := &res.Summary
+	var audited int64
+	for _, c := range s.Inputs {
+		if c != nil {
+			audited += c.Audited
+		}
+	}
+	scope := fmt.Sprintf("%s, %s audited", plural(int64(len(names)), "input", "inputs"), plural(audited, "record", "records"))
+	nrows := int64(len(res.Rows))
+	npf := int64(len(s.Partitions))
+	switch {
+	case s.Partial:
+		return fmt.Sprintf("PARTIAL AUDIT: the audit did not complete; so far %s, %s, %s",
+			scope, plural(nrows, "key finding", "key findings"), plural(npf, "partition finding", "partition findings")), ansiYellow
+	case nrows > 0:
+		line := fmt.Sprintf("LOSS FOUND: %s lost an update (%s); %s",
+			plural(nrows, "key", "keys"), kindCounts(res.Rows), scope)
+		if npf > 0 {
+			line += "; " + plural(npf, "partition finding", "partition findings")
+		}
+		return line, ansiRed
+	case npf > 0:
+		return fmt.Sprintf("LOSS SUSPECTED: no key reported lost, but %s (%s); %s",
+			plural(npf, "partition finding", "partition findings"), partitionKindCounts(s.Partitions), scope), ansiYellow
+	}
+	return fmt.Sprintf("NO LOSS FOUND: %s, 0 findings", scope), ansiGreen
+}
+
+func inputCells(name string, c *finding.InputCounts) []string {
+	return []string{name, Thousands(c.Scanned), Thousands(c.Audited), Thousands(c.Pending), Thousands(c.NullKey),
+		Thousands(c.NullValue), Thousands(c.DecodeErrors), Thousands(c.OutsideWindow)}
+}
+
+// writeRows lists the first rows of the loss report.
+func writeRows(b *strings.Builder, res *finding.Result, opt SummaryOptions) {
+	n := len(res.Rows)
+	if n == 0 {
+		return
+	}
+	limit := opt.MaxRows
+	if limit == 0 {
+		limit = DefaultMaxRows
+	}
+	limit = max(0, min(limit, n))
+	where := "in the CSV report (set report.csv or pass --csv)"
+	if opt.CSVPath != "" {
+		where = "in " + safe(opt.CSVPath)
+	}
+	if limit == 0 {
+		fmt.Fprintf(b, "\nKey findings (%s): all %s\n", Thousands(int64(n)), where)
+		return
+	}
+	if limit == n {
+		fmt.Fprintf(b, "\nKey findings (%s)\n", Thousands(int64(n)))
+	} else {
+		fmt.Fprintf(b, "\nKey findings (first %s of %s)\n", Thousands(int64(limit)), Thousands(int64(n)))
+	}
+	b.WriteString("  (REPLAY is the input record carrying the lost update: topic[partition]@offset)\n")
+	t := table{header: []string{"FINDING", "STAGE", "INPUT", "KEY", "REPLAY", "TIMESTAMP", "OBSERVED", "DETAIL"}}
+	for _, r := range sortedCopy(res)[:limit] {
+		obs := "-"
+		if r.HasObserved {
+			obs = FormatTS(r.ObservedTS)
+		}
+		t.add(safe(string(r.Kind)), safe(string(r.Stage)), safe(r.Input), truncate(safe(FormatKey(r.Key)), maxKeyWidth),
+			fmt.Sprintf("%s[%d]@%d", safe(r.Topic), r.Partition, r.Offset), FormatTS(r.Timestamp), obs, safe(r.Detail))
+	}
+	t.write(b, "  ")
+	if limit < n {
+		fmt.Fprintf(b, "  ... and %s more, all %s\n", Thousands(int64(n-limit)), where)
+	}
+}
+
+func writeTimings(b *strings.Builder, s *finding.Summary) {
+	if len(s.Timings) == 0 && s.Started.IsZero() {
+		return
+	}
+	b.WriteString("\nTimings\n")
+	t := table{header: []string{"PHASE", "TOOK"}}
+	for _, k := range slices.Sorted(maps.Keys(s.Timings)) {
+		t.add(safe(k), safe(s.Timings[k]))
+	}
+	if !s.Started.IsZero() && !s.Finished.IsZero() {
+		t.add("total", s.Finished.Sub(s.Started).Round(1e6).String())
+	}
+	t.write(b, "  ")
+	if !s.Started.IsZero() {
+		fmt.Fprintf(b, "  started %s", formatTime(s.Started))
+		if !s.Finished.IsZero() {
+			fmt.Fprintf(b, ", finished %s", formatTime(s.Finished))
+		}
+		b.WriteString("\n")
+	}
+}
+
+// kindCounts renders "9 missing, 2 stale" in the order missing, stale,
+// aborted, then other kinds by name, leaving out zeros.
+func kindCounts(rows []finding.Row) string {
+	counts := map[finding.Kind]int64{}
+	for i := range rows {
+		counts[rows[i].Kind]++
+	}
+	order := []finding.Kind{finding.Missing, finding.Stale, finding.Aborted}
+	for _, k := range slices.Sorted(maps.Keys(counts)) {
+		if !slices.Contains(order, k) {
+			order = append(order, k)
+		}
+	}
+	var parts []string
+	for _, k := range order {
+		if counts[k] > 0 {
+			parts = append(parts, Thousands(counts[k])+" "+safe(string(k)))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+func partitionKindCounts(pf []finding.PartitionFinding) string {
+	counts := map[finding.PartitionKind]int64{}
+	for _, p := range pf {
+		counts[p.Kind]++
+	}
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(counts)) {
+		parts = append(parts, Thousands(counts[k])+" "+safe(string(k)))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func offsetsText(m map[string]int64) string {
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		parts = append(parts, safe(k)+"="+strconv.FormatInt(m[k], 10))
+	}
+	return strings.Join(parts, " ")
+}
+
+func plural(n int64, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return Thousands(n) + " " + many
+}
+
+// safe makes text from audited data harmless on a terminal: control
+// characters (including ESC, CR, LF, TAB, DEL and C1 controls) and invalid
+// UTF-8 are shown as Go escapes.
+func safe(s string) string {
+	clean := true
+	for _, r := range s {
+		if r == utf8.RuneError || unicode.IsControl(r) {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size <= 1:
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case unicode.IsControl(r):
+			q := strconv.QuoteRune(r)
+			b.WriteString(q[1 : len(q)-1])
+		default:
+			b.WriteString(s[i : i+size])
+		}
+		i += size
+	}
+	return b.String()
+}
+
+// truncate shortens s to at most n runes, marking the cut with "…".
+func truncate(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:n-1]) + "…"
+}

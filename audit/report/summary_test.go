@@ -1,0 +1,149 @@
+package report
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/lossaudit/lossaudit/audit/finding"
+)
+
+func TestWriteSummaryGolden(t *testing.T) {
+	many := findingsResult()
+	for i := range 25 {
+		many.Rows = append(many.Rows, finding.Row{Kind: finding.Missing, Stage: finding.StageOutput, Input: "c",
+			Key: fmt.Appendf(nil, "bulk-%02d", i), Topic: "topicC", Partition: 4, Offset: int64(1000 + i),
+			Timestamp: ms(11, 0, i, 0), ExpectedTS: ms(11, 0, i, 0), Detail: "absent from output"})
+	}
+	tests := []struct {
+		name   string
+		res    *finding.Result
+		opt    SummaryOptions
+		golden string
+	}{
+		{"clean", cleanResult(), SummaryOptions{CSVPath: "loss-report.csv"}, "summary-clean.txt"},
+		{"findings", findingsResult(), SummaryOptions{CSVPath: "loss-report.csv", JSONPath: "report.json"}, "summary-findings.txt"},
+		{"findings truncated", many, SummaryOptions{CSVPath: "loss-report.csv"}, "summary-findings-truncated.txt"},
+		{"findings no csv", many, SummaryOptions{MaxRows: 3}, "summary-findings-nocsv.txt"},
+		{"partial", partialResult(), SummaryOptions{CSVPath: "loss-report.csv.partial"}, "summary-partial.txt"},
+		{"partitions", partitionsResult(), SummaryOptions{}, "summary-partitions.txt"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			if err := WriteSummary(&buf, tt.res, tt.opt); err != nil {
+				t.Fatal(err)
+			}
+			if bytes.Contains(buf.Bytes(), []byte("\x1b")) {
+				t.Error("escape sequence in summary without Color")
+			}
+			golden(t, tt.golden, buf.Bytes())
+		})
+	}
+}
+
+func TestWriteSummaryVerdict(t *testing.T) {
+	tests := []struct {
+		name   string
+		res    *finding.Result
+		prefix string
+		colour string
+	}{
+		{"clean", cleanResult(), "NO LOSS FOUND: 3 inputs, 1,234,557 records audited, 0 findings", ansiGreen},
+		{"findings", findingsResult(), "LOSS FOUND: 7 keys lost an update (4 missing, 2 stale, 1 aborted); 3 inputs, 1,234,557 records audited", ansiRed},
+		{"partitions", partitionsResult(), "LOSS SUSPECTED: no key reported lost, but 2 partition findings (1 purged_past_commit, 1 stuck_lso);", ansiYellow},
+		{"partial", partialResult(), "PARTIAL AUDIT: the audit did not complete; so far 3 inputs", ansiYellow},
+		{"single input", &finding.Result{Summary: finding.Summary{InputOrder: []string{"a"},
+			Inputs: map[string]*finding.InputCounts{"a": {Audited: 1}}}}, "NO LOSS FOUND: 1 input, 1 record audited, 0 findings", ansiGreen},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var plain, col bytes.Buffer
+			if err := WriteSummary(&plain, tt.res, SummaryOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			first, _, _ := strings.Cut(plain.String(), "\n")
+			if !strings.HasPrefix(first, tt.prefix) {
+				t.Errorf("verdict %q, want prefix %q", first, tt.prefix)
+			}
+			if err := WriteSummary(&col, tt.res, SummaryOptions{Color: true}); err != nil {
+				t.Fatal(err)
+			}
+			wantCol := tt.colour + first + ansiReset + "\n"
+			if !strings.HasPrefix(col.String(), wantCol) {
+				t.Errorf("coloured verdict %q, want %q", strings.SplitN(col.String(), "\n", 2)[0], wantCol)
+			}
+			if strings.Count(col.String(), "\x1b[") != 2 {
+				t.Error("colour used beyond the verdict line")
+			}
+		})
+	}
+}
+
+func TestWriteSummaryRowLimit(t *testing.T) {
+	res := findingsResult()
+	tests := []struct {
+		max      int
+		listed   int
+		trailer  bool
+		noneLine bool
+	}{
+		{0, 7, false, false}, // default 20 > 7 rows
+		{3, 3, true, false},  // first 3, pointer to the rest
+		{7, 7, false, false}, // exactly all
+		{-1, 0, false, true}, // none listed
+		{100, 7, false, false},
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprint(tt.max), func(t *testing.T) {
+			var buf bytes.Buffer
+			if err := WriteSummary(&buf, res, SummaryOptions{MaxRows: tt.max, CSVPath: "x.csv"}); err != nil {
+				t.Fatal(err)
+			}
+			out := buf.String()
+			listed := strings.Count(out, "\n  missing ") + strings.Count(out, "\n  stale ") + strings.Count(out, "\n  aborted ")
+			if listed != tt.listed {
+				t.Errorf("listed %d rows, want %d\n%s", listed, tt.listed, out)
+			}
+			if got := strings.Contains(out, "more, all in x.csv"); got != tt.trailer {
+				t.Errorf("pointer to the rest present=%v, want %v", got, tt.trailer)
+			}
+			if got := strings.Contains(out, "Key findings (7): all in x.csv"); got != tt.noneLine {
+				t.Errorf("'all in x.csv' line present=%v, want %v", got, tt.noneLine)
+			}
+		})
+	}
+}
+
+func TestWriteSummaryEscapesData(t *testing.T) {
+	res := findingsResult()
+	res.Rows[0].Key = []byte("\x1b]0;pwned\x07")
+	res.Rows[0].Detail = "evil\x1b[2J"
+	res.Summary.Partitions = []finding.PartitionFinding{{Kind: finding.Truncated, Topic: "t\x1b[31m", Evidence: "e\rX"}}
+	var buf bytes.Buffer
+	if err := WriteSummary(&buf, res, SummaryOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if bytes.ContainsAny(buf.Bytes(), "\x1b\x07\r") {
+		t.Fatalf("raw control characters reached the terminal:\n%q", buf.String())
+	}
+	for _, want := range []string{`\x1b]0;pwned\a`, `evil\x1b[2J`, `t\x1b[31m`, `e\rX`} {
+		if !strings.Contains(buf.String(), want) {
+			t.Errorf("summary lacks escaped %q", want)
+		}
+	}
+}
+
+func TestWriteSummaryLongKeyTruncated(t *testing.T) {
+	res := findingsResult()
+	res.Rows = res.Rows[:1]
+	res.Rows[0].Key = []byte(strings.Repeat("k", 100))
+	var buf bytes.Buffer
+	if err := WriteSummary(&buf, res, SummaryOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(buf.String(), strings.Repeat("k", maxKeyWidth-1)+"… ") || strings.Contains(buf.String(), strings.Repeat("k", maxKeyWidth)) {
+		t.Errorf("key not cut to %d characters:\n%s", maxKeyWidth, buf.String())
+	}
+}
