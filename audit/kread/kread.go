@@ -1,0 +1,341 @@
+// Package kread is lossaudit's only read path for audited data: it reads
+// Kafka partitions exactly as a read_committed Java consumer sees them.
+//
+// kafka-go's Reader and Conn hand out records of aborted transactions and
+// transaction markers as ordinary messages, so kread works one level lower:
+// it sends protocol-level Fetch requests at isolation level 1 to each
+// partition's leader, and filters the answer with the partition response's
+// aborted-transaction list and each batch's producer id, the way
+// CompletedFetch.java does. Every record is classified Committed, Aborted or
+// Control; committed (and, on request, aborted) records reach the caller,
+// all of them are counted.
+//
+// kread never produces, never joins or commits to a consumer group and never
+// deletes anything.
+package kread
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"sort"
+	"sync"
+	"time"
+
+	kafka "github.com/segmentio/kafka-go"
+	"github.com/segmentio/kafka-go/protocol/metadata"
+	"github.com/segmentio/kafka-go/sasl"
+)
+
+// Defaults applied by New to zero Options fields.
+const (
+	DefaultTimeout           = 30 * time.Second
+	DefaultConcurrency       = 8
+	DefaultFetchMaxBytes     = 52428800
+	DefaultPartitionMaxBytes = 4194304
+	DefaultMaxRetries        = 20
+	DefaultRetryBackoff      = 100 * time.Millisecond
+	DefaultMaxRetryBackoff   = 2 * time.Second
+	DefaultClientID          = "lossaudit"
+)
+
+// ErrUnknownTopic is wrapped by errors about a topic the cluster does not
+// have; the message names the topic.
+var ErrUnknownTopic = errors.New("topic does not exist")
+
+// Options configures a Client. Zero fields take the Default* values.
+type Options struct {
+	// Brokers are the bootstrap addresses, host:port.
+	Brokers []string
+	// TLS, when non-nil, encrypts every connection.
+	TLS *tls.Config
+	// SASL, when non-nil, authenticates every connection.
+	SASL sasl.Mechanism
+	// ClientID is sent to the brokers with every request.
+	ClientID string
+	// Timeout bounds each request (dial, round trip).
+	Timeout time.Duration
+	// Concurrency is the maximum number of fetches in flight across all
+	// partitions of one Read.
+	Concurrency int
+	// FetchMaxBytes and PartitionMaxBytes are the Fetch request's MaxBytes
+	// and per-partition PartitionMaxBytes. kread fetches one partition per
+	// request, so memory is bounded by roughly
+	// Concurrency * min(FetchMaxBytes, PartitionMaxBytes) (a single batch
+	// larger than that is still returned whole by the broker).
+	FetchMaxBytes, PartitionMaxBytes int32
+	// MaxRetries is the number of consecutive failed attempts on one
+	// partition (or one metadata/offsets lookup) before giving up.
+	MaxRetries int
+	// RetryBackoff is the first backoff; it doubles up to MaxRetryBackoff.
+	RetryBackoff, MaxRetryBackoff time.Duration
+}
+
+// Client reads topics with read_committed semantics. It is safe for
+// concurrent use.
+type Client struct {
+	o    Options
+	addr net.Addr
+	tr   *kafka.Transport
+
+	mu  sync.Mutex
+	gen uint64 // bumped by every metadata refresh
+}
+
+// New returns a Client for the cluster in o. It does not connect yet.
+func New(o Options) (*Client, error) {
+	if len(o.Brokers) == 0 {
+		return nil, errors.New("kread: no brokers configured")
+	}
+	for _, b := range o.Brokers {
+		if _, _, err := net.SplitHostPort(b); err != nil {
+			return nil, fmt.Errorf("kread: broker address %q: %w", b, err)
+		}
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = DefaultTimeout
+	}
+	if o.Concurrency <= 0 {
+		o.Concurrency = DefaultConcurrency
+	}
+	if o.FetchMaxBytes <= 0 {
+		o.FetchMaxBytes = DefaultFetchMaxBytes
+	}
+	if o.PartitionMaxBytes <= 0 {
+		o.PartitionMaxBytes = DefaultPartitionMaxBytes
+	}
+	if o.PartitionMaxBytes > o.FetchMaxBytes {
+		o.PartitionMaxBytes = o.FetchMaxBytes
+	}
+	if o.MaxRetries <= 0 {
+		o.MaxRetries = DefaultMaxRetries
+	}
+	if o.RetryBackoff <= 0 {
+		o.RetryBackoff = DefaultRetryBackoff
+	}
+	if o.MaxRetryBackoff <= 0 {
+		o.MaxRetryBackoff = DefaultMaxRetryBackoff
+	}
+	if o.MaxRetryBackoff < o.RetryBackoff {
+		o.MaxRetryBackoff = o.RetryBackoff
+	}
+	if o.ClientID == "" {
+		o.ClientID = DefaultClientID
+	}
+	dialer := &net.Dialer{Timeout: o.Timeout}
+	c := &Client{
+		o:    o,
+		addr: kafka.TCP(o.Brokers...),
+		tr: &kafka.Transport{
+			Dial:        dialer.DialContext,
+			DialTimeout: o.Timeout,
+			ClientID:    o.ClientID,
+			TLS:         o.TLS,
+			SASL:        o.SASL,
+		},
+	}
+	return c, nil
+}
+
+// Close releases the connections of the client.
+func (c *Client) Close() error {
+	c.tr.CloseIdleConnections()
+	return nil
+}
+
+// generation returns the current metadata generation; pass it to refresh
+// after a failure seen with it.
+func (c *Client) generation() uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.gen
+}
+
+// refresh forces fresh cluster metadata (leaders, brokers, topics) unless
+// another caller already refreshed since gen was read. kafka-go's Transport
+// caches metadata per connection pool; dropping the pools makes the next
+// request bootstrap again.
+func (c *Client) refresh(gen uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if gen != c.gen {
+		return
+	}
+	c.gen++
+	c.tr.CloseIdleConnections()
+}
+
+// roundTrip sends one request with the client's timeout.
+func (c *Client) roundTrip(ctx context.Context, req kafka.Request) (kafka.Response, error) {
+	ctx, cancel := context.WithTimeout(ctx, c.o.Timeout)
+	defer cancel()
+	return c.tr.RoundTrip(ctx, c.addr, req)
+}
+
+// backoff returns the wait before attempt n (n >= 1).
+func (c *Client) backoff(n int) time.Duration {
+	d := c.o.RetryBackoff
+	for i := 1; i < n && d < c.o.MaxRetryBackoff; i++ {
+		d *= 2
+	}
+	if d > c.o.MaxRetryBackoff {
+		d = c.o.MaxRetryBackoff
+	}
+	return d
+}
+
+// sleep waits d or until ctx ends.
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// retry runs fn until it succeeds, fails with a permanent error, the context
+// ends or MaxRetries consecutive attempts failed. Between attempts the
+// metadata is refreshed.
+func (c *Client) retry(ctx context.Context, fn func(ctx context.Context) error) error {
+	var err error
+	for attempt := 1; ; attempt++ {
+		gen := c.generation()
+		err = fn(ctx)
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return fmt.Errorf("%w (last error: %v)", ctx.Err(), err)
+		}
+		if !retriable(err) {
+			return err
+		}
+		if attempt >= c.o.MaxRetries {
+			return fmt.Errorf("giving up after %d attempts: %w", attempt, err)
+		}
+		c.refresh(gen)
+		if serr := sleep(ctx, c.backoff(attempt)); serr != nil {
+			return fmt.Errorf("%w (last error: %v)", serr, err)
+		}
+	}
+}
+
+// permanentError marks an error that retrying cannot fix.
+type permanentError struct{ err error }
+
+func (e *permanentError) Error() string { return e.err.Error() }
+func (e *permanentError) Unwrap() error { return e.err }
+
+// retriable reports whether err may go away after a metadata refresh and a
+// backoff: leader moves, brokers restarting, connections refused or reset,
+// timeouts. Kafka errors are retriable when kafka-go says they are
+// temporary; everything else not marked permanent is assumed to be a
+// transport problem.
+func retriable(err error) bool {
+	var p *permanentError
+	if errors.As(err, &p) {
+		return false
+	}
+	var ke kafka.Error
+	if errors.As(err, &ke) {
+		return ke.Temporary() || ke == kafka.BrokerNotAvailable || ke == kafka.ReplicaNotAvailable ||
+			ke == kafka.Unknown || ke == kafka.GroupCoordinatorNotAvailable
+	}
+	if errors.Is(err, context.Canceled) {
+		return false
+	}
+	return true
+}
+
+// codeErr turns a Kafka error code into an error (nil for 0).
+func codeErr(code int16) error {
+	if code == 0 {
+		return nil
+	}
+	return kafka.Error(code)
+}
+
+// meta returns the cluster metadata as cached by the transport.
+func (c *Client) meta(ctx context.Context) (*metadata.Response, error) {
+	r, err := c.roundTrip(ctx, &metadata.Request{})
+	if err != nil {
+		return nil, fmt.Errorf("metadata: %w", err)
+	}
+	m, ok := r.(*metadata.Response)
+	if !ok {
+		return nil, fmt.Errorf("metadata: unexpected response %T", r)
+	}
+	if len(m.Brokers) == 0 {
+		return nil, errors.New("metadata: cluster has no brokers (unreachable?)")
+	}
+	return m, nil
+}
+
+// Topics returns the names of the cluster's non-internal topics, sorted.
+func (c *Client) Topics(ctx context.Context) ([]string, error) {
+	var names []string
+	err := c.retry(ctx, func(ctx context.Context) error {
+		m, err := c.meta(ctx)
+		if err != nil {
+			return err
+		}
+		names = names[:0]
+		for _, t := range m.Topics {
+			if !t.IsInternal && t.ErrorCode == 0 {
+				names = append(names, t.Name)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("listing topics: %w", err)
+	}
+	sort.Strings(names)
+	return names, nil
+}
+
+// Partitions returns the partition ids of topic, sorted. The error wraps
+// ErrUnknownTopic and names the topic when the cluster has no such topic.
+func (c *Client) Partitions(ctx context.Context, topic string) ([]int32, error) {
+	var ps []int32
+	refreshed := false
+	err := c.retry(ctx, func(ctx context.Context) error {
+		m, err := c.meta(ctx)
+		if err != nil {
+			return err
+		}
+		ps = ps[:0]
+		for _, t := range m.Topics {
+			if t.Name != topic {
+				continue
+			}
+			if t.ErrorCode != 0 && t.ErrorCode != int16(kafka.UnknownTopicOrPartition) {
+				return fmt.Errorf("metadata of topic %q: %w", topic, codeErr(t.ErrorCode))
+			}
+			for _, p := range t.Partitions {
+				ps = append(ps, p.PartitionIndex)
+			}
+		}
+		if len(ps) == 0 {
+			// The transport's metadata may predate the topic: look once more
+			// with fresh metadata before calling it missing.
+			if !refreshed {
+				refreshed = true
+				c.refresh(c.generation())
+				return fmt.Errorf("topic %q not in cached metadata", topic)
+			}
+			return &permanentError{fmt.Errorf("topic %q: %w", topic, ErrUnknownTopic)}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	sort.Slice(ps, func(i, j int) bool { return ps[i] < ps[j] })
+	return ps, nil
+}

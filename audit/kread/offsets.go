@@ -1,0 +1,203 @@
+package kread
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	kafka "github.com/segmentio/kafka-go"
+	"github.com/segmentio/kafka-go/protocol/listoffsets"
+	"github.com/segmentio/kafka-go/protocol/offsetfetch"
+)
+
+// Offsets is a snapshot of one partition's bounds.
+type Offsets struct {
+	// LogStart is the first offset still in the log.
+	LogStart int64
+	// LSO is the last stable offset: every offset below it belongs to a
+	// decided (committed or aborted) transaction or to no transaction.
+	LSO int64
+	// HighWatermark is the offset after the last replicated record.
+	HighWatermark int64
+}
+
+// TP names one partition of one topic.
+type TP struct {
+	Topic     string
+	Partition int32
+}
+
+// ListOffsets special timestamps.
+const (
+	latest   = -1
+	earliest = -2
+)
+
+// Isolation levels of ListOffsets and Fetch.
+const (
+	readUncommitted = 0
+	readCommitted   = 1
+)
+
+// listOffsets asks every partition's leader for the offset matching ts
+// (a Unix ms timestamp, or latest/earliest) at the given isolation level.
+// Partitions answering with an error make the whole call fail (and be
+// retried by the caller).
+func (c *Client) listOffsets(ctx context.Context, topic string, parts []int32, ts int64, isolation int8) (map[int32]int64, error) {
+	req := &listoffsets.Request{
+		ReplicaID:      -1,
+		IsolationLevel: isolation,
+		Topics:         []listoffsets.RequestTopic{{Topic: topic}},
+	}
+	for _, p := range parts {
+		req.Topics[0].Partitions = append(req.Topics[0].Partitions, listoffsets.RequestPartition{
+			Partition: p, CurrentLeaderEpoch: -1, Timestamp: ts,
+		})
+	}
+	r, err := c.roundTrip(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	res, ok := r.(*listoffsets.Response)
+	if !ok {
+		return nil, fmt.Errorf("unexpected response %T", r)
+	}
+	out := make(map[int32]int64, len(parts))
+	for _, t := range res.Topics {
+		if t.Topic != topic {
+			continue
+		}
+		for _, p := range t.Partitions {
+			if err := codeErr(p.ErrorCode); err != nil {
+				if p.ErrorCode == -1 {
+					// kafka-go's merger reports a failed request this way.
+					err = fmt.Errorf("request to the leader failed")
+				}
+				return nil, fmt.Errorf("partition %d: %w", p.Partition, err)
+			}
+			out[p.Partition] = p.Offset
+		}
+	}
+	for _, p := range parts {
+		if _, ok := out[p]; !ok {
+			return nil, fmt.Errorf("partition %d: no answer", p)
+		}
+	}
+	return out, nil
+}
+
+// Offsets snapshots every partition of topic: log start offset (earliest),
+// last stable offset (latest at read_committed) and high watermark (latest
+// at read_uncommitted), read in that order so that LSO <= HighWatermark.
+func (c *Client) Offsets(ctx context.Context, topic string) (map[int32]Offsets, error) {
+	parts, err := c.Partitions(ctx, topic)
+	if err != nil {
+		return nil, err
+	}
+	return c.offsetsOf(ctx, topic, parts)
+}
+
+func (c *Client) offsetsOf(ctx context.Context, topic string, parts []int32) (map[int32]Offsets, error) {
+	var start, lso, hw map[int32]int64
+	err := c.retry(ctx, func(ctx context.Context) (err error) {
+		if start, err = c.listOffsets(ctx, topic, parts, earliest, readUncommitted); err != nil {
+			return fmt.Errorf("log start offsets: %w", err)
+		}
+		if lso, err = c.listOffsets(ctx, topic, parts, latest, readCommitted); err != nil {
+			return fmt.Errorf("last stable offsets: %w", err)
+		}
+		if hw, err = c.listOffsets(ctx, topic, parts, latest, readUncommitted); err != nil {
+			return fmt.Errorf("high watermarks: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("offsets of %s: %w", topic, err)
+	}
+	out := make(map[int32]Offsets, len(parts))
+	for _, p := range parts {
+		out[p] = Offsets{LogStart: start[p], LSO: lso[p], HighWatermark: hw[p]}
+	}
+	return out, nil
+}
+
+// OffsetsForTime returns, for every partition of topic, the first offset
+// whose record timestamp is at or after t, or the high watermark when no
+// record is that recent.
+func (c *Client) OffsetsForTime(ctx context.Context, topic string, t time.Time) (map[int32]int64, error) {
+	parts, err := c.Partitions(ctx, topic)
+	if err != nil {
+		return nil, err
+	}
+	var at, hw map[int32]int64
+	err = c.retry(ctx, func(ctx context.Context) (err error) {
+		if at, err = c.listOffsets(ctx, topic, parts, t.UnixMilli(), readUncommitted); err != nil {
+			return fmt.Errorf("offsets for time: %w", err)
+		}
+		if hw, err = c.listOffsets(ctx, topic, parts, latest, readUncommitted); err != nil {
+			return fmt.Errorf("high watermarks: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("offsets of %s at %s: %w", topic, t.UTC().Format(time.RFC3339Nano), err)
+	}
+	for p, o := range at {
+		if o < 0 {
+			at[p] = hw[p]
+		}
+	}
+	return at, nil
+}
+
+// GroupOffsets reads the committed offsets of group for every partition of
+// topics with a single OffsetFetch (sent to the group's coordinator). It
+// never joins the group and never commits. Partitions without a committed
+// offset are absent from the result.
+func (c *Client) GroupOffsets(ctx context.Context, group string, topics []string) (map[TP]int64, error) {
+	req := &offsetfetch.Request{GroupID: group}
+	for _, t := range topics {
+		parts, err := c.Partitions(ctx, t)
+		if err != nil {
+			return nil, err
+		}
+		req.Topics = append(req.Topics, offsetfetch.RequestTopic{Name: t, PartitionIndexes: parts})
+	}
+	if len(req.Topics) == 0 {
+		return map[TP]int64{}, nil
+	}
+	out := map[TP]int64{}
+	err := c.retry(ctx, func(ctx context.Context) error {
+		clear(out)
+		r, err := c.roundTrip(ctx, req)
+		if err != nil {
+			return err
+		}
+		res, ok := r.(*offsetfetch.Response)
+		if !ok {
+			return fmt.Errorf("unexpected response %T", r)
+		}
+		if err := codeErr(res.ErrorCode); err != nil {
+			return err
+		}
+		for _, t := range res.Topics {
+			for _, p := range t.Partitions {
+				if err := codeErr(p.ErrorCode); err != nil {
+					if errors.Is(err, kafka.UnknownTopicOrPartition) {
+						continue
+					}
+					return fmt.Errorf("%s[%d]: %w", t.Name, p.PartitionIndex, err)
+				}
+				if p.CommittedOffset >= 0 {
+					out[TP{Topic: t.Name, Partition: p.PartitionIndex}] = p.CommittedOffset
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("committed offsets of group %q: %w", group, err)
+	}
+	return out, nil
+}
