@@ -1,21 +1,184 @@
 package main
 
-// Stub by engineer A so the command tree compiles; its owner replaces this file.
-
 import (
+	"context"
 	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
 
 	"github.com/spf13/cobra"
+
+	"github.com/lossaudit/lossaudit/audit/kread"
+	"github.com/lossaudit/lossaudit/audit/pipeline"
+	"github.com/lossaudit/lossaudit/config"
 )
 
-// newTopologyCmd returns the topology command (stub).
+// newTopologyCmd returns `lossaudit topology`: derive the pipeline model,
+// print the stage map with where each name came from, and check that every
+// topic exists.
 func newTopologyCmd(g *globalFlags) *cobra.Command {
 	return &cobra.Command{
 		Use:   "topology",
-		Short: "topology (not implemented yet)",
-		Args:  cobra.NoArgs,
+		Short: "Print the derived stage map (input, repartition topic, store, changelog, output) and check the topics exist",
+		Long: "topology derives, for every configured input, its repartition topic, reduce store and\n" +
+			"changelog topic, and the join's output topic: from explicit overrides in\n" +
+			"pipeline.inputs[i], then from pipeline.topology_file (the text printed by\n" +
+			"Topology#describe()), then by discovery among the cluster's topics. It prints one row\n" +
+			"per name with its origin and whether the topic exists.\n\n" +
+			"Exit codes: 0 every topic exists; 1 a derived internal topic is missing (MISSING in\n" +
+			"the table); 2 a configuration problem, including a topic named in the config that\n" +
+			"does not exist; 3 the cluster could not be reached.",
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return errors.New("topology: not implemented yet")
+			cfg, err := g.load(cmd)
+			if err != nil {
+				return err
+			}
+			if err := cfg.Validate(); err != nil {
+				return err
+			}
+			if err := cfg.ValidatePipeline(); err != nil {
+				return err
+			}
+			o, err := topologyReaderOptions(cfg)
+			if err != nil {
+				return err
+			}
+			client, err := kread.New(o)
+			if err != nil {
+				return fmt.Errorf("connecting to %s: %w", strings.Join(cfg.Kafka.Brokers, ","), err)
+			}
+			defer client.Close()
+			// No Matcher yet: discovery assigns changelogs to inputs only with
+			// evidence; the lead wires the Avro-schema matcher here.
+			return runTopology(cmd.Context(), cfg, client, nil, cmd.OutOrStdout())
 		},
 	}
+}
+
+// topologyReaderOptions maps the kafka section to reader options.
+// TODO(E): replace by kreadOptions (engineer B, scan.go) once it exists.
+func topologyReaderOptions(cfg *config.Config) (kread.Options, error) {
+	k := cfg.Kafka
+	t, err := k.TLSConfig()
+	if err != nil {
+		return kread.Options{}, err
+	}
+	m, err := k.Mechanism()
+	if err != nil {
+		return kread.Options{}, err
+	}
+	return kread.Options{
+		Brokers: k.Brokers, TLS: t, SASL: m, Timeout: k.Timeout, Concurrency: k.Concurrency,
+		FetchMaxBytes: k.FetchMaxBytes, PartitionMaxBytes: k.PartitionMaxBytes,
+	}, nil
+}
+
+// topicRow is one line of the stage map.
+type topicRow struct {
+	input, role, name string
+	origin            pipeline.Origin
+	// key is the config key that named the topic, "" when derived.
+	key string
+	// topic is false for the store (not a topic).
+	topic bool
+}
+
+// runTopology builds the model, prints the stage map to w and checks the
+// topics against lister. A missing topic that the config names is a
+// *config.Error (exit 2) naming the key; a missing derived topic is marked
+// MISSING and ends with exit 1; failing to list topics is exit 3.
+func runTopology(ctx context.Context, cfg *config.Config, lister pipeline.TopicLister, match pipeline.Matcher, w io.Writer) error {
+	var opts []pipeline.Option
+	if match != nil {
+		opts = append(opts, pipeline.WithMatcher(match))
+	}
+	m, err := pipeline.Build(ctx, cfg, lister, opts...)
+	if err != nil {
+		return err
+	}
+	names, err := lister.Topics(ctx)
+	if err != nil {
+		return fmt.Errorf("checking that the pipeline's topics exist: %w", err)
+	}
+	exists := make(map[string]bool, len(names))
+	for _, n := range names {
+		exists[n] = true
+	}
+
+	var rows []topicRow
+	for i, s := range m.Stages {
+		in := s.Input.Name
+		base := fmt.Sprintf("pipeline.inputs[%d].", i)
+		userKey := func(o pipeline.Origin, field string) string {
+			if o == pipeline.FromOverride {
+				return base + field
+			}
+			return ""
+		}
+		rows = append(rows,
+			topicRow{in, "input", s.Input.Topic, pipeline.FromConfig, base + "topic", true},
+			topicRow{in, "repartition", s.RepartitionTopic, s.Origins.RepartitionTopic, userKey(s.Origins.RepartitionTopic, "repartition_topic"), true},
+			topicRow{in, "store", s.Store, s.Origins.Store, "", false},
+			topicRow{in, "changelog", s.ChangelogTopic, s.Origins.ChangelogTopic, userKey(s.Origins.ChangelogTopic, "changelog_topic"), true},
+		)
+	}
+	outKey := ""
+	if m.OutputOrigin == pipeline.FromConfig {
+		outKey = "pipeline.output"
+	}
+	rows = append(rows, topicRow{"-", "output", m.Output, m.OutputOrigin, outKey, true})
+
+	fmt.Fprintf(w, "application.id %s (consumer group and internal topic prefix); join order: ", m.ApplicationID)
+	for i, s := range m.Stages {
+		if i > 0 {
+			fmt.Fprint(w, " leftJoin ")
+		}
+		fmt.Fprint(w, s.Input.Name)
+	}
+	fmt.Fprintf(w, " -> %s\n\n", m.Output)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "INPUT\tROLE\tNAME\tFROM\tSTATUS")
+	var userMissing []topicRow
+	var derivedMissing []string
+	for _, r := range rows {
+		status := "-"
+		name := r.name
+		switch {
+		case !r.topic:
+		case name == "":
+			name = "(none: no repartitioning)"
+		case exists[name]:
+			status = "ok"
+		default:
+			status = "MISSING"
+			if r.key != "" {
+				userMissing = append(userMissing, r)
+			} else {
+				derivedMissing = append(derivedMissing, name)
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.input, r.role, name, r.origin, status)
+	}
+	if err := tw.Flush(); err != nil {
+		return fmt.Errorf("writing the stage map: %w", err)
+	}
+	for _, warn := range m.Warnings {
+		fmt.Fprintf(w, "warning: %s\n", warn)
+	}
+	if len(userMissing) > 0 {
+		first := userMissing[0]
+		msg := fmt.Sprintf("topic %q does not exist", first.name)
+		for _, r := range userMissing[1:] {
+			msg += fmt.Sprintf("; %s: topic %q does not exist either", r.key, r.name)
+		}
+		return &config.Error{Key: first.key, Msg: msg}
+	}
+	if len(derivedMissing) > 0 {
+		return withCode(exitFindings, errors.New("derived internal topics do not exist: "+strings.Join(derivedMissing, ", ")+
+			" (is the application running, and do pipeline.application_id and pipeline.topology_file match it?)"))
+	}
+	return nil
 }

@@ -1,0 +1,184 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+
+	"github.com/lossaudit/lossaudit/config"
+)
+
+type listerFunc func(context.Context) ([]string, error)
+
+func (f listerFunc) Topics(ctx context.Context) ([]string, error) { return f(ctx) }
+
+const (
+	topoABC = "../../audit/pipeline/testdata/order-abc-3.6.2.txt"
+	s02     = "KSTREAM-REDUCE-STATE-STORE-0000000002"
+	s09     = "KSTREAM-REDUCE-STATE-STORE-0000000009"
+	s16     = "KSTREAM-REDUCE-STATE-STORE-0000000016"
+)
+
+func topoConfig() *config.Config {
+	return &config.Config{Pipeline: config.Pipeline{
+		ApplicationID: "app", TopologyFile: topoABC, Output: "joined",
+		Inputs: []config.Input{{Name: "a", Topic: "topicA"}, {Name: "b", Topic: "topicB"}, {Name: "c", Topic: "topicC"}},
+	}}
+}
+
+// allTopics are the topics of a cluster running order-abc as "app".
+func allTopics() []string {
+	ts := []string{"topicA", "topicB", "topicC", "joined"}
+	for _, s := range []string{s02, s09, s16} {
+		ts = append(ts, "app-"+s+"-repartition", "app-"+s+"-changelog")
+	}
+	return ts
+}
+
+func without(ts []string, drop ...string) []string {
+	var out []string
+	for _, t := range ts {
+		keep := true
+		for _, d := range drop {
+			keep = keep && t != d
+		}
+		if keep {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// rowRe matches one stage-map row: INPUT ROLE NAME FROM STATUS.
+func row(input, role, name, from, status string) *regexp.Regexp {
+	return regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(input) + `\s+` + role + `\s+` + regexp.QuoteMeta(name) + `\s+` + regexp.QuoteMeta(from) + `\s+` + status + `$`)
+}
+
+func TestRunTopology(t *testing.T) {
+	overridden := topoConfig()
+	overridden.Pipeline.Inputs[0].ChangelogTopic = "custom-a-changelog"
+	cases := []struct {
+		name   string
+		cfg    *config.Config
+		topics []string
+		code   int
+		key    string // config key of an exit-2 error
+		rows   []*regexp.Regexp
+		errMsg string
+	}{
+		{
+			name: "all present", cfg: topoConfig(), topics: allTopics(), code: exitOK,
+			rows: []*regexp.Regexp{
+				row("a", "input", "topicA", "config", "ok"),
+				row("a", "repartition", "app-"+s02+"-repartition", "topology file", "ok"),
+				row("a", "store", s02, "topology file", "-"),
+				row("b", "changelog", "app-"+s09+"-changelog", "topology file", "ok"),
+				row("c", "changelog", "app-"+s16+"-changelog", "topology file", "ok"),
+				row("-", "output", "joined", "config", "ok"),
+			},
+		},
+		{
+			name: "derived changelog missing", cfg: topoConfig(), topics: without(allTopics(), "app-"+s09+"-changelog"), code: exitFindings,
+			rows:   []*regexp.Regexp{row("b", "changelog", "app-"+s09+"-changelog", "topology file", "MISSING"), row("a", "changelog", "app-"+s02+"-changelog", "topology file", "ok")},
+			errMsg: "derived internal topics do not exist: app-" + s09 + "-changelog",
+		},
+		{
+			name: "input topic missing", cfg: topoConfig(), topics: without(allTopics(), "topicC", "joined"), code: exitUsage, key: "pipeline.inputs[2].topic",
+			rows:   []*regexp.Regexp{row("c", "input", "topicC", "config", "MISSING")},
+			errMsg: `topic "topicC" does not exist; pipeline.output: topic "joined" does not exist either`,
+		},
+		{
+			name: "overridden changelog missing", cfg: overridden, topics: allTopics(), code: exitUsage, key: "pipeline.inputs[0].changelog_topic",
+			rows: []*regexp.Regexp{row("a", "changelog", "custom-a-changelog", "override", "MISSING")},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var out bytes.Buffer
+			topics := tc.topics
+			err := runTopology(context.Background(), tc.cfg, listerFunc(func(context.Context) ([]string, error) { return topics, nil }), nil, &out)
+			if got := exitCode(err); got != tc.code {
+				t.Fatalf("exit code %d (%v), want %d\n%s", got, err, tc.code, out.String())
+			}
+			if tc.key != "" {
+				var ce *config.Error
+				if !errors.As(err, &ce) || ce.Key != tc.key {
+					t.Fatalf("error %v, want a config error for %s", err, tc.key)
+				}
+			}
+			if tc.errMsg != "" && !strings.Contains(err.Error(), tc.errMsg) {
+				t.Errorf("error %q, want it to contain %q", err, tc.errMsg)
+			}
+			for _, re := range tc.rows {
+				if !re.MatchString(out.String()) {
+					t.Errorf("no row matching %s in\n%s", re, out.String())
+				}
+			}
+		})
+	}
+
+	t.Run("listing fails", func(t *testing.T) {
+		boom := errors.New("connection refused")
+		err := runTopology(context.Background(), topoConfig(), listerFunc(func(context.Context) ([]string, error) { return nil, boom }), nil, &bytes.Buffer{})
+		if exitCode(err) != exitIncomplete || !errors.Is(err, boom) {
+			t.Fatalf("error %v: want exit 3 wrapping the cause", err)
+		}
+	})
+	t.Run("bad topology file", func(t *testing.T) {
+		cfg := topoConfig()
+		cfg.Pipeline.Output = "elsewhere"
+		err := runTopology(context.Background(), cfg, listerFunc(func(context.Context) ([]string, error) { return allTopics(), nil }), nil, &bytes.Buffer{})
+		var ce *config.Error
+		if exitCode(err) != exitUsage || !errors.As(err, &ce) || ce.Key != "pipeline.output" {
+			t.Fatalf("error %v: want exit 2 for pipeline.output", err)
+		}
+	})
+}
+
+// TestTopologyCommand runs the whole command against an in-process cluster.
+func TestTopologyCommand(t *testing.T) {
+	topics := without(allTopics(), "app-"+s16+"-repartition")
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, topics...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	abs, err := filepath.Abs(topoABC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "audit.yaml")
+	yaml := `kafka:
+  brokers: ["` + c.ListenAddrs()[0] + `"]
+pipeline:
+  application_id: app
+  topology_file: "` + abs + `"
+  output: joined
+  inputs:
+    - {name: a, topic: topicA}
+    - {name: b, topic: topicB}
+    - {name: c, topic: topicC}
+`
+	if err := os.WriteFile(file, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"topology", "-c", file}, &stdout, &stderr)
+	if code != exitFindings {
+		t.Fatalf("exit %d, want 1\nstdout:\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
+	}
+	if !row("c", "repartition", "app-"+s16+"-repartition", "topology file", "MISSING").MatchString(stdout.String()) ||
+		!row("c", "changelog", "app-"+s16+"-changelog", "topology file", "ok").MatchString(stdout.String()) {
+		t.Errorf("stage map:\n%s", stdout.String())
+	}
+	if want := "lossaudit: derived internal topics do not exist: app-" + s16 + "-repartition"; !strings.HasPrefix(stderr.String(), want) {
+		t.Errorf("stderr %q, want prefix %q", stderr.String(), want)
+	}
+}
