@@ -242,3 +242,54 @@ func TestParseMalformed(t *testing.T) {
 		})
 	}
 }
+
+func TestParseOtherForms(t *testing.T) {
+	// Older releases print pattern sources as "topicPattern"; sinks with a
+	// TopicNameExtractor print "extractor class". Input a is grouped
+	// without repartitioning.
+	text := "Topologies:\r\n" +
+		"   Sub-topology: 0\r\n" +
+		"    Source: src-a (topicPattern: topic-a.*)\r\n" +
+		"      --> reduce-a\r\n" +
+		"    Processor: reduce-a (stores: [store-a])\r\n" +
+		"      --> to-stream\r\n" +
+		"      <-- src-a\r\n" +
+		"    Processor: to-stream (stores: [])\r\n" +
+		"      --> sink-out, sink-dyn\r\n" +
+		"      <-- reduce-a\r\n" +
+		"    Sink: sink-out (topic: joined)\r\n" +
+		"      <-- to-stream\r\n" +
+		"    Sink: sink-dyn (extractor class: com.example.Router@1b2c3d)\r\n" +
+		"      <-- to-stream\r\n"
+	top, err := ParseTopology(strings.NewReader(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, _ := top.Node("src-a")
+	dyn, _ := top.Node("sink-dyn")
+	if src.Pattern != "topic-a.*" || dyn.Extractor != "com.example.Router@1b2c3d" || dyn.Topics != nil {
+		t.Fatalf("source %+v, sink %+v", src, dyn)
+	}
+	_, _, err = top.Stages("app", []string{"topic-a1"}, "joined")
+	if err == nil || !strings.Contains(err.Error(), "line 13: sink sink-dyn chooses its topic dynamically") {
+		t.Fatalf("error %v, want the dynamic sink named", err)
+	}
+	// Without the dynamic sink: no repartition topic, store-a, output joined.
+	plain := strings.Replace(strings.Replace(text, "      --> sink-out, sink-dyn\r\n", "      --> sink-out\r\n", 1),
+		"    Sink: sink-dyn (extractor class: com.example.Router@1b2c3d)\r\n      <-- to-stream\r\n", "", 1)
+	top, err = ParseTopology(strings.NewReader(plain))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, out, err := top.Stages("app", []string{"topic-a1"}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out != "joined" || st[0].Store != "store-a" || st[0].RepartitionTopic != "" || st[0].Reducer != "reduce-a" {
+		t.Fatalf("stages %+v output %q", st, out)
+	}
+	// topic-b is not matched by the pattern.
+	if _, _, err := top.Stages("app", []string{"topic-b"}, "joined"); err == nil || !strings.Contains(err.Error(), "input topic topic-b is not read by any source of the topology (sources read: pattern topic-a.*)") {
+		t.Fatalf("error %v", err)
+	}
+}

@@ -298,3 +298,36 @@ func TestBuildDiscovery(t *testing.T) {
 		}
 	})
 }
+
+func TestBuildWithoutRepartition(t *testing.T) {
+	// An input already keyed by the selected key: groupByKey without
+	// selectKey, so no repartition topic.
+	text := `Topologies:
+   Sub-topology: 0
+    Source: KSTREAM-SOURCE-0000000000 (topics: [topicA])
+      --> KSTREAM-REDUCE-0000000002
+    Processor: KSTREAM-REDUCE-0000000002 (stores: [KSTREAM-REDUCE-STATE-STORE-0000000001])
+      --> KTABLE-TOSTREAM-0000000003
+      <-- KSTREAM-SOURCE-0000000000
+    Processor: KTABLE-TOSTREAM-0000000003 (stores: [])
+      --> KSTREAM-SINK-0000000004
+      <-- KSTREAM-REDUCE-0000000002
+    Sink: KSTREAM-SINK-0000000004 (topic: joined)
+      <-- KTABLE-TOSTREAM-0000000003
+`
+	file := filepath.Join(t.TempDir(), "topology.txt")
+	if err := os.WriteFile(file, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m, err := Build(context.Background(), cfgWith(file, "joined", config.Input{Name: "a", Topic: "topicA"}), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := m.Stages[0]
+	if s.RepartitionTopic != "" || s.Origins.RepartitionTopic != FromTopology || s.Store != "KSTREAM-REDUCE-STATE-STORE-0000000001" || s.ChangelogTopic != "app-KSTREAM-REDUCE-STATE-STORE-0000000001-changelog" {
+		t.Fatalf("stage %+v", s)
+	}
+	if len(m.Warnings) != 1 || !strings.Contains(m.Warnings[0], "input a (topic topicA) reaches store KSTREAM-REDUCE-STATE-STORE-0000000001 without a repartition topic") {
+		t.Errorf("warnings %q", m.Warnings)
+	}
+}
