@@ -56,7 +56,7 @@ func baseSummary() finding.Summary {
 			finding.StageChangelog: {KeysChecked: 123456, Findings: map[finding.Kind]int64{}},
 			finding.StageOutput:    {KeysChecked: 45678, Findings: map[finding.Kind]int64{}},
 		},
-		Timings: map[string]string{"1 group offsets": "12ms", "2 inputs": "2m1.5s", "3 changelogs": "1m10s", "4 output": "13.7s"},
+		Timings: map[string]string{"check": "13.7s", "snapshot": "1.012s", "read": "3m10.5s", "a later phase": "12ms"},
 	}
 }
 

@@ -234,7 +234,7 @@ func writeTimings(b *strings.Builder, s *finding.Summary) {
 	}
 	b.WriteString("\nTimings\n")
 	t := table{header: []string{"PHASE", "TOOK"}}
-	for _, k := range slices.Sorted(maps.Keys(s.Timings)) {
+	for _, k := range timingNames(s.Timings) {
 		t.add(safe(k), safe(s.Timings[k]))
 	}
 	if !s.Started.IsZero() && !s.Finished.IsZero() {
@@ -248,6 +248,27 @@ func writeTimings(b *strings.Builder, s *finding.Summary) {
 		}
 		b.WriteString("\n")
 	}
+}
+
+// timingOrder is the order in which an audit runs its phases (audit.Run's
+// Timings keys); Summary.Timings is a map, so the order is restored here.
+var timingOrder = []string{"snapshot", "settle", "read", "index", "check", "report"}
+
+// timingNames returns the keys of m: known phases in run order, then the
+// others by name.
+func timingNames(m map[string]string) []string {
+	var names []string
+	for _, k := range timingOrder {
+		if _, ok := m[k]; ok {
+			names = append(names, k)
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		if !slices.Contains(timingOrder, k) {
+			names = append(names, k)
+		}
+	}
+	return names
 }
 
 // kindCounts renders "9 missing, 2 stale" in the order missing, stale,
