@@ -149,12 +149,13 @@ func sourceName(s Source) string {
 // for the rest of the run.
 func (r *Registry) resolve(ctx context.Context, id uint32) (*Writer, bool, error) {
 	var notes []string
-	var unavailable []error
+	unavailable := false
 	authoritative := false
 	for i, s := range r.sources {
 		_, backed := s.(registryBacked)
 		if r.down[i].Load() {
-			notes = append(notes, sourceName(s)+": down")
+			notes = append(notes, sourceName(s)+": down since an earlier lookup")
+			unavailable = true
 			continue
 		}
 		if backed && authoritative {
@@ -179,13 +180,13 @@ func (r *Registry) resolve(ctx context.Context, id uint32) (*Writer, bool, error
 			}
 		case errors.Is(err, ErrUnavailable):
 			r.down[i].Store(true)
-			unavailable = append(unavailable, err)
+			unavailable = true
 			notes = append(notes, err.Error())
 		default:
 			return nil, false, fmt.Errorf("looking up schema id %d in %s: %w", id, sourceName(s), err)
 		}
 	}
-	if len(unavailable) > 0 && !authoritative {
+	if unavailable && !authoritative {
 		return nil, false, fmt.Errorf("schema id %d: no source could answer (%s): %w", id, strings.Join(notes, "; "), ErrUnavailable)
 	}
 	return nil, true, decodeErr(KindUnknownSchema, id, true, "", fmt.Errorf("schema id %d not found (%s)", id, strings.Join(notes, "; ")))

@@ -199,6 +199,12 @@ func (c *RegistryClient) get(ctx context.Context, u string, id uint32) (string, 
 		if errors.As(err, &ue) {
 			err = ue.Err // the URL carries no secret, but keep messages short
 		}
+		var ua x509.UnknownAuthorityError
+		var hn x509.HostnameError
+		var cv *tls.CertificateVerificationError
+		if errors.As(err, &ua) || errors.As(err, &hn) || errors.As(err, &cv) {
+			return "", false, fmt.Errorf("%s: TLS certificate not trusted (set the registry CA file): %w", c, err)
+		}
 		if errors.Is(err, context.DeadlineExceeded) {
 			err = fmt.Errorf("no answer within %s", c.timeout)
 		}
