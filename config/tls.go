@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/pem"
 	"fmt"
 	"net/url"
 	"os"
@@ -197,4 +198,29 @@ func (c *Config) Redacted() string {
 	line("audit.settle_timeout", c.Audit.SettleTimeout)
 	line("audit.workers", c.Audit.Workers)
 	return b.String()
+}
+
+// checkKeyPEM is checkPEM for a private key file: it must hold an
+// unencrypted PEM private key.
+func checkKeyPEM(key, path string) error {
+	if err := checkPEM(key, path); err != nil || path == "" {
+		return err
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return errorf(key, "cannot read %s: %s", path, describeFileErr(err))
+	}
+	for rest := data; ; {
+		var block *pem.Block
+		block, rest = pem.Decode(rest)
+		if block == nil {
+			return errorf(key, "%s holds no PEM private key", path)
+		}
+		if block.Type == "ENCRYPTED PRIVATE KEY" || block.Headers["Proc-Type"] == "4,ENCRYPTED" {
+			return errorf(key, "%s holds an encrypted private key, which lossaudit cannot use; decrypt it, e.g. `openssl pkey -in %s -out key.pem`", path, path)
+		}
+		if strings.HasSuffix(block.Type, "PRIVATE KEY") {
+			return nil
+		}
+	}
 }

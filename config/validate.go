@@ -39,20 +39,20 @@ func (c *Config) Validate() error {
 	if err := checkPEM("kafka.tls.cert_file", k.TLS.CertFile); err != nil {
 		return err
 	}
-	if err := checkPEM("kafka.tls.key_file", k.TLS.KeyFile); err != nil {
+	if err := checkKeyPEM("kafka.tls.key_file", k.TLS.KeyFile); err != nil {
 		return err
 	}
 	if (k.TLS.CertFile == "") != (k.TLS.KeyFile == "") {
 		if k.TLS.CertFile == "" {
-			return errorf("kafka.tls.cert_file", "is empty but kafka.tls.key_file is set; a client certificate needs both")
+			return errorf("kafka.tls.cert_file", "must be set when kafka.tls.key_file is: a client certificate needs both")
 		}
-		return errorf("kafka.tls.key_file", "is empty but kafka.tls.cert_file is set; a client certificate needs both")
+		return errorf("kafka.tls.key_file", "must be set when kafka.tls.cert_file is: a client certificate needs both")
 	}
 	switch k.SASL.Mechanism {
 	case "":
 	case MechanismPlain, MechanismScramSHA256, MechanismScramSHA512:
 		if k.SASL.Username == "" {
-			return errorf("kafka.sasl.username", "is empty but kafka.sasl.mechanism is %s", k.SASL.Mechanism)
+			return errorf("kafka.sasl.username", "must be set when kafka.sasl.mechanism is %s", k.SASL.Mechanism)
 		}
 	default:
 		return errorf("kafka.sasl.mechanism", "%q is not one of %s, %s, %s", k.SASL.Mechanism,

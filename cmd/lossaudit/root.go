@@ -58,6 +58,12 @@ func (g *globalFlags) load(cmd *cobra.Command) (*config.Config, error) {
 // newRootCmd builds the lossaudit command tree writing to stdout and stderr.
 func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 	g := &globalFlags{}
+	return buildRoot(g, stdout, stderr, newScanCmd(g), newTopologyCmd(g), newAuditCmd(g), newDemoCmd(g))
+}
+
+// buildRoot makes the root command with g's persistent flags and the given
+// subcommands (which should have been built with the same g).
+func buildRoot(g *globalFlags, stdout, stderr io.Writer, cmds ...*cobra.Command) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "lossaudit",
 		Short: "Audit Kafka Streams pipelines for lost records",
@@ -74,7 +80,7 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	g.register(root.PersistentFlags())
-	root.AddCommand(newScanCmd(g), newTopologyCmd(g), newAuditCmd(g), newDemoCmd(g))
+	root.AddCommand(cmds...)
 	markCommandErrors(root)
 	return root
 }
