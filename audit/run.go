@@ -42,6 +42,9 @@ const (
 	NullKey
 	// DecodeError: the value could not be decoded or the key extracted.
 	DecodeError
+	// Failed: selection cannot work at all (every schema source down, the
+	// registry rejecting the credentials); the run stops with err.
+	Failed
 )
 
 // Selector computes an input record's selected key and the timestamp the
@@ -523,6 +526,9 @@ func (r *run) readInput(ctx context.Context, w *index.Writer, i int) error {
 			key, ts, status, serr := rec.Key, rec.Timestamp, DecodeError, error(nil)
 			if rec.Value != nil {
 				key, ts, status, serr = in.Select(rec)
+				if status == Failed {
+					return fmt.Errorf("selecting the key of %s[%d]@%d: %w", rec.Topic, rec.Partition, rec.Offset, serr)
+				}
 				if status == DecodeError {
 					ts = rec.Timestamp
 				}
@@ -542,7 +548,7 @@ func (r *run) readInput(ctx context.Context, w *index.Writer, i int) error {
 			switch status {
 			case DecodeError:
 				nDecode++
-				r.countDecodeError(serr)
+				r.countDecodeError(rec, serr)
 				continue
 			case NullKey:
 				nNullKey++
@@ -578,15 +584,23 @@ func (r *run) readInput(ctx context.Context, w *index.Writer, i int) error {
 	return nil
 }
 
-func (r *run) countDecodeError(err error) {
+// maxDecodeSamples bounds the decode errors quoted with their coordinates.
+const maxDecodeSamples = 10
+
+func (r *run) countDecodeError(rec *kread.Record, err error) {
 	class := "other"
 	var c interface{ Class() string }
 	if errors.As(err, &c) {
 		class = c.Class()
 	}
 	r.mu.Lock()
-	r.res.Summary.DecodeErrorsBySchema[class]++
-	r.mu.Unlock()
+	defer r.mu.Unlock()
+	sum := &r.res.Summary
+	sum.DecodeErrorsBySchema[class]++
+	if len(sum.DecodeErrorSamples) < maxDecodeSamples {
+		sum.DecodeErrorSamples = append(sum.DecodeErrorSamples, finding.DecodeErrorSample{
+			Topic: rec.Topic, Partition: rec.Partition, Offset: rec.Offset, Error: fmt.Sprint(err)})
+	}
 }
 
 func (r *run) readStage(ctx context.Context, name, topic string, s snapshot, norm func([]byte) []byte, put func(key []byte, rec *kread.Record) error) error {

@@ -127,8 +127,11 @@ type Summary struct {
 	Stages     map[Stage]*StageCounts `json:"stages"`
 	Partitions []PartitionFinding     `json:"partition_findings"`
 	// DecodeErrorsBySchema counts decode/extract errors per schema id and kind.
-	DecodeErrorsBySchema map[string]int64  `json:"decode_errors_by_schema,omitempty"`
-	Timings              map[string]string `json:"timings,omitempty"`
+	DecodeErrorsBySchema map[string]int64 `json:"decode_errors_by_schema,omitempty"`
+	// DecodeErrorSamples quotes the first few decode errors with the
+	// coordinates of their records.
+	DecodeErrorSamples []DecodeErrorSample `json:"decode_error_samples,omitempty"`
+	Timings            map[string]string   `json:"timings,omitempty"`
 }
 
 // Result is the whole outcome of one audit.
@@ -141,4 +144,12 @@ type Result struct {
 // finding, which makes the audit exit with code 1.
 func (r *Result) HasFindings() bool {
 	return len(r.Rows) > 0 || len(r.Summary.Partitions) > 0
+}
+
+// DecodeErrorSample is one undecodable input record and why.
+type DecodeErrorSample struct {
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+	Offset    int64  `json:"offset"`
+	Error     string `json:"error"`
 }

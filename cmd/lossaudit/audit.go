@@ -1,21 +1,118 @@
 package main
 
-// Stub by engineer A so the command tree compiles; its owner replaces this file.
-
 import (
-	"errors"
+	"fmt"
+	"io"
+	"os"
 
 	"github.com/spf13/cobra"
+
+	"github.com/lossaudit/lossaudit/audit"
+	"github.com/lossaudit/lossaudit/audit/finding"
+	"github.com/lossaudit/lossaudit/audit/progress"
+	"github.com/lossaudit/lossaudit/audit/report"
+	"github.com/lossaudit/lossaudit/audit/runner"
+	"github.com/lossaudit/lossaudit/config"
 )
 
-// newAuditCmd returns the audit command (stub).
+// newAuditCmd returns `lossaudit audit`: one audit of the configured
+// pipeline, a summary on stdout, the reports named in config or flags.
 func newAuditCmd(g *globalFlags) *cobra.Command {
-	return &cobra.Command{
+	var quiet bool
+	cmd := &cobra.Command{
 		Use:   "audit",
-		Short: "audit (not implemented yet)",
-		Args:  cobra.NoArgs,
+		Short: "Audit the configured pipeline for lost records",
+		Long: "Reads the pipeline's inputs, repartition topics, changelogs and output with read_committed\n" +
+			"semantics, indexes them on disk and reports, per input and selected key, the newest processed\n" +
+			"update that did not reach a stage. Exit 0: nothing missing; 1: findings; 2: configuration\n" +
+			"error; 3: the audit could not complete.",
+		Example: "  lossaudit audit -c audit.yaml\n  lossaudit audit -c audit.yaml --from 2026-11-29T00:00:00Z --csv loss.csv",
+		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return errors.New("audit: not implemented yet")
+			cfg, err := g.load(cmd)
+			if err != nil {
+				return err
+			}
+			if err := cfg.ValidatePipeline(); err != nil {
+				return err
+			}
+			prog := newProgress(cmd.ErrOrStderr(), quiet)
+			res, _, err := runner.Run(cmd.Context(), cfg, runner.Options{Progress: prog, Warnings: cmd.ErrOrStderr()})
+			prog.Stop()
+			if err != nil {
+				return auditError(err)
+			}
+			return finish(cmd.OutOrStdout(), cfg, res)
 		},
 	}
+	cmd.Flags().BoolVarP(&quiet, "quiet", "q", false, "no progress output on stderr")
+	return cmd
+}
+
+// auditError maps an error of a run to its exit code: configuration
+// problems exit 2, everything else 3 (the audit could not complete).
+func auditError(err error) error {
+	if _, ok := err.(*config.Error); ok {
+		return err
+	}
+	return withCode(exitIncomplete, fmt.Errorf("the audit could not complete: %w", err))
+}
+
+// finish writes the configured reports, prints the summary and returns the
+// exit status of the result.
+func finish(stdout io.Writer, cfg *config.Config, res *finding.Result) error {
+	report.SortRows(res.Rows, res.Summary.InputOrder)
+	opt := report.SummaryOptions{Color: colorOK(stdout)}
+	var err error
+	if cfg.Report.CSV != "" {
+		if opt.CSVPath, err = report.WriteCSVFile(cfg.Report.CSV, res); err != nil {
+			return withCode(exitIncomplete, fmt.Errorf("writing the CSV report: %w", err))
+		}
+	}
+	if cfg.Report.JSON != "" {
+		if opt.JSONPath, err = report.WriteJSONFile(cfg.Report.JSON, res); err != nil {
+			return withCode(exitIncomplete, fmt.Errorf("writing the JSON report: %w", err))
+		}
+	}
+	if err := report.WriteSummary(stdout, res, opt); err != nil {
+		return withCode(exitIncomplete, fmt.Errorf("printing the summary: %w", err))
+	}
+	switch {
+	case res.Summary.Partial:
+		return withCode(exitIncomplete, nil)
+	case res.HasFindings():
+		return withCode(exitFindings, nil)
+	}
+	return nil
+}
+
+// isTerminal reports whether w is a character device (a terminal).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+func colorOK(w io.Writer) bool {
+	return isTerminal(w) && os.Getenv("NO_COLOR") == ""
+}
+
+// progressAdapter lets the engine report to a progress.Progress.
+type progressAdapter struct{ p *progress.Progress }
+
+func (a progressAdapter) Phase(name string, total int64) audit.Phase { return a.p.Phase(name, total) }
+
+// stopper is the progress output of a command; Stop ends it.
+type stopper interface {
+	audit.Progress
+	Stop()
+}
+
+func (a progressAdapter) Stop() { a.p.Stop() }
+
+func newProgress(w io.Writer, quiet bool) stopper {
+	return progressAdapter{progress.New(w, progress.Options{TTY: isTerminal(w), Quiet: quiet})}
 }

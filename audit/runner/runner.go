@@ -1,0 +1,348 @@
+// Package runner builds an audit from configuration: the committed reader,
+// the schema sources, the pipeline model, the key selectors and the index
+// store, then runs the engine. It is what `lossaudit audit`, `lossaudit
+// demo` and the end-to-end tests share, so that all three audit exactly the
+// same way.
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/lossaudit/lossaudit/audit"
+	"github.com/lossaudit/lossaudit/audit/finding"
+	"github.com/lossaudit/lossaudit/audit/index"
+	"github.com/lossaudit/lossaudit/audit/kread"
+	"github.com/lossaudit/lossaudit/audit/pipeline"
+	"github.com/lossaudit/lossaudit/config"
+	"github.com/lossaudit/lossaudit/schema"
+)
+
+// KafkaOptions maps the kafka section of the configuration to reader
+// options. TLS and SASL problems are *config.Error values.
+func KafkaOptions(cfg *config.Config) (kread.Options, error) {
+	k := cfg.Kafka
+	t, err := k.TLSConfig()
+	if err != nil {
+		return kread.Options{}, err
+	}
+	m, err := k.Mechanism()
+	if err != nil {
+		return kread.Options{}, err
+	}
+	return kread.Options{
+		Brokers: k.Brokers, TLS: t, SASL: m, Timeout: k.Timeout, Concurrency: k.Concurrency,
+		FetchMaxBytes: k.FetchMaxBytes, PartitionMaxBytes: k.PartitionMaxBytes,
+	}, nil
+}
+
+// NewClient opens the committed reader for the configured cluster.
+func NewClient(cfg *config.Config) (*kread.Client, error) {
+	o, err := KafkaOptions(cfg)
+	if err != nil {
+		return nil, err
+	}
+	c, err := kread.New(o)
+	if err != nil {
+		return nil, fmt.Errorf("connecting to %v: %w", cfg.Kafka.Brokers, err)
+	}
+	return c, nil
+}
+
+// TopicReader reads a whole topic (every partition, log start to LSO) with
+// the committed reader, for the schemas topic.
+func TopicReader(c *kread.Client) schema.TopicReader {
+	return func(ctx context.Context, topic string, fn func(key, value []byte) error) error {
+		offs, err := c.Offsets(ctx, topic)
+		if err != nil {
+			return err
+		}
+		var rs []kread.Range
+		for p, of := range offs {
+			if of.LogStart < of.LSO {
+				rs = append(rs, kread.Range{Topic: topic, Partition: p, From: of.LogStart, To: of.LSO})
+			}
+		}
+		_, err = c.Read(ctx, rs, kread.ReadOptions{}, func(recs []kread.Record) error {
+			for i := range recs {
+				if err := fn(recs[i].Key, recs[i].Value); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		return err
+	}
+}
+
+// Schemas builds the schema registry chain of the configuration: the
+// Schema Registry, then the schemas topic read through c, then the avsc
+// directory. It returns nil, nil when no source is configured.
+func Schemas(cfg *config.Config, c *kread.Client) (*schema.Registry, error) {
+	s := cfg.Schema
+	o := schema.Options{AvscDir: s.AvscDir, SchemasTopic: s.SchemasTopic}
+	if s.RegistryURL != "" {
+		o.Registry = schema.RegistryOptions{URL: s.RegistryURL, Username: s.RegistryUsername, Password: s.RegistryPassword}
+	}
+	if s.SchemasTopic != "" && c != nil {
+		o.Reader = TopicReader(c)
+	}
+	if o.Registry.URL == "" && o.Reader == nil && o.AvscDir == "" {
+		return nil, nil
+	}
+	reg, err := schema.New(o)
+	if err != nil {
+		return nil, fmt.Errorf("setting up schema sources: %w", err)
+	}
+	return reg, nil
+}
+
+// Options are the run-time choices that are not configuration.
+type Options struct {
+	// Progress receives progress of the long phases; nil for none.
+	Progress audit.Progress
+	// Warnings receives non-fatal observations (model warnings); nil to drop.
+	Warnings io.Writer
+}
+
+// Run performs one audit of the configured pipeline. Configuration
+// problems are *config.Error values; any other error means the audit could
+// not complete.
+func Run(ctx context.Context, cfg *config.Config, o Options) (*finding.Result, *pipeline.Model, error) {
+	if err := cfg.ValidatePipeline(); err != nil {
+		return nil, nil, err
+	}
+	client, err := NewClient(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer client.Close()
+	reg, err := Schemas(cfg, client)
+	if err != nil {
+		return nil, nil, err
+	}
+	model, err := pipeline.Build(ctx, cfg, client, pipeline.WithMatcher(schemaMatcher(client, reg)))
+	if err != nil {
+		return nil, nil, err
+	}
+	if o.Warnings != nil {
+		for _, w := range model.Warnings {
+			fmt.Fprintf(o.Warnings, "warning: %s\n", w)
+		}
+	}
+	inputs, outputKey, err := Inputs(ctx, cfg, model, reg)
+	if err != nil {
+		return nil, nil, err
+	}
+	store, err := index.Open(cfg.Store.Dir, index.Options{})
+	if err != nil {
+		return nil, nil, err
+	}
+	res, err := audit.Run(ctx, audit.Options{
+		Kafka:         client,
+		Store:         store,
+		Group:         model.ApplicationID,
+		Inputs:        inputs,
+		Output:        model.Output,
+		OutputKey:     outputKey,
+		From:          cfg.Window.From,
+		To:            cfg.Window.To,
+		SettleTimeout: cfg.Audit.SettleTimeout,
+		Progress:      o.Progress,
+	})
+	if cerr := store.Close(); cerr != nil && err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	return res, model, nil
+}
+
+// Inputs builds the engine's inputs (with their key selectors) from the
+// model. reg may be nil when no input needs Avro decoding.
+func Inputs(ctx context.Context, cfg *config.Config, model *pipeline.Model, reg *schema.Registry) ([]audit.Input, func([]byte) []byte, error) {
+	var inputs []audit.Input
+	var outputKey func([]byte) []byte
+	for _, st := range model.Stages {
+		in := st.Input
+		key := fmt.Sprintf("pipeline.inputs[%d]", st.Index)
+		if st.RepartitionTopic == "" {
+			return nil, nil, &config.Error{Key: key + ".repartition_topic",
+				Msg: fmt.Sprintf("input %s reaches its store without a repartition topic; lossaudit audits the selectKey -> groupByKey -> reduce shape, so name the repartition topic or check the topology", in.Name)}
+		}
+		sel, norm, err := selector(ctx, key, in, reg)
+		if err != nil {
+			return nil, nil, err
+		}
+		if st.Index == 0 {
+			outputKey = norm
+		}
+		inputs = append(inputs, audit.Input{
+			Name: in.Name, Topic: in.Topic, RepartitionTopic: st.RepartitionTopic,
+			ChangelogTopic: st.ChangelogTopic, Select: sel, DownstreamKey: norm,
+		})
+	}
+	return inputs, outputKey, nil
+}
+
+// classified gives schema decode errors a counting class for the summary:
+// the schema id and the kind of failure.
+type classified struct{ *schema.DecodeError }
+
+func (c classified) Class() string {
+	if c.HasID {
+		return fmt.Sprintf("schema %d: %s", c.SchemaID, c.Kind)
+	}
+	return c.Kind.String()
+}
+
+func (c classified) Unwrap() error { return c.DecodeError }
+
+// selectStatus turns a schema error into the engine's status.
+func selectStatus(err error) (audit.SelectStatus, error) {
+	var de *schema.DecodeError
+	if errors.As(err, &de) {
+		return audit.DecodeError, classified{de}
+	}
+	return audit.Failed, err
+}
+
+func selector(ctx context.Context, key string, in config.Input, reg *schema.Registry) (audit.Selector, func([]byte) []byte, error) {
+	needAvro := in.Rekey != "" || in.TimestampField != "" || in.KeyFormat == config.KeyFormatAvro
+	if needAvro && reg == nil {
+		return nil, nil, &config.Error{Key: "schema", Msg: fmt.Sprintf("input %s needs Avro schemas (rekey, timestamp_field or key_format avro) but no schema source is configured: set schema.registry_url, schema.schemas_topic or schema.avsc_dir", in.Name)}
+	}
+	var keyEx, tsEx *schema.Extractor
+	var err error
+	if in.Rekey != "" {
+		if keyEx, err = reg.Extractor(in.Rekey); err != nil {
+			return nil, nil, &config.Error{Key: key + ".rekey", Msg: err.Error()}
+		}
+	}
+	if in.TimestampField != "" {
+		if tsEx, err = reg.Extractor(in.TimestampField); err != nil {
+			return nil, nil, &config.Error{Key: key + ".timestamp_field", Msg: err.Error()}
+		}
+	}
+	var norm func([]byte) []byte
+	if in.Rekey == "" && in.KeyFormat == config.KeyFormatAvro {
+		norm = avroKeyPayload
+	}
+	sel := func(rec *kread.Record) ([]byte, int64, audit.SelectStatus, error) {
+		ts := rec.Timestamp
+		if tsEx != nil {
+			ms, isNull, err := tsEx.TimestampContext(ctx, rec.Value)
+			if err != nil {
+				st, err := selectStatus(err)
+				return nil, 0, st, err
+			}
+			if isNull {
+				return nil, 0, audit.DecodeError, nullTimestamp(in.TimestampField)
+			}
+			ts = ms
+		}
+		switch {
+		case keyEx != nil:
+			k, isNull, err := keyEx.ExtractContext(ctx, rec.Value)
+			if err != nil {
+				st, err := selectStatus(err)
+				return nil, 0, st, err
+			}
+			if isNull {
+				return nil, ts, audit.NullKey, nil
+			}
+			return []byte(k), ts, audit.Selected, nil
+		case rec.Key == nil:
+			return nil, ts, audit.NullKey, nil
+		case norm != nil:
+			if _, _, err := schema.SplitFrame(rec.Key); err != nil {
+				st, err := selectStatus(err)
+				return nil, 0, st, err
+			}
+			return avroKeyPayload(rec.Key), ts, audit.Selected, nil
+		default:
+			return rec.Key, ts, audit.Selected, nil
+		}
+	}
+	return sel, norm, nil
+}
+
+// nullTimestamp is the decode error of a record whose timestamp field is null.
+type nullTimestamp string
+
+func (n nullTimestamp) Error() string { return fmt.Sprintf("timestamp field %s is null", string(n)) }
+func (n nullTimestamp) Class() string { return "null_timestamp" }
+
+// avroKeyPayload strips the Confluent header from an Avro key, so keys
+// registered under different subjects (and so ids) compare equal.
+func avroKeyPayload(k []byte) []byte {
+	if _, p, err := schema.SplitFrame(k); err == nil {
+		return p
+	}
+	return k
+}
+
+// schemaMatcher pairs an input with a discovered changelog when the first
+// values of both carry the same writer schema (by id, or by schema text).
+func schemaMatcher(c *kread.Client, reg *schema.Registry) pipeline.Matcher {
+	return func(ctx context.Context, inputTopic, changelog string) (bool, error) {
+		if reg == nil {
+			return false, nil
+		}
+		a, err := firstSchema(ctx, c, reg, inputTopic)
+		if err != nil || a == nil {
+			return false, err
+		}
+		b, err := firstSchema(ctx, c, reg, changelog)
+		if err != nil || b == nil {
+			return false, err
+		}
+		return a.ID == b.ID || a.JSON == b.JSON, nil
+	}
+}
+
+var errStop = errors.New("stop")
+
+// firstSchema returns the writer schema of the first decodable value of a
+// topic, or nil when it has none.
+func firstSchema(ctx context.Context, c *kread.Client, reg *schema.Registry, topic string) (*schema.Writer, error) {
+	offs, err := c.Offsets(ctx, topic)
+	if err != nil {
+		return nil, err
+	}
+	for p, of := range offs {
+		if of.LogStart >= of.LSO {
+			continue
+		}
+		var id uint32
+		found := false
+		rg := kread.Range{Topic: topic, Partition: p, From: of.LogStart, To: min(of.LSO, of.LogStart+100)}
+		_, err := c.Read(ctx, []kread.Range{rg}, kread.ReadOptions{}, func(recs []kread.Record) error {
+			for _, r := range recs {
+				if i, _, err := schema.SplitFrame(r.Value); err == nil {
+					id, found = i, true
+					return errStop
+				}
+			}
+			return nil
+		})
+		if err != nil && !errors.Is(err, errStop) {
+			return nil, err
+		}
+		if found {
+			w, err := reg.Lookup(ctx, id)
+			if err != nil {
+				var de *schema.DecodeError
+				if errors.As(err, &de) {
+					continue
+				}
+				return nil, err
+			}
+			return w, nil
+		}
+	}
+	return nil, nil
+}
