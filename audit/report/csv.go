@@ -62,5 +62,8 @@ func WriteCSV(w io.Writer, rows []finding.Row) error {
 // WriteResultCSV writes the rows of res as the loss report, sorted by
 // SortRows with the configured input order; res is not modified.
 func WriteResultCSV(w io.Writer, res *finding.Result) error {
+	if res == nil {
+		return errNilResult
+	}
 	return WriteCSV(w, sortedCopy(res))
 }

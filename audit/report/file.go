@@ -41,6 +41,9 @@ func WriteJSONFile(path string, res *finding.Result) (string, error) {
 }
 
 func writeReportFile(path string, res *finding.Result, write func(io.Writer) error) (string, error) {
+	if res == nil {
+		return "", errNilResult
+	}
 	out := ReportPath(path, res.Summary.Partial)
 	if err := WriteFileAtomic(out, write); err != nil {
 		return "", err

@@ -3,6 +3,7 @@ package report
 import (
 	"cmp"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -28,9 +29,13 @@ const (
 	VerdictPartial = "partial"
 )
 
+var errNilResult = errors.New("report: no result to write")
+
 // Verdict returns VerdictPartial, VerdictFindings or VerdictClean for res.
 func Verdict(res *finding.Result) string {
 	switch {
+	case res == nil:
+		return VerdictPartial
 	case res.Summary.Partial:
 		return VerdictPartial
 	case res.HasFindings():
@@ -120,6 +125,9 @@ type jsonRow struct {
 // CSV's order. res is not modified. The output is indented and ends with a
 // newline.
 func WriteJSON(w io.Writer, res *finding.Result) error {
+	if res == nil {
+		return errNilResult
+	}
 	s := &res.Summary
 	rep := jsonReport{
 		Version:       JSONVersion,

@@ -50,6 +50,9 @@ const (
 // escaped so it cannot move the cursor or change the terminal's colours.
 // res is not modified.
 func WriteSummary(w io.Writer, res *finding.Result, opt SummaryOptions) error {
+	if res == nil {
+		return errNilResult
+	}
 	var b strings.Builder
 	s := &res.Summary
 	names := inputNames(s)
@@ -167,7 +170,7 @@ func verdictLine(res *finding.Result, names []string) (string, string) {
 	npf := int64(len(s.Partitions))
 	switch {
 	case s.Partial:
-		return fmt.Sprintf("PARTIAL AUDIT: the audit did not complete; so far %s, %s, %s",
+		return fmt.Sprintf("PARTIAL AUDIT: results are incomplete; so far %s, %s, %s",
 			scope, plural(nrows, "key finding", "key findings"), plural(npf, "partition finding", "partition findings")), ansiYellow
 	case nrows > 0:
 		line := fmt.Sprintf("LOSS FOUND: %s lost an update (%s); %s",

@@ -53,7 +53,7 @@ func TestWriteSummaryVerdict(t *testing.T) {
 		{"clean", cleanResult(), "NO LOSS FOUND: 3 inputs, 1,234,557 records audited, 0 findings", ansiGreen},
 		{"findings", findingsResult(), "LOSS FOUND: 7 keys lost an update (4 missing, 2 stale, 1 aborted); 3 inputs, 1,234,557 records audited", ansiRed},
 		{"partitions", partitionsResult(), "LOSS SUSPECTED: no key reported lost, but 2 partition findings (1 purged_past_commit, 1 stuck_lso);", ansiYellow},
-		{"partial", partialResult(), "PARTIAL AUDIT: the audit did not complete; so far 3 inputs", ansiYellow},
+		{"partial", partialResult(), "PARTIAL AUDIT: results are incomplete; so far 3 inputs", ansiYellow},
 		{"single input", &finding.Result{Summary: finding.Summary{InputOrder: []string{"a"},
 			Inputs: map[string]*finding.InputCounts{"a": {Audited: 1}}}}, "NO LOSS FOUND: 1 input, 1 record audited, 0 findings", ansiGreen},
 	}
@@ -145,5 +145,33 @@ func TestWriteSummaryLongKeyTruncated(t *testing.T) {
 	}
 	if !strings.Contains(buf.String(), strings.Repeat("k", maxKeyWidth-1)+"… ") || strings.Contains(buf.String(), strings.Repeat("k", maxKeyWidth)) {
 		t.Errorf("key not cut to %d characters:\n%s", maxKeyWidth, buf.String())
+	}
+}
+
+// TestZeroAndNilResults: an empty result renders, a nil one is an error,
+// neither panics.
+func TestZeroAndNilResults(t *testing.T) {
+	var buf bytes.Buffer
+	if err := WriteSummary(&buf, &finding.Result{}, SummaryOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(buf.String(), "NO LOSS FOUND: 0 inputs, 0 records audited, 0 findings\n") {
+		t.Errorf("empty result summary starts %q", strings.SplitN(buf.String(), "\n", 2)[0])
+	}
+	buf.Reset()
+	if err := WriteJSON(&buf, &finding.Result{}); err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(buf.Bytes(), []byte("null")) {
+		t.Errorf("empty result JSON has null lists:\n%s", buf.String())
+	}
+	if err := WriteSummary(&buf, nil, SummaryOptions{}); err == nil {
+		t.Error("WriteSummary(nil) did not fail")
+	}
+	if err := WriteJSON(&buf, nil); err == nil {
+		t.Error("WriteJSON(nil) did not fail")
+	}
+	if err := WriteResultCSV(&buf, nil); err == nil {
+		t.Error("WriteResultCSV(nil) did not fail")
 	}
 }
