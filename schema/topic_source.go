@@ -11,7 +11,9 @@ import (
 
 // TopicReader reads every committed record of a topic (all partitions) and
 // calls fn with each key and value (nil value = tombstone); the slices are
-// valid only during the call. The command wires it to audit/kread.
+// valid only during the call. Records of one partition must come in offset
+// order (later registrations win); calls may come from several goroutines.
+// The command wires it to audit/kread.
 type TopicReader func(ctx context.Context, topic string, fn func(key, value []byte) error) error
 
 // TopicSource answers schema ids from the Schema Registry's storage topic
@@ -77,7 +79,10 @@ func (t *TopicSource) load(ctx context.Context) error {
 	latest := map[sv]SubjectVersion{}
 	latestID := map[sv]uint32{}
 	skipped := 0
+	var cbMu sync.Mutex // in case the reader calls fn from several goroutines
 	err := t.read(ctx, t.topic, func(key, value []byte) error {
+		cbMu.Lock()
+		defer cbMu.Unlock()
 		var k schemaKey
 		if err := json.Unmarshal(key, &k); err != nil {
 			skipped++
