@@ -179,6 +179,9 @@ func (c *Client) GroupOffsets(ctx context.Context, group string, topics []string
 			return fmt.Errorf("unexpected response %T", r)
 		}
 		if err := codeErr(res.ErrorCode); err != nil {
+			if errors.Is(err, kafka.GroupIdNotFound) {
+				return nil // a group that never committed anything
+			}
 			return err
 		}
 		for _, t := range res.Topics {
