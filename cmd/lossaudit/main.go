@@ -10,6 +10,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/spf13/cobra"
 )
 
 func main() {
@@ -23,10 +25,14 @@ func main() {
 func run(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	root := newRootCmd(stdout, stderr)
+	return execute(ctx, newRootCmd(stdout, stderr), args, stderr)
+}
+
+// execute runs root with args and returns the exit code, printing the
+// error, if any, to stderr.
+func execute(ctx context.Context, root *cobra.Command, args []string, stderr io.Writer) int {
 	root.SetArgs(args)
-	err := root.ExecuteContext(ctx)
-	err = classify(err)
+	err := classify(root.ExecuteContext(ctx))
 	code := exitCode(err)
 	if err != nil && err.Error() != "" {
 		fmt.Fprintf(stderr, "lossaudit: %s\n", err)
