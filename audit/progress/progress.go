@@ -174,6 +174,21 @@ func (p *Progress) Stop() {
 	})
 }
 
+// Log returns a writer for messages that must not be garbled by the status
+// line (e.g. for log.New or slog.NewTextHandler): each Write clears the TTY
+// status line, writes the message to the Progress's writer, and the next
+// render redraws the status. Messages are written in quiet mode too.
+func (p *Progress) Log() io.Writer { return logWriter{p} }
+
+type logWriter struct{ p *Progress }
+
+func (l logWriter) Write(b []byte) (int, error) {
+	l.p.mu.Lock()
+	defer l.p.mu.Unlock()
+	l.p.clearLine()
+	return l.p.w.Write(b)
+}
+
 func (p *Progress) loop(ticks <-chan time.Time, stopTicker func()) {
 	defer close(p.exited)
 	defer stopTicker()

@@ -3,6 +3,7 @@ package progress
 import (
 	"bytes"
 	"flag"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -236,5 +237,36 @@ func TestConcurrentAddAndStop(t *testing.T) {
 	}
 	if n := runtime.NumGoroutine(); n > before {
 		t.Errorf("%d goroutines after Stop, %d before New", n, before)
+	}
+}
+
+func TestLogClearsStatusLine(t *testing.T) {
+	tests := []struct {
+		name string
+		o    Options
+		want string
+	}{
+		{"tty", Options{TTY: true}, "<CR>[1s] in 1 0 B 1/s<CR>" + strings.Repeat(" ", len("[1s] in 1 0 B 1/s")) + "<CR>warning: slow broker\n<CR>[1s] in 1 0 B 1/s"},
+		{"plain", Options{}, "warning: slow broker\n"},
+		{"quiet", Options{Quiet: true}, "warning: slow broker\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			clk := &fakeClock{t: time.Unix(0, 0)}
+			var out lockedBuffer
+			tt.o.Now, tt.o.Ticks = clk.Now, make(chan time.Time)
+			p := New(&out, tt.o)
+			defer p.Stop()
+			p.Phase("in", 0).Add(1, 0)
+			clk.Advance(time.Second)
+			p.tick()
+			if _, err := io.WriteString(p.Log(), "warning: slow broker\n"); err != nil {
+				t.Fatal(err)
+			}
+			p.tick()
+			if got := strings.ReplaceAll(out.String(), "\r", "<CR>"); got != tt.want {
+				t.Errorf("output %q, want %q", got, tt.want)
+			}
+		})
 	}
 }
