@@ -96,6 +96,10 @@ func findingsResult() *finding.Result {
 	s.Stages[finding.StageChangelog].Findings = map[finding.Kind]int64{finding.Missing: 4, finding.Stale: 1, finding.Aborted: 1}
 	s.Stages[finding.StageOutput].Findings = map[finding.Kind]int64{finding.Stale: 1}
 	s.DecodeErrorsBySchema = map[string]int64{"schema 7: missing field customerId": 3}
+	s.DecodeErrorSamples = []finding.DecodeErrorSample{
+		{Topic: "topicA", Partition: 2, Offset: 17, Error: "schema 7: field customerId: missing"},
+		{Topic: "topicA", Partition: 0, Offset: 99, Error: "schema 7: field customerId: missing\x1b[0m"},
+	}
 	return &finding.Result{Summary: s, Rows: findingRows()}
 }
 

@@ -67,6 +67,8 @@ func Verdict(res *finding.Result) string {
 //	    "topic": string, "partition": n, "evidence": string,
 //	    "offsets": {name: n} }],           // optional
 //	  "decode_errors_by_schema": {string: n},   // optional
+//	  "decode_error_samples": [{               // optional: the first few
+//	    "topic": string, "partition": n, "offset": n, "error": string }],
 //	  "timings": {string: string},         // optional, phase -> duration text
 //	  "row_count": n,                      // len(rows)
 //	  "rows": [{                           // same order and content as the CSV
@@ -79,20 +81,21 @@ func Verdict(res *finding.Result) string {
 //	    "detail": string }]
 //	}
 type jsonReport struct {
-	Version       int                        `json:"version"`
-	Verdict       string                     `json:"verdict"`
-	Partial       bool                       `json:"partial"`
-	PartialReason string                     `json:"partial_reason"`
-	Started       string                     `json:"started"`
-	Finished      string                     `json:"finished"`
-	InputOrder    []string                   `json:"input_order"`
-	Inputs        []jsonInput                `json:"inputs"`
-	Stages        []jsonStage                `json:"stages"`
-	Partitions    []finding.PartitionFinding `json:"partition_findings"`
-	DecodeErrors  map[string]int64           `json:"decode_errors_by_schema,omitempty"`
-	Timings       map[string]string          `json:"timings,omitempty"`
-	RowCount      int                        `json:"row_count"`
-	Rows          []jsonRow                  `json:"rows"`
+	Version       int                         `json:"version"`
+	Verdict       string                      `json:"verdict"`
+	Partial       bool                        `json:"partial"`
+	PartialReason string                      `json:"partial_reason"`
+	Started       string                      `json:"started"`
+	Finished      string                      `json:"finished"`
+	InputOrder    []string                    `json:"input_order"`
+	Inputs        []jsonInput                 `json:"inputs"`
+	Stages        []jsonStage                 `json:"stages"`
+	Partitions    []finding.PartitionFinding  `json:"partition_findings"`
+	DecodeErrors  map[string]int64            `json:"decode_errors_by_schema,omitempty"`
+	DecodeSamples []finding.DecodeErrorSample `json:"decode_error_samples,omitempty"`
+	Timings       map[string]string           `json:"timings,omitempty"`
+	RowCount      int                         `json:"row_count"`
+	Rows          []jsonRow                   `json:"rows"`
 }
 
 type jsonInput struct {
@@ -141,6 +144,7 @@ func WriteJSON(w io.Writer, res *finding.Result) error {
 		Stages:        []jsonStage{},
 		Partitions:    sortedPartitions(s.Partitions),
 		DecodeErrors:  s.DecodeErrorsBySchema,
+		DecodeSamples: s.DecodeErrorSamples,
 		Timings:       s.Timings,
 		RowCount:      len(res.Rows),
 		Rows:          make([]jsonRow, 0, len(res.Rows)),

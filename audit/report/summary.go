@@ -133,6 +133,20 @@ func WriteSummary(w io.Writer, res *finding.Result, opt SummaryOptions) error {
 		}
 		dt.write(&b, "  ")
 	}
+	if len(s.DecodeErrorSamples) > 0 {
+		var total int64
+		for _, n := range s.DecodeErrorsBySchema {
+			total += n
+		}
+		if n := int64(len(s.DecodeErrorSamples)); total > n {
+			fmt.Fprintf(&b, "\nUndecodable records (first %s of %s)\n", Thousands(n), Thousands(total))
+		} else {
+			fmt.Fprintf(&b, "\nUndecodable records (%s)\n", Thousands(n))
+		}
+		for _, d := range s.DecodeErrorSamples {
+			fmt.Fprintf(&b, "  %s[%d]@%d: %s\n", safe(d.Topic), d.Partition, d.Offset, safe(d.Error))
+		}
+	}
 
 	writeTimings(&b, s)
 
