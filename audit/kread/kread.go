@@ -22,6 +22,7 @@ import (
 	"net"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	kafka "github.com/segmentio/kafka-go"
@@ -82,6 +83,8 @@ type Client struct {
 
 	mu  sync.Mutex
 	gen uint64 // bumped by every metadata refresh
+
+	retries atomic.Int64 // failed attempts that were retried, for tests
 }
 
 // New returns a Client for the cluster in o. It does not connect yet.
@@ -218,6 +221,7 @@ func (c *Client) retry(ctx context.Context, fn func(ctx context.Context) error) 
 		if attempt >= c.o.MaxRetries {
 			return fmt.Errorf("giving up after %d attempts: %w", attempt, err)
 		}
+		c.retries.Add(1)
 		c.refresh(gen)
 		if serr := sleep(ctx, c.backoff(attempt)); serr != nil {
 			return fmt.Errorf("%w (last error: %v)", serr, err)

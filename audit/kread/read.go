@@ -201,6 +201,7 @@ func (c *Client) step(ctx context.Context, t *task, o ReadOptions, fn func([]Rec
 	if t.failures >= c.o.MaxRetries {
 		return false, c.readErr(t, fmt.Errorf("giving up after %d attempts: %w", t.failures, err))
 	}
+	c.retries.Add(1)
 	c.refresh(gen)
 	if serr := sleep(ctx, c.backoff(t.failures)); serr != nil {
 		return false, c.readErr(t, fmt.Errorf("%w (last error: %v)", serr, err))

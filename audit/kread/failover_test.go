@@ -1,0 +1,268 @@
+package kread
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// writeMany writes n transactions of 5 records per partition; every third
+// one aborted, with plain records in between.
+func writeMany(t *testing.T, c *kfake.Cluster, m *model, topic string, parts int32, n int) {
+	t.Helper()
+	plain := newProducer(t, c, m, topic, "")
+	tx := newProducer(t, c, m, topic, "many")
+	for i := 0; i < n; i++ {
+		tx.begin()
+		for p := int32(0); p < parts; p++ {
+			vals := make([]string, 5)
+			for j := range vals {
+				vals[j] = fmt.Sprintf("t%d-%d-%d", i, p, j)
+			}
+			tx.send(p, vals...)
+		}
+		tx.end(i%3 != 2)
+		for p := int32(0); p < parts; p++ {
+			plain.send(p, fmt.Sprintf("plain%d-%d", i, p))
+		}
+	}
+}
+
+// readAndCheck reads every partition from 0 to its LSO with tiny fetches,
+// calling disrupt from the callback, and checks the result against the
+// model exactly: nothing lost, nothing repeated.
+func readAndCheck(t *testing.T, c *kfake.Cluster, m *model, topic string, disrupt func(call int, tp TP)) (retries int64) {
+	t.Helper()
+	ctx := ctxT(t)
+	r := newReader(t, c, func(o *Options) { o.PartitionMaxBytes = 300; o.Concurrency = 2 })
+	offs, err := r.Offsets(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	col := newCollector()
+	var ranges []Range
+	for p, o := range offs {
+		ranges = append(ranges, Range{Topic: topic, Partition: p, From: 0, To: o.LSO})
+	}
+	stats, err := r.Read(ctx, ranges, ReadOptions{}, col.fn(func(call int, recs []Record) {
+		disrupt(call, TP{recs[0].Topic, recs[0].Partition})
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(col.errs) > 0 {
+		t.Fatal(strings.Join(col.errs, "\n"))
+	}
+	if col.calls < 20 {
+		t.Fatalf("only %d callbacks; the disruption had no room", col.calls)
+	}
+	for p, o := range offs {
+		tp := TP{topic, p}
+		want, wst := m.expect(p, 0, o.LSO, false)
+		checkRecords(t, tp, col.recs[tp], want)
+		if s := stats[tp]; s.Committed != wst.Committed || s.Aborted != wst.Aborted || s.Control != m.ctrl[p] || s.Next != o.LSO {
+			t.Errorf("%v stats %+v, want committed %d aborted %d control %d next %d", tp, s, wst.Committed, wst.Aborted, m.ctrl[p], o.LSO)
+		}
+	}
+	return r.retries.Load()
+}
+
+func TestReadThroughLeaderMoves(t *testing.T) {
+	const topic = "moving"
+	c := newCluster(t, 3, 3, topic)
+	m := newModel()
+	writeMany(t, c, m, topic, 3, 12)
+	var moves atomic.Int64
+	retries := readAndCheck(t, c, m, topic, func(call int, tp TP) {
+		if call%4 != 0 {
+			return
+		}
+		// Move this partition's leadership to the next broker.
+		leader := c.LeaderFor(tp.Topic, tp.Partition)
+		if err := c.MoveTopicPartition(tp.Topic, tp.Partition, (leader+1)%3); err != nil {
+			t.Error(err)
+		}
+		moves.Add(1)
+		if call%12 == 0 {
+			c.ShufflePartitionLeaders()
+		}
+	})
+	if moves.Load() < 5 || retries == 0 {
+		t.Errorf("%d leader moves, %d retries: the scan was not disrupted", moves.Load(), retries)
+	}
+	t.Logf("%d leader moves, %d retried fetches", moves.Load(), retries)
+}
+
+func TestReadThroughBrokerRestart(t *testing.T) {
+	const topic = "restart"
+	c := newCluster(t, 3, 3, topic)
+	m := newModel()
+	writeMany(t, c, m, topic, 3, 20)
+	addrs := c.ListenAddrs()
+
+	// While a node is "down", every request it still gets on an open
+	// connection kills the connection, like a restarted process would.
+	var down atomic.Int32
+	down.Store(-1)
+	var killed atomic.Int64
+	c.Control(func(kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		if n := down.Load(); n >= 0 && c.CurrentNode() == n {
+			killed.Add(1)
+			return nil, errors.New("broker restarting"), true
+		}
+		return nil, nil, false
+	})
+
+	var mu sync.Mutex
+	restarts := 0
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	retries := readAndCheck(t, c, m, topic, func(call int, tp TP) {
+		time.Sleep(3 * time.Millisecond) // let the restarts overlap the scan
+		if call%8 != 0 {
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if down.Load() >= 0 {
+			return // one restart at a time
+		}
+		node := c.LeaderFor(tp.Topic, tp.Partition)
+		if err := c.RemoveNode(node); err != nil {
+			t.Error(err)
+			return
+		}
+		down.Store(node)
+		restarts++
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			time.Sleep(25 * time.Millisecond)
+			var port int
+			fmt.Sscanf(addrs[node][strings.LastIndexByte(addrs[node], ':')+1:], "%d", &port)
+			mu.Lock()
+			defer mu.Unlock()
+			if _, _, err := c.AddNode(node, port); err != nil {
+				t.Errorf("restarting node %d: %v", node, err)
+			}
+			down.Store(-1)
+		}()
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	if restarts < 2 || killed.Load() == 0 || retries == 0 {
+		t.Errorf("%d restarts, %d connections killed, %d retries: the scan was not disrupted", restarts, killed.Load(), retries)
+	}
+	t.Logf("%d restarts, %d connections killed, %d retried fetches", restarts, killed.Load(), retries)
+}
+
+func TestReadRetriesNotLeaderThenGivesUpNamingThePartition(t *testing.T) {
+	const topic = "faulty"
+	c := newCluster(t, 3, 1, topic)
+	m := newModel()
+	p := newProducer(t, c, m, topic, "")
+	for i := 0; i < 20; i++ {
+		p.send(0, fmt.Sprintf("v%d", i))
+	}
+	// Three transient NOT_LEADER answers: retried, nothing lost.
+	h := c.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Fetch}, Topic: topic, Err: kerrNotLeader(), Count: 3})
+	r := newReader(t, c, func(o *Options) { o.PartitionMaxBytes = 100 })
+	col := newCollector()
+	stats, err := r.Read(ctxT(t), []Range{{Topic: topic, Partition: 0, From: 0, To: 20}}, ReadOptions{}, col.fn(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.Hits() != 3 {
+		t.Errorf("fault hit %d times, want 3", h.Hits())
+	}
+	want, _ := m.expect(0, 0, 20, false)
+	checkRecords(t, TP{topic, 0}, col.recs[TP{topic, 0}], want)
+	if stats[TP{topic, 0}].Committed != 20 {
+		t.Errorf("stats %+v", stats[TP{topic, 0}])
+	}
+
+	// A permanent NOT_LEADER: the retry budget runs out with a clear error.
+	c.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Fetch}, Topic: topic, Err: kerrNotLeader(), Count: -1})
+	r2 := newReader(t, c, func(o *Options) { o.MaxRetries = 4; o.RetryBackoff = time.Millisecond })
+	_, err = r2.Read(ctxT(t), []Range{{Topic: topic, Partition: 0, From: 7, To: 20}}, ReadOptions{}, col.fn(nil))
+	if err == nil || !strings.Contains(err.Error(), "faulty[0] at 7") || !strings.Contains(err.Error(), "4 attempts") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestReadContinuesFromLogStart(t *testing.T) {
+	const topic = "purged"
+	c := newCluster(t, 1, 1, topic)
+	m := newModel()
+	p := newProducer(t, c, m, topic, "")
+	for i := 0; i < 30; i++ {
+		p.send(0, fmt.Sprintf("v%d", i))
+	}
+	// Purge the first 12 offsets (DeleteRecords), as a repartition topic is.
+	del := kmsg.NewPtrDeleteRecordsRequest()
+	dt := kmsg.NewDeleteRecordsRequestTopic()
+	dt.Topic = topic
+	dp := kmsg.NewDeleteRecordsRequestTopicPartition()
+	dp.Partition, dp.Offset = 0, 12
+	dt.Partitions = append(dt.Partitions, dp)
+	del.Topics = append(del.Topics, dt)
+	del.TimeoutMillis = 5000
+	if _, err := del.RequestWith(ctxT(t), p.cl); err != nil {
+		t.Fatal(err)
+	}
+	r := newReader(t, c)
+	col := newCollector()
+	stats, err := r.Read(ctxT(t), []Range{{Topic: topic, Partition: 0, From: 5, To: 30}}, ReadOptions{}, col.fn(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := stats[TP{topic, 0}]
+	if s.Gaps != 7 || s.Committed != 18 || s.Next != 30 {
+		t.Errorf("stats %+v, want 7 gaps, 18 committed, next 30", s)
+	}
+	want, _ := m.expect(0, 12, 30, false)
+	checkRecords(t, TP{topic, 0}, col.recs[TP{topic, 0}], want)
+}
+
+// BenchmarkRead reads 20k records of 100 bytes from one kfake partition; a
+// baseline for performance work (records/s is reported).
+func BenchmarkRead(b *testing.B) {
+	const topic, n = "bench", 20000
+	c := newCluster(b, 1, 1, topic)
+	p := newProducer(b, c, nil, topic, "", kgo.ProducerLinger(5*time.Millisecond))
+	val := make([]byte, 100)
+	recs := make([]*kgo.Record, 0, 1000)
+	for i := 0; i < n; i++ {
+		recs = append(recs, &kgo.Record{Partition: 0, Key: fmt.Appendf(nil, "key-%d", i), Value: val})
+		if len(recs) == cap(recs) {
+			p.sendRecs(recs...)
+			recs = recs[:0]
+		}
+	}
+	r := newReader(b, c)
+	ctx := ctxT(b)
+	b.ResetTimer()
+	for b.Loop() {
+		var got int
+		_, err := r.Read(ctx, []Range{{Topic: topic, Partition: 0, From: 0, To: n}}, ReadOptions{}, func(rs []Record) error {
+			got += len(rs)
+			return nil
+		})
+		if err != nil || got != n {
+			b.Fatalf("read %d records, err %v", got, err)
+		}
+	}
+	b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "records/s")
+}
+
+func kerrNotLeader() *kerr.Error { return kerr.NotLeaderForPartition }
