@@ -1,6 +1,8 @@
 package report
 
 import (
+	"bufio"
+	"bytes"
 	"cmp"
 	"encoding/json"
 	"errors"
@@ -95,7 +97,7 @@ type jsonReport struct {
 	DecodeSamples []finding.DecodeErrorSample `json:"decode_error_samples,omitempty"`
 	Timings       map[string]string           `json:"timings,omitempty"`
 	RowCount      int                         `json:"row_count"`
-	Rows          []jsonRow                   `json:"rows"`
+	// "rows" follows, streamed by writeJSONStream.
 }
 
 type jsonInput struct {
@@ -147,7 +149,6 @@ func WriteJSON(w io.Writer, res *finding.Result) error {
 		DecodeSamples: s.DecodeErrorSamples,
 		Timings:       s.Timings,
 		RowCount:      len(res.Rows),
-		Rows:          make([]jsonRow, 0, len(res.Rows)),
 	}
 	for _, name := range inputNames(s) {
 		in := jsonInput{Name: name}
@@ -164,7 +165,30 @@ func WriteJSON(w io.Writer, res *finding.Result) error {
 		}
 		rep.Stages = append(rep.Stages, js)
 	}
-	for _, r := range sortedCopy(res) {
+	return writeJSONStream(w, &rep, sortedCopy(res))
+}
+
+// writeJSONStream writes rep followed by its rows, one row at a time, so
+// that a report with millions of rows never exists in memory as JSON.
+// The output is the same as encoding a struct with a "rows" field last.
+func writeJSONStream(w io.Writer, rep *jsonReport, rows []finding.Row) error {
+	bw := bufio.NewWriterSize(w, 64<<10)
+	var head bytes.Buffer
+	enc := json.NewEncoder(&head)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(rep); err != nil {
+		return fmt.Errorf("writing JSON report: %w", err)
+	}
+	// head is "{\n ... \n}\n": reopen the object to append "rows".
+	bw.Write(bytes.TrimSuffix(head.Bytes(), []byte("\n}\n")))
+	bw.WriteString(",\n  \"rows\": [")
+	var rb bytes.Buffer
+	renc := json.NewEncoder(&rb)
+	renc.SetEscapeHTML(false)
+	renc.SetIndent("    ", "  ")
+	for i := range rows {
+		r := &rows[i]
 		jr := jsonRow{
 			Finding: r.Kind, Stage: r.Stage, Input: r.Input, Key: FormatKey(r.Key),
 			Topic: r.Topic, Partition: r.Partition, Offset: r.Offset,
@@ -174,11 +198,21 @@ func WriteJSON(w io.Writer, res *finding.Result) error {
 			obs := FormatTS(r.ObservedTS)
 			jr.ObservedTS = &obs
 		}
-		rep.Rows = append(rep.Rows, jr)
+		rb.Reset()
+		if err := renc.Encode(&jr); err != nil {
+			return fmt.Errorf("writing JSON report row %d: %w", i+1, err)
+		}
+		if i > 0 {
+			bw.WriteByte(',')
+		}
+		bw.WriteString("\n    ")
+		bw.Write(bytes.TrimSuffix(rb.Bytes(), []byte("\n")))
 	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(&rep); err != nil {
+	if len(rows) > 0 {
+		bw.WriteString("\n  ")
+	}
+	bw.WriteString("]\n}\n")
+	if err := bw.Flush(); err != nil {
 		return fmt.Errorf("writing JSON report: %w", err)
 	}
 	return nil

@@ -115,3 +115,33 @@ func TestWriteJSONFields(t *testing.T) {
 		})
 	}
 }
+
+// TestWriteJSONStreamsValidJSON checks the streamed rows form one valid
+// document whose rows match row_count, and that text is not HTML-escaped.
+func TestWriteJSONStreamsValidJSON(t *testing.T) {
+	for _, n := range []int{0, 1, 2, 1000} {
+		res := manyRows(n)
+		if n > 0 {
+			res.Rows[0].Key = []byte("<x>&y")
+		}
+		var buf bytes.Buffer
+		if err := WriteJSON(&buf, res); err != nil {
+			t.Fatal(err)
+		}
+		var got struct {
+			RowCount int `json:"row_count"`
+			Rows     []struct {
+				Key string `json:"key"`
+			} `json:"rows"`
+		}
+		if err := json.Unmarshal(buf.Bytes(), &got); err != nil {
+			t.Fatalf("%d rows: invalid JSON: %v", n, err)
+		}
+		if got.RowCount != n || len(got.Rows) != n {
+			t.Fatalf("%d rows: row_count %d, rows %d", n, got.RowCount, len(got.Rows))
+		}
+		if n > 0 && !bytes.Contains(buf.Bytes(), []byte(`"key": "<x>&y"`)) {
+			t.Errorf("key HTML-escaped or missing")
+		}
+	}
+}
