@@ -247,9 +247,45 @@ func checkFileKeys(file string, data []byte, defaults map[string]any) ([]string,
 			}
 			return nil, errorf(key, "must be a mapping, not %T", fv.Get(key))
 		}
+		if near := nearest(key, defaults); near != "" {
+			return nil, errorf(key, "unknown key in %s (did you mean %s?)", file, near)
+		}
 		return nil, errorf(key, "unknown key in %s", file)
 	}
 	return found, nil
+}
+
+// nearest returns the known key closest to key by edit distance, or "" when
+// none is within a couple of typos.
+func nearest(key string, known map[string]any) string {
+	best, bestD := "", 3
+	for k := range known {
+		if d := editDistance(key, k); d < bestD || (d == bestD && k < best) {
+			best, bestD = k, d
+		}
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance between a and b.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
 }
 
 // getter converts viper values to typed fields, keeping the first error.

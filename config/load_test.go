@@ -283,7 +283,8 @@ func TestBadInput(t *testing.T) {
 		msg      string // want substring of Error() (%DIR% replaced)
 	}{
 		{name: "unknown top-level key", file: "kafak:\n  brokers: [a:1]\n", key: "kafak.brokers", msg: "unknown key"},
-		{name: "unknown nested key", file: "kafka:\n  tls:\n    enabeld: true\n", key: "kafka.tls.enabeld", msg: "unknown key"},
+		{name: "unknown nested key", file: "kafka:\n  tls:\n    enabeld: true\n", key: "kafka.tls.enabeld", msg: "(did you mean kafka.tls.enabled?)"},
+		{name: "unknown key, nothing close", file: "report:\n  html: r.html\n", key: "report.html", msg: "unknown key in %DIR%/audit.yaml"},
 		{name: "scalar for a section", file: "kafka:\n  tls: true\n", key: "kafka.tls", msg: "must be a mapping"},
 		{name: "unknown input key", file: "pipeline:\n  inputs:\n    - {name: a, topic: t}\n    - {name: b, topic: u, keyformat: avro}\n",
 			key: "pipeline.inputs[1].keyformat", msg: "unknown key"},

@@ -58,7 +58,7 @@ func TestRunRealTree(t *testing.T) {
 		{name: "bad broker in config", args: []string{"scan", "-c", badBroker}, code: exitUsage,
 			stderr: "lossaudit: config: kafka.brokers[0]: \"nohost\" is not a host:port address: missing port in address\n"},
 		{name: "unknown key, scan --json", args: []string{"scan", "--json", "--config", unknownKey}, code: exitUsage,
-			stderr: "lossaudit: config: kafka.brokerz: unknown key in " + unknownKey + "\n"},
+			stderr: "lossaudit: config: kafka.brokerz: unknown key in " + unknownKey + " (did you mean kafka.brokers?)\n"},
 		{name: "bad --from", args: []string{"scan", "--from", "yesterday"}, code: exitUsage,
 			stderr: "lossaudit: config: window.from: \"yesterday\" is not an RFC 3339 time like 2026-11-29T10:15:00Z\n"},
 		{name: "missing config file", args: []string{"scan", "-c", "/nonexistent/audit.yaml"}, code: exitUsage,
