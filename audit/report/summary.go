@@ -66,6 +66,9 @@ func WriteSummary(w io.Writer, res *finding.Result, opt SummaryOptions) error {
 	if s.Partial && s.PartialWhy != "" {
 		fmt.Fprintf(&b, "  why: %s\n", safe(s.PartialWhy))
 	}
+	if hint := nextStep(res, opt); hint != "" {
+		fmt.Fprintf(&b, "  next: %s\n", hint)
+	}
 
 	b.WriteString("\nInputs\n")
 	in := table{
@@ -198,6 +201,24 @@ func verdictLine(res *finding.Result, names []string) (string, string) {
 			plural(npf, "partition finding", "partition findings"), partitionKindCounts(s.Partitions), scope), ansiYellow
 	}
 	return fmt.Sprintf("NO LOSS FOUND: %s, 0 findings", scope), ansiGreen
+}
+
+// nextStep says what to do about the verdict, or "" when nothing.
+func nextStep(res *finding.Result, opt SummaryOptions) string {
+	s := &res.Summary
+	switch {
+	case s.Partial && opt.CSVPath != "":
+		return "findings so far are in " + safe(opt.CSVPath) + "; a complete report of an earlier run is left as it was; re-run once the cause is fixed"
+	case s.Partial:
+		return "re-run once the cause is fixed"
+	case len(res.Rows) > 0 && opt.CSVPath != "":
+		return "each row of " + safe(opt.CSVPath) + " names the input record to replay (topic, partition, offset)"
+	case len(res.Rows) > 0:
+		return "re-run with --csv FILE to get every row with the input record to replay"
+	case len(s.Partitions) > 0:
+		return "read the partition findings below: they name records that could not be checked key by key"
+	}
+	return ""
 }
 
 func inputCells(name string, c *finding.InputCounts) []string {
