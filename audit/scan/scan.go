@@ -1,0 +1,197 @@
+// Package scan computes the per-partition statistics printed by
+// `lossaudit scan`: a snapshot of each partition's log start offset, last
+// stable offset and high watermark, and the committed, aborted and control
+// records of [log start, LSO) read with read_committed semantics. After an
+// outage it shows stuck LSOs (hanging transactions) and aborted traffic at a
+// glance.
+package scan
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/lossaudit/lossaudit/audit/kread"
+)
+
+// Reader is what a scan needs from the cluster; *kread.Client has it.
+type Reader interface {
+	Offsets(ctx context.Context, topic string) (map[int32]kread.Offsets, error)
+	Read(ctx context.Context, ranges []kread.Range, o kread.ReadOptions, fn func(recs []kread.Record) error) (map[kread.TP]kread.Stats, error)
+}
+
+// Options tunes a scan.
+type Options struct {
+	// Check, when set, is called for every committed record; an error
+	// counts the record in its partition's DecodeErrors (the scan goes on).
+	// It is the hook for `scan --decode`. It may be called concurrently for
+	// different partitions.
+	Check func(rec *kread.Record) error
+	// Progress is passed to the reader.
+	Progress func(tp kread.TP, next int64)
+}
+
+// Row is the scan result of one partition.
+type Row struct {
+	Topic         string
+	Partition     int32
+	LogStart      int64
+	LSO           int64
+	HighWatermark int64
+	// Committed, Aborted and Control count the records of [LogStart, LSO).
+	Committed, Aborted, Control int64
+	// DecodeErrors counts committed records Options.Check rejected.
+	DecodeErrors int64
+	// FirstTS and LastTS are the timestamps (Unix ms) of the first and last
+	// committed records; valid only when Committed > 0.
+	FirstTS, LastTS int64
+	// Gaps counts offsets the log start passed while the scan ran.
+	Gaps int64
+	// ReadTo is the first offset not read; below LSO only if the log start
+	// or a truncation interfered.
+	ReadTo int64
+}
+
+// OpenTxn reports whether a transaction holds the LSO below the high
+// watermark.
+func (r Row) OpenTxn() bool { return r.LSO < r.HighWatermark }
+
+// Run snapshots and reads every partition of topics, in one concurrent
+// read. Rows come in the order of topics, partitions ascending.
+func Run(ctx context.Context, rd Reader, topics []string, o Options) ([]Row, error) {
+	var rows []Row
+	var ranges []kread.Range
+	decodeErrs := map[kread.TP]*int64{}
+	for _, t := range topics {
+		offs, err := rd.Offsets(ctx, t)
+		if err != nil {
+			return nil, err
+		}
+		parts := make([]int32, 0, len(offs))
+		for p := range offs {
+			parts = append(parts, p)
+		}
+		slices.Sort(parts)
+		for _, p := range parts {
+			off := offs[p]
+			rows = append(rows, Row{Topic: t, Partition: p, LogStart: off.LogStart, LSO: off.LSO, HighWatermark: off.HighWatermark})
+			ranges = append(ranges, kread.Range{Topic: t, Partition: p, From: off.LogStart, To: off.LSO})
+			decodeErrs[kread.TP{Topic: t, Partition: p}] = new(int64)
+		}
+	}
+	// decodeErrs is not modified during Read; each counter is written only by
+	// its own partition's callbacks, which never run concurrently.
+	fn := func([]kread.Record) error { return nil }
+	if o.Check != nil {
+		fn = func(recs []kread.Record) error {
+			for i := range recs {
+				if err := o.Check(&recs[i]); err != nil {
+					*decodeErrs[kread.TP{Topic: recs[i].Topic, Partition: recs[i].Partition}]++
+				}
+			}
+			return nil
+		}
+	}
+	stats, err := rd.Read(ctx, ranges, kread.ReadOptions{Progress: o.Progress}, fn)
+	if err != nil {
+		return nil, err
+	}
+	for i := range rows {
+		r := &rows[i]
+		tp := kread.TP{Topic: r.Topic, Partition: r.Partition}
+		s := stats[tp]
+		r.Committed, r.Aborted, r.Control = s.Committed, s.Aborted, s.Control
+		r.FirstTS, r.LastTS, r.Gaps, r.ReadTo = s.FirstTS, s.LastTS, s.Gaps, s.Next
+		r.DecodeErrors = *decodeErrs[tp]
+	}
+	return rows, nil
+}
+
+// FormatTS formats a Unix ms timestamp as RFC 3339 in UTC with
+// milliseconds, e.g. 2026-11-29T10:15:02.123Z.
+func FormatTS(ms int64) string {
+	return time.UnixMilli(ms).UTC().Format("2006-01-02T15:04:05.000Z")
+}
+
+// jsonRow is the --json line of one partition.
+type jsonRow struct {
+	Topic         string  `json:"topic"`
+	Partition     int32   `json:"partition"`
+	LogStart      int64   `json:"log_start"`
+	LSO           int64   `json:"lso"`
+	HighWatermark int64   `json:"high_watermark"`
+	Committed     int64   `json:"committed"`
+	Aborted       int64   `json:"aborted"`
+	Control       int64   `json:"control"`
+	DecodeErrors  int64   `json:"decode_errors"`
+	FirstTS       *string `json:"first_ts"`
+	LastTS        *string `json:"last_ts"`
+}
+
+// WriteJSON writes one JSON object per partition per line. first_ts and
+// last_ts are null when the partition has no committed record.
+func WriteJSON(w io.Writer, rows []Row) error {
+	enc := json.NewEncoder(w)
+	for _, r := range rows {
+		j := jsonRow{
+			Topic: r.Topic, Partition: r.Partition, LogStart: r.LogStart, LSO: r.LSO, HighWatermark: r.HighWatermark,
+			Committed: r.Committed, Aborted: r.Aborted, Control: r.Control, DecodeErrors: r.DecodeErrors,
+		}
+		if r.Committed > 0 {
+			f, l := FormatTS(r.FirstTS), FormatTS(r.LastTS)
+			j.FirstTS, j.LastTS = &f, &l
+		}
+		if err := enc.Encode(j); err != nil {
+			return fmt.Errorf("writing JSON: %w", err)
+		}
+	}
+	return nil
+}
+
+// WriteTable writes an aligned table, one line per partition, partitions
+// whose LSO is below the high watermark flagged "open txn", then a summary
+// line.
+func WriteTable(w io.Writer, rows []Row) error {
+	var buf bytes.Buffer
+	tw := tabwriter.NewWriter(&buf, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "TOPIC\tPARTITION\tLOG_START\tLSO\tHIGH_WATERMARK\tCOMMITTED\tABORTED\tCONTROL\tDECODE_ERR\tFIRST_TS\tLAST_TS\tNOTE")
+	var open, aborted, committed int64
+	for _, r := range rows {
+		first, last := "-", "-"
+		if r.Committed > 0 {
+			first, last = FormatTS(r.FirstTS), FormatTS(r.LastTS)
+		}
+		var note string
+		if r.OpenTxn() {
+			note = fmt.Sprintf("open txn (%d offsets above LSO)", r.HighWatermark-r.LSO)
+			open++
+		}
+		if r.Gaps > 0 {
+			if note != "" {
+				note += "; "
+			}
+			note += fmt.Sprintf("%d offsets purged during scan", r.Gaps)
+		}
+		committed += r.Committed
+		aborted += r.Aborted
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%s\n",
+			r.Topic, r.Partition, r.LogStart, r.LSO, r.HighWatermark, r.Committed, r.Aborted, r.Control, r.DecodeErrors, first, last, note)
+	}
+	if err := tw.Flush(); err != nil {
+		return fmt.Errorf("writing table: %w", err)
+	}
+	for line := range strings.Lines(buf.String()) {
+		if _, err := io.WriteString(w, strings.TrimRight(line, " \n")+"\n"); err != nil {
+			return fmt.Errorf("writing table: %w", err)
+		}
+	}
+	_, err := fmt.Fprintf(w, "\n%d partitions, %d committed and %d aborted records, %d with an open transaction (LSO < high watermark)\n",
+		len(rows), committed, aborted, open)
+	return err
+}

@@ -1,0 +1,129 @@
+package scan
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/lossaudit/lossaudit/audit/kread"
+)
+
+// fakeReader serves canned offsets and records, and checks the ranges it
+// is asked to read.
+type fakeReader struct {
+	offsets map[string]map[int32]kread.Offsets
+	recs    map[kread.TP][]kread.Record
+	stats   map[kread.TP]kread.Stats
+	asked   []kread.Range
+}
+
+func (f *fakeReader) Offsets(_ context.Context, topic string) (map[int32]kread.Offsets, error) {
+	o, ok := f.offsets[topic]
+	if !ok {
+		return nil, fmt.Errorf("topic %q: %w", topic, kread.ErrUnknownTopic)
+	}
+	return o, nil
+}
+
+func (f *fakeReader) Read(_ context.Context, ranges []kread.Range, _ kread.ReadOptions, fn func([]kread.Record) error) (map[kread.TP]kread.Stats, error) {
+	f.asked = append(f.asked, ranges...)
+	for _, r := range ranges {
+		tp := kread.TP{Topic: r.Topic, Partition: r.Partition}
+		if recs := f.recs[tp]; len(recs) > 0 {
+			if err := fn(recs); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return f.stats, nil
+}
+
+func TestRunMapsSnapshotAndStats(t *testing.T) {
+	f := &fakeReader{
+		offsets: map[string]map[int32]kread.Offsets{
+			"b": {1: {LogStart: 5, LSO: 9, HighWatermark: 12}, 0: {LogStart: 0, LSO: 3, HighWatermark: 3}},
+			"a": {0: {LogStart: 0, LSO: 0, HighWatermark: 0}},
+		},
+		recs: map[kread.TP][]kread.Record{
+			{Topic: "b", Partition: 1}: {
+				{Topic: "b", Partition: 1, Offset: 5, Value: []byte("ok")},
+				{Topic: "b", Partition: 1, Offset: 6, Value: []byte("bad")},
+				{Topic: "b", Partition: 1, Offset: 8, Value: []byte("bad")},
+			},
+			{Topic: "b", Partition: 0}: {{Topic: "b", Partition: 0, Offset: 0, Value: []byte("bad")}},
+		},
+		stats: map[kread.TP]kread.Stats{
+			{Topic: "b", Partition: 1}: {Committed: 3, Aborted: 1, Control: 1, FirstTS: 1000, LastTS: 2000, Next: 9},
+			{Topic: "b", Partition: 0}: {Committed: 1, Control: 2, FirstTS: 7, LastTS: 7, Next: 3},
+			{Topic: "a", Partition: 0}: {Next: 0},
+		},
+	}
+	check := func(r *kread.Record) error {
+		if string(r.Value) == "bad" {
+			return errors.New("undecodable")
+		}
+		return nil
+	}
+	rows, err := Run(context.Background(), f, []string{"b", "a"}, Options{Check: check})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Row{
+		{Topic: "b", Partition: 0, LogStart: 0, LSO: 3, HighWatermark: 3, Committed: 1, Control: 2, DecodeErrors: 1, FirstTS: 7, LastTS: 7, ReadTo: 3},
+		{Topic: "b", Partition: 1, LogStart: 5, LSO: 9, HighWatermark: 12, Committed: 3, Aborted: 1, Control: 1, DecodeErrors: 2, FirstTS: 1000, LastTS: 2000, ReadTo: 9},
+		{Topic: "a", Partition: 0},
+	}
+	if fmt.Sprint(rows) != fmt.Sprint(want) {
+		t.Errorf("rows\n got %+v\nwant %+v", rows, want)
+	}
+	wantRanges := "[{b 0 0 3} {b 1 5 9} {a 0 0 0}]"
+	if got := fmt.Sprint(f.asked); got != wantRanges {
+		t.Errorf("read ranges %s, want %s (log start to LSO)", got, wantRanges)
+	}
+	if !rows[1].OpenTxn() || rows[0].OpenTxn() {
+		t.Errorf("open txn flags: %v %v", rows[0].OpenTxn(), rows[1].OpenTxn())
+	}
+}
+
+func TestRunUnknownTopic(t *testing.T) {
+	f := &fakeReader{offsets: map[string]map[int32]kread.Offsets{"a": {}}}
+	_, err := Run(context.Background(), f, []string{"a", "missing-topic"}, Options{})
+	if !errors.Is(err, kread.ErrUnknownTopic) || !strings.Contains(err.Error(), "missing-topic") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestWriters(t *testing.T) {
+	rows := []Row{
+		{Topic: "orders", Partition: 0, LogStart: 0, LSO: 10, HighWatermark: 10, Committed: 7, Aborted: 1, Control: 2,
+			FirstTS: 1795947302123, LastTS: 1795947303000},
+		{Topic: "orders", Partition: 1, LogStart: 4, LSO: 4, HighWatermark: 9},
+	}
+	var js bytes.Buffer
+	if err := WriteJSON(&js, rows); err != nil {
+		t.Fatal(err)
+	}
+	wantJS := `{"topic":"orders","partition":0,"log_start":0,"lso":10,"high_watermark":10,"committed":7,"aborted":1,"control":2,"decode_errors":0,"first_ts":"2026-11-29T10:15:02.123Z","last_ts":"2026-11-29T10:15:03.000Z"}
+{"topic":"orders","partition":1,"log_start":4,"lso":4,"high_watermark":9,"committed":0,"aborted":0,"control":0,"decode_errors":0,"first_ts":null,"last_ts":null}
+`
+	if js.String() != wantJS {
+		t.Errorf("JSON\n got %s\nwant %s", js.String(), wantJS)
+	}
+
+	var tb bytes.Buffer
+	if err := WriteTable(&tb, rows); err != nil {
+		t.Fatal(err)
+	}
+	wantTable := `TOPIC   PARTITION  LOG_START  LSO  HIGH_WATERMARK  COMMITTED  ABORTED  CONTROL  DECODE_ERR  FIRST_TS                  LAST_TS                   NOTE
+orders  0          0          10   10              7          1        2        0           2026-11-29T10:15:02.123Z  2026-11-29T10:15:03.000Z
+orders  1          4          4    9               0          0        0        0           -                         -                         open txn (5 offsets above LSO)
+
+2 partitions, 7 committed and 1 aborted records, 1 with an open transaction (LSO < high watermark)
+`
+	if tb.String() != wantTable {
+		t.Errorf("table\n got:\n%s\nwant:\n%s", tb.String(), wantTable)
+	}
+}
