@@ -1,0 +1,358 @@
+// Package e2e runs end-to-end scenarios of the seeds/001 pipeline on real
+// Apache Kafka brokers with the real Kafka Streams application, and checks
+// the outcome against the load generator's ledger and the application's
+// ground truth. RunScenario also hands back a ready lossaudit configuration,
+// so audit assertions can be added next to the ledger-based ones.
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lossaudit/lossaudit/audit/kread"
+	"github.com/lossaudit/lossaudit/config"
+	"github.com/lossaudit/lossaudit/testbed/kafka"
+	"github.com/lossaudit/lossaudit/testbed/loadgen"
+	"github.com/lossaudit/lossaudit/testbed/streamsapp"
+)
+
+// Topic names used by every scenario.
+const (
+	ApplicationID = "lossaudit-tb"
+	Output        = "joined"
+	SchemasTopic  = "_schemas"
+)
+
+// Inputs are the input topics in join order (a, b, c).
+var Inputs = [3]string{"in-a", "in-b", "in-c"}
+
+// Scenario describes one end-to-end run.
+type Scenario struct {
+	Records   int // per input; default 600
+	Rate      int // records per second per input; default 100
+	Customers int // distinct selected keys; default 40
+	// DropBeforeStore and DropBeforeOutput inject loss in the application (see streamsapp.Options).
+	DropBeforeStore  map[string][]string
+	DropBeforeOutput []string
+	// FaultAfter is how long after the load starts Fault runs (concurrently with the load).
+	FaultAfter time.Duration
+	// Fault, if set, injects a failure (kill brokers, kill the app, ...).
+	Fault func(ctx context.Context, env *Env) error
+	// KeepRunning leaves the application running after the load; by default
+	// it is stopped cleanly once caught up, so the topics are quiescent.
+	KeepRunning bool
+}
+
+// Env is the running testbed of one scenario.
+type Env struct {
+	T       testing.TB
+	Dir     string
+	Cluster *kafka.Cluster
+	Admin   *kafka.Admin
+	App     *streamsapp.App
+	Reader  *kread.Client
+	// Timings of the phases, for the report.
+	Timings []Timing
+}
+
+// Timing is the wall time of one phase.
+type Timing struct {
+	Phase string
+	D     time.Duration
+}
+
+func (e *Env) timed(phase string, start time.Time) {
+	e.Timings = append(e.Timings, Timing{phase, time.Since(start)})
+}
+
+// Result is what a scenario hands to assertions.
+type Result struct {
+	Env    *Env
+	Ledger *loadgen.Ledger
+	Truth  *streamsapp.GroundTruth
+	// Config is a ready lossaudit configuration of the pipeline (also written to ConfigFile).
+	Config     *config.Config
+	ConfigFile string
+	// Stages maps input name to its repartition topic and changelog, parsed from the topology file.
+	Stages map[string]Stage
+}
+
+// Stage is what the testbed derived for one input from Topology#describe().
+type Stage struct {
+	Input, Topic, Store, Repartition, Changelog string
+}
+
+// Skip skips t when Java or Maven are not installed.
+func Skip(t testing.TB) {
+	t.Helper()
+	for _, tool := range []string{"java", "mvn"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("%s not installed: %v", tool, err)
+		}
+	}
+}
+
+// RunScenario starts a 3-node cluster, creates the topics, starts the Kafka
+// Streams application, produces the load (running the fault meanwhile),
+// waits until the application has processed everything and returns the
+// ledger, the ground truth and a ready audit configuration. Processes are
+// cleaned up when the test ends; logs are printed when it failed.
+func RunScenario(t *testing.T, sc Scenario) *Result {
+	t.Helper()
+	Skip(t)
+	if sc.Records == 0 {
+		sc.Records = 600
+	}
+	if sc.Rate == 0 {
+		sc.Rate = 100
+	}
+	if sc.Customers == 0 {
+		sc.Customers = 40
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	t.Cleanup(cancel)
+	env := &Env{T: t, Dir: t.TempDir()}
+	t0 := time.Now()
+	t.Cleanup(func() {
+		t.Logf("scenario phases: %v, total %v", env.Timings, time.Since(t0).Round(time.Millisecond))
+	})
+
+	start := time.Now()
+	c, err := kafka.Start(ctx, kafka.Options{Dir: filepath.Join(env.Dir, "kafka")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	env.Cluster = c
+	t.Cleanup(func() {
+		if t.Failed() {
+			for _, n := range c.Nodes {
+				t.Logf("kafka node %d log tail (%s):\n%s", n.ID, n.LogFile, c.LogTail(n.ID, 25))
+			}
+		}
+		c.Close()
+	})
+	if err := c.WaitReady(ctx); err != nil {
+		t.Fatal(err)
+	}
+	env.timed("kafka "+c.Version()+" up", start)
+
+	adm, err := kafka.NewAdmin(c.Bootstrap())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(adm.Close)
+	env.Admin = adm
+	rd, err := kread.New(kread.Options{Brokers: c.Bootstrap(), ClientID: "lossaudit-testbed"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rd.Close() })
+	env.Reader = rd
+
+	specs := []kafka.TopicSpec{{Name: Output, Partitions: 3},
+		{Name: SchemasTopic, Partitions: 1, Configs: map[string]string{"cleanup.policy": "compact"}}}
+	for _, in := range Inputs {
+		specs = append(specs, kafka.TopicSpec{Name: in, Partitions: 3})
+	}
+	if err := adm.CreateTopics(ctx, specs...); err != nil {
+		t.Fatal(err)
+	}
+
+	start = time.Now()
+	gen, err := loadgen.New(ctx, loadgen.Config{Brokers: c.Bootstrap(), Topics: Inputs, SchemasTopic: SchemasTopic,
+		Customers: sc.Customers, Records: sc.Records, Rate: sc.Rate})
+	if err != nil {
+		t.Fatal(err)
+	}
+	app, err := streamsapp.New(ctx, streamsapp.Options{Bootstrap: c.Bootstrap(), ApplicationID: ApplicationID,
+		Inputs: Inputs, Output: Output, SchemasTopic: SchemasTopic, Dir: filepath.Join(env.Dir, "app"),
+		DropBeforeStore: sc.DropBeforeStore, DropBeforeOutput: sc.DropBeforeOutput})
+	if err != nil {
+		t.Fatal(err)
+	}
+	env.App = app
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("streams app log tail (%s):\n%s", app.LogFile(), app.LogTail(40))
+		}
+		_ = app.Kill()
+	})
+	if err := app.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if err := app.WaitRunning(ctx); err != nil {
+		t.Fatal(err)
+	}
+	env.timed("streams "+streamsapp.Version()+" running", start)
+
+	start = time.Now()
+	loadErr := make(chan error, 1)
+	go func() { loadErr <- gen.Run(ctx) }()
+	if sc.Fault != nil {
+		select {
+		case <-time.After(sc.FaultAfter):
+		case <-ctx.Done():
+		}
+		fs := time.Now()
+		if err := sc.Fault(ctx, env); err != nil {
+			t.Fatalf("injecting fault: %v", err)
+		}
+		env.timed("fault", fs)
+	}
+	if err := <-loadErr; err != nil {
+		t.Fatalf("load: %v", err)
+	}
+	env.timed(fmt.Sprintf("load %d records x 3 inputs", sc.Records), start)
+	if err := gen.Ledger().WriteFile(filepath.Join(env.Dir, "ledger.jsonl")); err != nil {
+		t.Fatal(err)
+	}
+
+	start = time.Now()
+	stages, err := ParseStages(app.TopologyFile())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := WaitCaughtUp(ctx, env, stages); err != nil {
+		t.Fatal(err)
+	}
+	env.timed("caught up", start)
+	if !sc.KeepRunning {
+		if err := app.Stop(); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	truth, err := streamsapp.ReadGroundTruth(app.GroundTruthFile())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfgFile := filepath.Join(env.Dir, "audit.yaml")
+	if err := os.WriteFile(cfgFile, []byte(AuditYAML(c.Bootstrap(), app.TopologyFile(), filepath.Join(env.Dir, "lossaudit-data"))), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Load(config.LoadOptions{File: cfgFile})
+	if err != nil {
+		t.Fatalf("loading generated %s: %v", cfgFile, err)
+	}
+	return &Result{Env: env, Ledger: gen.Ledger(), Truth: truth, Config: cfg, ConfigFile: cfgFile, Stages: stages}
+}
+
+// AuditYAML returns a lossaudit configuration of the testbed pipeline.
+func AuditYAML(brokers []string, topologyFile, storeDir string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "kafka:\n  brokers: [%s]\n", quoteJoin(brokers))
+	fmt.Fprintf(&b, "schema:\n  schemas_topic: %q\n", SchemasTopic)
+	fmt.Fprintf(&b, "pipeline:\n  application_id: %q\n  topology_file: %q\n  output: %q\n  inputs:\n", ApplicationID, topologyFile, Output)
+	for i, in := range Inputs {
+		fmt.Fprintf(&b, "    - {name: %s, topic: %q, rekey: customerId, key_format: string}\n", loadgen.InputNames[i], in)
+	}
+	fmt.Fprintf(&b, "store:\n  dir: %q\nreport:\n  csv: \"\"\n", storeDir)
+	return b.String()
+}
+
+func quoteJoin(ss []string) string {
+	q := make([]string, len(ss))
+	for i, s := range ss {
+		q[i] = fmt.Sprintf("%q", s)
+	}
+	return strings.Join(q, ", ")
+}
+
+var (
+	sourceRe = regexp.MustCompile(`Source: \S+ \(topics: \[([^\]]*)\]\)`)
+	sinkRe   = regexp.MustCompile(`Sink: \S+ \(topic: (\S+)\)`)
+)
+
+// ParseStages derives each input's repartition topic, store and changelog
+// from the Topology#describe() text: the sub-topology reading input X sinks
+// to "<store>-repartition".
+func ParseStages(topologyFile string) (map[string]Stage, error) {
+	b, err := os.ReadFile(topologyFile)
+	if err != nil {
+		return nil, fmt.Errorf("reading topology: %w", err)
+	}
+	out := map[string]Stage{}
+	for _, block := range strings.Split(string(b), "Sub-topology:") {
+		src := sourceRe.FindStringSubmatch(block)
+		sink := sinkRe.FindStringSubmatch(block)
+		if src == nil || sink == nil || !strings.HasSuffix(sink[1], "-repartition") {
+			continue
+		}
+		for i, in := range Inputs {
+			if strings.TrimSpace(src[1]) == in {
+				store := strings.TrimSuffix(sink[1], "-repartition")
+				out[loadgen.InputNames[i]] = Stage{Input: loadgen.InputNames[i], Topic: in, Store: store,
+					Repartition: ApplicationID + "-" + sink[1], Changelog: ApplicationID + "-" + store + "-changelog"}
+			}
+		}
+	}
+	if len(out) != 3 {
+		return nil, fmt.Errorf("topology %s: found stages for %d of 3 inputs: %v", topologyFile, len(out), out)
+	}
+	return out, nil
+}
+
+// Lag returns, for every partition of the inputs and repartition topics, the
+// committed offset's distance to the last stable offset (absent commit = whole log).
+func Lag(ctx context.Context, rd *kread.Client, stages map[string]Stage) (map[kread.TP]int64, error) {
+	var topics []string
+	for _, s := range stages {
+		topics = append(topics, s.Topic, s.Repartition)
+	}
+	sort.Strings(topics)
+	committed, err := rd.GroupOffsets(ctx, ApplicationID, topics)
+	if err != nil {
+		return nil, err
+	}
+	lag := map[kread.TP]int64{}
+	for _, t := range topics {
+		offs, err := rd.Offsets(ctx, t)
+		if err != nil {
+			return nil, err
+		}
+		for p, o := range offs {
+			tp := kread.TP{Topic: t, Partition: p}
+			c, ok := committed[tp]
+			if !ok {
+				c = o.LogStart
+			}
+			lag[tp] = o.LSO - c
+		}
+	}
+	return lag, nil
+}
+
+// WaitCaughtUp waits until the application's committed offsets reach the last
+// stable offset of every input and repartition partition.
+func WaitCaughtUp(ctx context.Context, env *Env, stages map[string]Stage) error {
+	var last map[kread.TP]int64
+	for {
+		lag, err := Lag(ctx, env.Reader, stages)
+		if err == nil {
+			total := int64(0)
+			for _, l := range lag {
+				total += l
+			}
+			if total == 0 {
+				return nil
+			}
+			last = lag
+		}
+		if !env.App.Running() {
+			return fmt.Errorf("streams app exited before catching up (lag %v)", last)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for the app to catch up: %w (lag %v, last error %v)", ctx.Err(), last, err)
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}

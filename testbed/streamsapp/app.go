@@ -1,0 +1,401 @@
+// Package streamsapp builds and runs the Kafka Streams application of
+// seeds/001 (the Java Maven project in this directory) for end-to-end tests.
+package streamsapp
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/lossaudit/lossaudit/testbed/kafka"
+)
+
+// DefaultVersion is the Kafka Streams version of the user story.
+const DefaultVersion = "3.6.2"
+
+// VersionEnv names the environment variable selecting the Kafka Streams version.
+const VersionEnv = "LOSSAUDIT_STREAMS_VERSION"
+
+// MainClass is the application's entry point.
+const MainClass = "lossaudit.testbed.StreamsApp"
+
+// Version returns the Kafka Streams version selected by LOSSAUDIT_STREAMS_VERSION, or DefaultVersion.
+func Version() string {
+	if v := strings.TrimSpace(os.Getenv(VersionEnv)); v != "" {
+		return v
+	}
+	return DefaultVersion
+}
+
+// sourceHash hashes pom.xml and src/ so a changed application is rebuilt.
+func sourceHash(projectDir string) (string, error) {
+	h := sha256.New()
+	var files []string
+	files = append(files, filepath.Join(projectDir, "pom.xml"))
+	err := filepath.WalkDir(filepath.Join(projectDir, "src"), func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() {
+			files = append(files, p)
+		}
+		return nil
+	})
+	if err != nil {
+		return "", fmt.Errorf("hashing %s: %w", projectDir, err)
+	}
+	sort.Strings(files)
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return "", fmt.Errorf("hashing %s: %w", f, err)
+		}
+		fmt.Fprintf(h, "%s %d\n", filepath.Base(f), len(b))
+		h.Write(b)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// Build compiles the application for the given Kafka Streams version (once per
+// source change, cached) and returns its Java classpath.
+func Build(ctx context.Context, version string) (string, error) {
+	tb, err := kafka.TestbedDir()
+	if err != nil {
+		return "", err
+	}
+	cache, err := kafka.CacheDir()
+	if err != nil {
+		return "", err
+	}
+	project := filepath.Join(tb, "streamsapp")
+	hash, err := sourceHash(project)
+	if err != nil {
+		return "", err
+	}
+	out := filepath.Join(cache, "streamsapp-"+version)
+	cp := filepath.Join(out, "streamsapp-1.jar") + string(os.PathListSeparator) + filepath.Join(out, "lib", "*")
+	stamp := filepath.Join(out, ".built")
+	if b, err := os.ReadFile(stamp); err == nil && strings.TrimSpace(string(b)) == hash {
+		return cp, nil
+	}
+	if err := os.MkdirAll(cache, 0o755); err != nil {
+		return "", fmt.Errorf("building streams app: %w", err)
+	}
+	unlock, err := lock(filepath.Join(cache, "streamsapp-"+version+".lock"))
+	if err != nil {
+		return "", err
+	}
+	defer unlock()
+	if b, err := os.ReadFile(stamp); err == nil && strings.TrimSpace(string(b)) == hash {
+		return cp, nil
+	}
+	_ = os.RemoveAll(out)
+	args := []string{"-q", "-B", "-f", filepath.Join(project, "pom.xml"), "package", "dependency:copy-dependencies",
+		"-Dstreams.version=" + version, "-Dbuild.dir=" + out}
+	cmd := exec.CommandContext(ctx, "mvn", args...)
+	b, err := cmd.CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("building streams app with mvn %s: %w\n%s", strings.Join(args, " "), err, b)
+	}
+	if err := os.WriteFile(stamp, []byte(hash+"\n"), 0o644); err != nil {
+		return "", fmt.Errorf("building streams app: %w", err)
+	}
+	return cp, nil
+}
+
+func lock(path string) (func(), error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("opening lock %s: %w", path, err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("locking %s: %w", path, err)
+	}
+	return func() { _ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN); f.Close() }, nil
+}
+
+// Options configures one application instance.
+type Options struct {
+	Version          string              // Kafka Streams version; default Version()
+	Bootstrap        []string            // brokers
+	ApplicationID    string              // default "lossaudit-tb"
+	Inputs           [3]string           // input topics in join order (a, b, c)
+	Output           string              // output topic
+	SchemasTopic     string              // default "_schemas"
+	Dir              string              // working dir: state/, app.log, topology.txt, ground-truth.jsonl; required
+	DropBeforeStore  map[string][]string // input name (a|b|c) -> selected keys whose updates are dropped before the store
+	DropBeforeOutput []string            // selected keys whose joined results are dropped before OUTPUT
+	Heap             string              // JVM -Xmx; default "512m"
+}
+
+// App is the application process (restartable).
+type App struct {
+	o  Options
+	cp string
+
+	mu       sync.Mutex
+	cmd      *exec.Cmd
+	done     chan struct{}
+	logStart int64 // size of the log when the current process started
+}
+
+// New builds the application (if needed) and returns a stopped instance.
+func New(ctx context.Context, o Options) (*App, error) {
+	if o.Version == "" {
+		o.Version = Version()
+	}
+	if o.ApplicationID == "" {
+		o.ApplicationID = "lossaudit-tb"
+	}
+	if o.SchemasTopic == "" {
+		o.SchemasTopic = "_schemas"
+	}
+	if o.Heap == "" {
+		o.Heap = "512m"
+	}
+	if o.Dir == "" {
+		return nil, errors.New("streams app: Options.Dir is required")
+	}
+	if err := os.MkdirAll(filepath.Join(o.Dir, "state"), 0o755); err != nil {
+		return nil, fmt.Errorf("streams app: %w", err)
+	}
+	cp, err := Build(ctx, o.Version)
+	if err != nil {
+		return nil, err
+	}
+	return &App{o: o, cp: cp}, nil
+}
+
+// TopologyFile is where the application writes Topology#describe() at start.
+func (a *App) TopologyFile() string { return filepath.Join(a.o.Dir, "topology.txt") }
+
+// GroundTruthFile is where the application logs its injected faults.
+func (a *App) GroundTruthFile() string { return filepath.Join(a.o.Dir, "ground-truth.jsonl") }
+
+// LogFile is the application's stdout and stderr.
+func (a *App) LogFile() string { return filepath.Join(a.o.Dir, "app.log") }
+
+// ApplicationID returns the application.id (the consumer group).
+func (a *App) ApplicationID() string { return a.o.ApplicationID }
+
+// LogTail returns the last n lines of the application log.
+func (a *App) LogTail(n int) string { return kafka.Tail(a.LogFile(), n) }
+
+func (a *App) env() []string {
+	var dbs []string
+	for _, in := range []string{"a", "b", "c"} {
+		if ks := a.o.DropBeforeStore[in]; len(ks) > 0 {
+			dbs = append(dbs, in+":"+strings.Join(ks, ","))
+		}
+	}
+	return append(os.Environ(),
+		"BOOTSTRAP_SERVERS="+strings.Join(a.o.Bootstrap, ","),
+		"APPLICATION_ID="+a.o.ApplicationID,
+		"INPUT_TOPICS="+strings.Join(a.o.Inputs[:], ","),
+		"OUTPUT_TOPIC="+a.o.Output,
+		"STATE_DIR="+filepath.Join(a.o.Dir, "state"),
+		"TOPOLOGY_FILE="+a.TopologyFile(),
+		"GROUND_TRUTH_FILE="+a.GroundTruthFile(),
+		"SCHEMAS_TOPIC="+a.o.SchemasTopic,
+		"DROP_BEFORE_STORE="+strings.Join(dbs, ";"),
+		"DROP_BEFORE_OUTPUT="+strings.Join(a.o.DropBeforeOutput, ","),
+	)
+}
+
+// Start starts the application process; an error if it is running.
+func (a *App) Start() error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.cmd != nil {
+		return errors.New("starting streams app: already running")
+	}
+	logf, err := os.OpenFile(a.LogFile(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return fmt.Errorf("starting streams app: %w", err)
+	}
+	st, err := logf.Stat()
+	if err != nil {
+		logf.Close()
+		return fmt.Errorf("starting streams app: %w", err)
+	}
+	a.logStart = st.Size()
+	cmd := exec.Command("java", "-Xmx"+a.o.Heap, "-Xms64m", "-XX:+UseSerialGC",
+		"-Dorg.slf4j.simpleLogger.defaultLogLevel=info",
+		"-Dorg.slf4j.simpleLogger.showDateTime=true",
+		"-Dorg.slf4j.simpleLogger.log.org.apache.kafka.clients.consumer.ConsumerConfig=warn",
+		"-Dorg.slf4j.simpleLogger.log.org.apache.kafka.clients.producer.ProducerConfig=warn",
+		"-Dorg.slf4j.simpleLogger.log.org.apache.kafka.clients.admin.AdminClientConfig=warn",
+		"-Dorg.slf4j.simpleLogger.log.org.apache.kafka.streams.StreamsConfig=warn",
+		"-cp", a.cp, MainClass)
+	cmd.Env = a.env()
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		return fmt.Errorf("starting streams app: %w", err)
+	}
+	done := make(chan struct{})
+	a.cmd, a.done = cmd, done
+	go func() {
+		_ = cmd.Wait()
+		logf.Close()
+		a.mu.Lock()
+		if a.cmd == cmd {
+			a.cmd = nil
+		}
+		a.mu.Unlock()
+		close(done)
+	}()
+	return nil
+}
+
+// Running reports whether the process is alive.
+func (a *App) Running() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.cmd != nil
+}
+
+func (a *App) signal(sig syscall.Signal, wait time.Duration) error {
+	a.mu.Lock()
+	cmd, done := a.cmd, a.done
+	a.mu.Unlock()
+	if cmd == nil {
+		return nil
+	}
+	if err := cmd.Process.Signal(sig); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		return fmt.Errorf("signalling streams app with %v: %w", sig, err)
+	}
+	select {
+	case <-done:
+		return nil
+	case <-time.After(wait):
+	}
+	_ = cmd.Process.Kill()
+	<-done
+	if sig == syscall.SIGKILL {
+		return nil
+	}
+	return fmt.Errorf("streams app did not stop within %v after %v; killed", wait, sig)
+}
+
+// Stop shuts the application down cleanly (SIGTERM; KafkaStreams#close), killing it after 60 s.
+func (a *App) Stop() error { return a.signal(syscall.SIGTERM, 60*time.Second) }
+
+// Kill kills the application with SIGKILL (no commit, no close).
+func (a *App) Kill() error { return a.signal(syscall.SIGKILL, 10*time.Second) }
+
+// WaitRunning waits until the current process logs the transition to RUNNING.
+func (a *App) WaitRunning(ctx context.Context) error {
+	for {
+		a.mu.Lock()
+		running, from := a.cmd != nil, a.logStart
+		a.mu.Unlock()
+		if !running {
+			return fmt.Errorf("streams app exited:\n%s", a.LogTail(40))
+		}
+		if ok, err := logContains(a.LogFile(), from, "-> RUNNING"); err != nil {
+			return err
+		} else if ok {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for streams app to be RUNNING: %w\n%s", ctx.Err(), a.LogTail(40))
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+func logContains(path string, from int64, s string) (bool, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return false, fmt.Errorf("reading %s: %w", path, err)
+	}
+	defer f.Close()
+	if _, err := f.Seek(from, io.SeekStart); err != nil {
+		return false, fmt.Errorf("reading %s: %w", path, err)
+	}
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 4<<20)
+	for sc.Scan() {
+		if bytes.Contains(sc.Bytes(), []byte(s)) {
+			return true, nil
+		}
+	}
+	return false, sc.Err()
+}
+
+// Drop is one update the application dropped on purpose (ground truth).
+type Drop struct {
+	Stage string `json:"stage"` // before_store | before_output
+	Input string `json:"input"` // a | b | c, or "output" for before_output
+	Key   string `json:"key"`   // selected key
+	Seq   int64  `json:"seq"`   // seq of the input record (of input a for before_output)
+	TS    int64  `json:"ts"`    // ts field of that record
+	Where string `json:"where"` // topic it was read from or would have been written to
+}
+
+// GroundTruth is what the application logged about its injected faults.
+type GroundTruth struct {
+	DropBeforeStore  map[string][]string // as configured at the last start
+	DropBeforeOutput []string
+	StreamsVersions  []string // one per start
+	Drops            []Drop   // deduplicated (reprocessing after a crash logs again)
+	ThreadsReplaced  []string // errors that killed a stream thread
+}
+
+// ReadGroundTruth parses the ground-truth file the application wrote.
+func ReadGroundTruth(path string) (*GroundTruth, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading ground truth: %w", err)
+	}
+	gt := &GroundTruth{}
+	seen := map[Drop]bool{}
+	for i, line := range strings.Split(string(b), "\n") {
+		if strings.TrimSpace(line) == "" {
+			continue
+		}
+		var ev struct {
+			Event            string              `json:"event"`
+			StreamsVersion   string              `json:"streams_version"`
+			DropBeforeStore  map[string][]string `json:"drop_before_store"`
+			DropBeforeOutput []string            `json:"drop_before_output"`
+			Error            string              `json:"error"`
+			Drop
+		}
+		if err := json.Unmarshal([]byte(line), &ev); err != nil {
+			return nil, fmt.Errorf("reading ground truth %s line %d: %w", path, i+1, err)
+		}
+		switch ev.Event {
+		case "start":
+			gt.StreamsVersions = append(gt.StreamsVersions, ev.StreamsVersion)
+			gt.DropBeforeStore, gt.DropBeforeOutput = ev.DropBeforeStore, ev.DropBeforeOutput
+		case "drop":
+			if !seen[ev.Drop] {
+				seen[ev.Drop] = true
+				gt.Drops = append(gt.Drops, ev.Drop)
+			}
+		case "thread_replaced":
+			gt.ThreadsReplaced = append(gt.ThreadsReplaced, ev.Error)
+		}
+	}
+	return gt, nil
+}

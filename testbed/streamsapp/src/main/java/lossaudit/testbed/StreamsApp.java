@@ -1,0 +1,217 @@
+package lossaudit.testbed;
+
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+import java.util.Set;
+import java.util.concurrent.CountDownLatch;
+import org.apache.avro.generic.GenericData;
+import org.apache.avro.generic.GenericRecord;
+import org.apache.kafka.common.serialization.Serdes;
+import org.apache.kafka.common.utils.AppInfoParser;
+import org.apache.kafka.streams.KafkaStreams;
+import org.apache.kafka.streams.StreamsBuilder;
+import org.apache.kafka.streams.Topology;
+import org.apache.kafka.streams.errors.StreamsUncaughtExceptionHandler;
+import org.apache.kafka.streams.kstream.Consumed;
+import org.apache.kafka.streams.kstream.Grouped;
+import org.apache.kafka.streams.kstream.KTable;
+import org.apache.kafka.streams.kstream.Materialized;
+import org.apache.kafka.streams.kstream.Produced;
+import org.apache.kafka.streams.kstream.Reducer;
+
+/**
+ * The Kafka Streams application of seeds/001:
+ * A, B, C --selectKey(customerId)--> groupByKey --> reduce --> tA, tB, tC;
+ * tA.leftJoin(tB).leftJoin(tC).toStream().to(OUTPUT).
+ *
+ * <p>Configuration comes from system properties or, failing that, environment
+ * variables of the same name: BOOTSTRAP_SERVERS, APPLICATION_ID, INPUT_TOPICS
+ * (three, comma separated, in join order a,b,c), OUTPUT_TOPIC, STATE_DIR,
+ * TOPOLOGY_FILE, GROUND_TRUTH_FILE, SCHEMAS_TOPIC, and the fault injection
+ * switches DROP_BEFORE_STORE ("a:k1,k2;c:k3") and DROP_BEFORE_OUTPUT ("k4,k5"),
+ * TOMBSTONE_NOTE (a reduce of input a whose new value has this note returns null).
+ */
+public final class StreamsApp {
+    private StreamsApp() {}
+
+    static String cfg(String name, String dflt) {
+        String v = System.getProperty(name);
+        if (v == null) {
+            v = System.getenv(name);
+        }
+        return v == null || v.isEmpty() ? dflt : v;
+    }
+
+    static final String[] INPUT_NAMES = {"a", "b", "c"};
+
+    /** Parses "a:k1,k2;c:k3" into input name -> keys. */
+    static Map<String, Set<String>> parseDropBeforeStore(String s) {
+        Map<String, Set<String>> out = new HashMap<>();
+        for (String n : INPUT_NAMES) {
+            out.put(n, new HashSet<>());
+        }
+        if (s == null || s.isBlank()) {
+            return out;
+        }
+        for (String part : s.split(";")) {
+            String[] kv = part.split(":", 2);
+            if (kv.length != 2 || !out.containsKey(kv[0].trim())) {
+                throw new IllegalArgumentException("DROP_BEFORE_STORE: want input:key1,key2;... with input a, b or c, got " + part);
+            }
+            for (String k : kv[1].split(",")) {
+                if (!k.isBlank()) {
+                    out.get(kv[0].trim()).add(k.trim());
+                }
+            }
+        }
+        return out;
+    }
+
+    static Set<String> parseKeys(String s) {
+        Set<String> out = new HashSet<>();
+        if (s != null) {
+            for (String k : s.split(",")) {
+                if (!k.isBlank()) {
+                    out.add(k.trim());
+                }
+            }
+        }
+        return out;
+    }
+
+    static GenericRecord joined(GenericRecord a, GenericRecord b, GenericRecord c) {
+        GenericData.Record j = new GenericData.Record(Schemas.JOINED);
+        j.put("customerId", String.valueOf(a.get("customerId")));
+        j.put("a", a);
+        j.put("b", b);
+        j.put("c", c);
+        return j;
+    }
+
+    static Topology build(Registry registry, GroundTruth truth, List<String> inputs, String output,
+                          Map<String, Set<String>> dropBeforeStore, Set<String> dropBeforeOutput, String tombstoneNote) {
+        StreamsBuilder builder = new StreamsBuilder();
+        @SuppressWarnings("unchecked")
+        KTable<String, GenericRecord>[] tables = new KTable[3];
+        for (int i = 0; i < 3; i++) {
+            String name = INPUT_NAMES[i];
+            AvroSerde serde = new AvroSerde(registry, name, dropBeforeStore.get(name), truth);
+            boolean isA = i == 0;
+            Reducer<GenericRecord> newest = (oldV, newV) -> {
+                if (isA && tombstoneNote != null && tombstoneNote.equals(String.valueOf(newV.get("note")))) {
+                    return null;
+                }
+                return newV;
+            };
+            tables[i] = builder.stream(inputs.get(i), Consumed.with(Serdes.String(), serde))
+                    .selectKey((k, v) -> v == null ? null : String.valueOf(v.get("customerId")))
+                    .groupByKey(Grouped.with(Serdes.String(), serde))
+                    .reduce(newest, Materialized.with(Serdes.String(), serde));
+        }
+        AvroSerde outSerde = new AvroSerde(registry, "output", Set.of(), truth);
+        tables[0]
+                .leftJoin(tables[1], (a, b) -> joined(a, b, null))
+                .leftJoin(tables[2], (j, c) -> joined((GenericRecord) j.get("a"), (GenericRecord) j.get("b"), c))
+                .toStream()
+                .filter((k, v) -> {
+                    if (v != null && dropBeforeOutput.contains(k)) {
+                        truth.drop("before_output", "output", k, (GenericRecord) v.get("a"), output);
+                        return false;
+                    }
+                    return true;
+                })
+                .to(output, Produced.with(Serdes.String(), outSerde));
+        return builder.build();
+    }
+
+    public static void main(String[] args) throws Exception {
+        String bootstrap = cfg("BOOTSTRAP_SERVERS", "127.0.0.1:9092");
+        String appId = cfg("APPLICATION_ID", "lossaudit-tb");
+        List<String> inputs = Arrays.asList(cfg("INPUT_TOPICS", "in-a,in-b,in-c").split(","));
+        if (inputs.size() != 3) {
+            throw new IllegalArgumentException("INPUT_TOPICS: want three topics, got " + inputs);
+        }
+        String output = cfg("OUTPUT_TOPIC", "joined");
+        String stateDir = cfg("STATE_DIR", "/tmp/lossaudit-streams");
+        String topologyFile = cfg("TOPOLOGY_FILE", "");
+        String schemasTopic = cfg("SCHEMAS_TOPIC", "_schemas");
+        Map<String, Set<String>> dropBeforeStore = parseDropBeforeStore(cfg("DROP_BEFORE_STORE", ""));
+        Set<String> dropBeforeOutput = parseKeys(cfg("DROP_BEFORE_OUTPUT", ""));
+        String tombstoneNote = cfg("TOMBSTONE_NOTE", null);
+
+        GroundTruth truth = new GroundTruth(cfg("GROUND_TRUTH_FILE", ""));
+        Registry registry = new Registry(bootstrap, schemasTopic);
+        registry.load();
+
+        Topology topology = build(registry, truth, inputs, output, dropBeforeStore, dropBeforeOutput, tombstoneNote);
+        String described = topology.describe().toString();
+        System.out.println(described);
+        if (!topologyFile.isEmpty()) {
+            Files.writeString(Path.of(topologyFile), described, StandardCharsets.UTF_8);
+        }
+
+        ObjectNode start = truth.node("start");
+        start.put("streams_version", AppInfoParser.getVersion());
+        start.put("application_id", appId);
+        ObjectNode dbs = start.putObject("drop_before_store");
+        dropBeforeStore.forEach((k, v) -> {
+            ArrayNode a = dbs.putArray(k);
+            v.stream().sorted().forEach(a::add);
+        });
+        ArrayNode dbo = start.putArray("drop_before_output");
+        dropBeforeOutput.stream().sorted().forEach(dbo::add);
+        truth.write(start);
+
+        Properties settings = new Properties();
+        settings.put("application.id", appId);
+        settings.put("bootstrap.servers", bootstrap);
+        settings.put("processing.guarantee", "exactly_once_v2");
+        settings.put("auto.offset.reset", "earliest");
+        settings.put("state.dir", stateDir);
+        settings.put("replication.factor", 3);
+        settings.put("statestore.cache.max.bytes", 30 * 1024 * 1024L);
+        settings.put("default.key.serde", Serdes.String().getClass());
+        settings.put("max.request.size", 20000000);
+        settings.put("acks", "all");
+        settings.put("fetch.max.bytes", 20000000);
+        settings.put("delivery.timeout.ms", 18000000);
+        settings.put("max.block.ms", 18000000);
+        settings.put("compression.type", "zstd");
+
+        KafkaStreams streams = new KafkaStreams(topology, settings);
+        CountDownLatch done = new CountDownLatch(1);
+        streams.setStateListener((n, o) -> {
+            System.out.println("lossaudit-streamsapp: state " + o + " -> " + n);
+            if (n == KafkaStreams.State.ERROR || n == KafkaStreams.State.NOT_RUNNING) {
+                done.countDown();
+            }
+        });
+        streams.setUncaughtExceptionHandler(e -> {
+            ObjectNode n = truth.node("thread_replaced");
+            n.put("error", String.valueOf(e));
+            truth.write(n);
+            return StreamsUncaughtExceptionHandler.StreamThreadExceptionResponse.REPLACE_THREAD;
+        });
+        Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+            streams.close(Duration.ofSeconds(30));
+            registry.close();
+            try {
+                truth.close();
+            } catch (Exception ignored) {
+                // best effort at exit
+            }
+        }));
+        streams.start();
+        done.await();
+    }
+}
