@@ -416,6 +416,26 @@ func (r *run) phase(name string, total int64) Phase {
 	return r.o.Progress.Phase(name, total)
 }
 
+// readOptions returns read options that advance ph by the offsets each
+// fetch consumed (markers and aborted or compacted records take offsets,
+// so counting records would leave the phase short of its total).
+func readOptions(ph Phase, rs []kread.Range, aborted bool) kread.ReadOptions {
+	var mu sync.Mutex
+	next := make(map[kread.TP]int64, len(rs))
+	for _, rg := range rs {
+		next[kread.TP{Topic: rg.Topic, Partition: rg.Partition}] = rg.From
+	}
+	return kread.ReadOptions{Aborted: aborted, Progress: func(tp kread.TP, n int64) {
+		mu.Lock()
+		d := n - next[tp]
+		next[tp] = n
+		mu.Unlock()
+		if d > 0 {
+			ph.Add(d, 0)
+		}
+	}}
+}
+
 type nopPhase struct{}
 
 func (nopPhase) Add(int64, int64) {}
@@ -469,7 +489,7 @@ func (r *run) readRepartition(ctx context.Context, w *index.Writer, i int) error
 	ph := r.phase("repartition "+in.RepartitionTopic, total)
 	defer ph.Done()
 	x := uint8(i)
-	_, err = r.o.Kafka.Read(ctx, rs, kread.ReadOptions{}, func(recs []kread.Record) error {
+	_, err = r.o.Kafka.Read(ctx, rs, readOptions(ph, rs, false), func(recs []kread.Record) error {
 		var bytes int64
 		for j := range recs {
 			rec := &recs[j]
@@ -487,7 +507,7 @@ func (r *run) readRepartition(ctx context.Context, w *index.Writer, i int) error
 				return fmt.Errorf("indexing %s[%d]@%d: %w", rec.Topic, rec.Partition, rec.Offset, err)
 			}
 		}
-		ph.Add(int64(len(recs)), bytes)
+		ph.Add(0, bytes)
 		return nil
 	})
 	if err != nil {
@@ -515,7 +535,7 @@ func (r *run) readInput(ctx context.Context, w *index.Writer, i int) error {
 	ph := r.phase("input "+in.Topic, total)
 	defer ph.Done()
 	x := uint8(i)
-	_, err = r.o.Kafka.Read(ctx, rs, kread.ReadOptions{}, func(recs []kread.Record) error {
+	_, err = r.o.Kafka.Read(ctx, rs, readOptions(ph, rs, false), func(recs []kread.Record) error {
 		var bytes, nOutside, nPending, nNullValue, nDecode, nNullKey, nCand int64
 		for j := range recs {
 			rec := &recs[j]
@@ -566,7 +586,7 @@ func (r *run) readInput(ctx context.Context, w *index.Writer, i int) error {
 		decodeErrs.Add(nDecode)
 		nullKey.Add(nNullKey)
 		candidates.Add(nCand)
-		ph.Add(int64(len(recs)), bytes)
+		ph.Add(0, bytes)
 		return nil
 	})
 	if err != nil {
@@ -610,7 +630,7 @@ func (r *run) readStage(ctx context.Context, name, topic string, s snapshot, nor
 	}
 	ph := r.phase(name, total)
 	defer ph.Done()
-	_, err = r.o.Kafka.Read(ctx, rs, kread.ReadOptions{Aborted: true}, func(recs []kread.Record) error {
+	_, err = r.o.Kafka.Read(ctx, rs, readOptions(ph, rs, true), func(recs []kread.Record) error {
 		var bytes int64
 		for j := range recs {
 			rec := &recs[j]
@@ -626,7 +646,7 @@ func (r *run) readStage(ctx context.Context, name, topic string, s snapshot, nor
 				return fmt.Errorf("indexing %s[%d]@%d: %w", rec.Topic, rec.Partition, rec.Offset, err)
 			}
 		}
-		ph.Add(int64(len(recs)), bytes)
+		ph.Add(0, bytes)
 		return nil
 	})
 	if err != nil {

@@ -37,7 +37,7 @@ func newAuditCmd(g *globalFlags) *cobra.Command {
 				return err
 			}
 			prog := newProgress(cmd.ErrOrStderr(), quiet)
-			res, _, err := runner.Run(cmd.Context(), cfg, runner.Options{Progress: prog, Warnings: cmd.ErrOrStderr()})
+			res, _, err := runner.Run(cmd.Context(), cfg, runner.Options{Progress: prog, Warnings: prog.Log()})
 			prog.Stop()
 			if err != nil {
 				return auditError(err)
@@ -105,13 +105,16 @@ type progressAdapter struct{ p *progress.Progress }
 
 func (a progressAdapter) Phase(name string, total int64) audit.Phase { return a.p.Phase(name, total) }
 
-// stopper is the progress output of a command; Stop ends it.
+// stopper is the progress output of a command: Log writes messages that
+// the status line does not overwrite, Stop ends it.
 type stopper interface {
 	audit.Progress
+	Log() io.Writer
 	Stop()
 }
 
-func (a progressAdapter) Stop() { a.p.Stop() }
+func (a progressAdapter) Log() io.Writer { return a.p.Log() }
+func (a progressAdapter) Stop()          { a.p.Stop() }
 
 func newProgress(w io.Writer, quiet bool) stopper {
 	return progressAdapter{progress.New(w, progress.Options{TTY: isTerminal(w), Quiet: quiet})}
