@@ -1,0 +1,325 @@
+package sim
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
+)
+
+// SchemasTopic is the Schema Registry storage topic the simulator writes.
+const SchemasTopic = "_schemas"
+
+// kafkaSink writes the engine's transactions to a real cluster with one
+// transactional producer, as one exactly_once_v2 stream thread does.
+type kafkaSink struct {
+	cl    *kgo.Client
+	group string
+	txid  string
+	stats *Stats
+}
+
+// newClient returns a franz-go client limited to the protocol versions of
+// Kafka 3.6 (the application's client version).
+func newClient(brokers []string, extra ...kgo.Opt) (*kgo.Client, error) {
+	opts := append([]kgo.Opt{
+		kgo.SeedBrokers(brokers...),
+		kgo.MaxVersions(kversion.V3_6_0()),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.ProducerBatchMaxBytes(1 << 20),
+		kgo.RetryTimeout(30 * time.Second),
+	}, extra...)
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("creating Kafka client for %v: %w", brokers, err)
+	}
+	return cl, nil
+}
+
+func (k *kafkaSink) transact(ctx context.Context, recs []*outRec, offsets map[tp]int64, commit bool) error {
+	if len(recs) == 0 && len(offsets) == 0 {
+		return nil
+	}
+	if err := k.cl.BeginTransaction(); err != nil {
+		return fmt.Errorf("beginning transaction: %w", err)
+	}
+	krs := make([]*kgo.Record, len(recs))
+	for i, r := range recs {
+		krs[i] = &kgo.Record{Topic: r.topic, Partition: r.p, Key: r.key, Value: r.value, Timestamp: time.UnixMilli(r.ts)}
+	}
+	if err := k.cl.ProduceSync(ctx, krs...).FirstErr(); err != nil {
+		_ = k.cl.EndTransaction(ctx, kgo.TryAbort)
+		return fmt.Errorf("producing %d records in a transaction: %w", len(krs), err)
+	}
+	for i, r := range recs {
+		*r.off = krs[i].Offset
+	}
+	if len(offsets) > 0 {
+		if err := k.commitOffsets(ctx, offsets); err != nil {
+			_ = k.cl.EndTransaction(ctx, kgo.TryAbort)
+			return err
+		}
+	}
+	k.stats.Transactions++
+	if !commit {
+		k.stats.Aborted++
+	}
+	k.stats.Written += int64(len(recs))
+	if len(recs) == 0 {
+		// kgo only ends transactions it added partitions to; this one
+		// holds only offsets, so end it ourselves.
+		if err := k.cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
+			return fmt.Errorf("ending empty transaction: %w", err)
+		}
+		return k.endTxn(ctx, commit)
+	}
+	how := kgo.TryCommit
+	if !commit {
+		how = kgo.TryAbort
+	}
+	if err := k.cl.EndTransaction(ctx, how); err != nil {
+		return fmt.Errorf("ending transaction (commit=%v): %w", commit, err)
+	}
+	return nil
+}
+
+// commitOffsets adds the group to the open transaction and stages the
+// offsets (AddOffsetsToTxn + TxnOffsetCommit, generation -1 and no member
+// id: a committer outside the group protocol, which brokers accept).
+func (k *kafkaSink) commitOffsets(ctx context.Context, offsets map[tp]int64) error {
+	pid, epoch, err := k.cl.ProducerID(ctx)
+	if err != nil {
+		return fmt.Errorf("producer id: %w", err)
+	}
+	add := kmsg.NewPtrAddOffsetsToTxnRequest()
+	add.TransactionalID, add.ProducerID, add.ProducerEpoch, add.Group = k.txid, pid, epoch, k.group
+	addResp, err := add.RequestWith(ctx, k.cl)
+	if err != nil {
+		return fmt.Errorf("AddOffsetsToTxn for group %s: %w", k.group, err)
+	}
+	if err := kerr.ErrorForCode(addResp.ErrorCode); err != nil {
+		return fmt.Errorf("AddOffsetsToTxn for group %s: %w", k.group, err)
+	}
+	req := kmsg.NewPtrTxnOffsetCommitRequest()
+	req.TransactionalID, req.Group, req.ProducerID, req.ProducerEpoch = k.txid, k.group, pid, epoch
+	req.Generation, req.MemberID = -1, ""
+	byTopic := map[string][]kmsg.TxnOffsetCommitRequestTopicPartition{}
+	for t, off := range offsets {
+		p := kmsg.NewTxnOffsetCommitRequestTopicPartition()
+		p.Partition, p.Offset, p.LeaderEpoch = t.p, off, -1
+		byTopic[t.topic] = append(byTopic[t.topic], p)
+	}
+	for _, topic := range sortedKeys(byTopic) {
+		t := kmsg.NewTxnOffsetCommitRequestTopic()
+		t.Topic, t.Partitions = topic, byTopic[topic]
+		req.Topics = append(req.Topics, t)
+	}
+	resp, err := req.RequestWith(ctx, k.cl)
+	if err != nil {
+		return fmt.Errorf("TxnOffsetCommit for group %s: %w", k.group, err)
+	}
+	for _, t := range resp.Topics {
+		for _, p := range t.Partitions {
+			if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
+				return fmt.Errorf("TxnOffsetCommit %s[%d] for group %s: %w", t.Topic, p.Partition, k.group, err)
+			}
+		}
+	}
+	return nil
+}
+
+// endTxn sends EndTxn directly, for a transaction that holds only offsets.
+func (k *kafkaSink) endTxn(ctx context.Context, commit bool) error {
+	pid, epoch, err := k.cl.ProducerID(ctx)
+	if err != nil {
+		return fmt.Errorf("producer id: %w", err)
+	}
+	req := kmsg.NewPtrEndTxnRequest()
+	req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Commit = k.txid, pid, epoch, commit
+	resp, err := req.RequestWith(ctx, k.cl)
+	if err != nil {
+		return fmt.Errorf("EndTxn: %w", err)
+	}
+	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
+		return fmt.Errorf("EndTxn: %w", err)
+	}
+	return nil
+}
+
+func (k *kafkaSink) purge(ctx context.Context, topic string, p int32, before int64) error {
+	return deleteRecords(ctx, k.cl, topic, p, before)
+}
+
+// deleteRecords moves topic[p]'s log start offset to before.
+func deleteRecords(ctx context.Context, cl *kgo.Client, topic string, p int32, before int64) error {
+	req := kmsg.NewPtrDeleteRecordsRequest()
+	req.TimeoutMillis = 30000
+	t := kmsg.NewDeleteRecordsRequestTopic()
+	t.Topic = topic
+	rp := kmsg.NewDeleteRecordsRequestTopicPartition()
+	rp.Partition, rp.Offset = p, before
+	t.Partitions = append(t.Partitions, rp)
+	req.Topics = append(req.Topics, t)
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		return fmt.Errorf("DeleteRecords %s[%d] before %d: %w", topic, p, before, err)
+	}
+	for _, rt := range resp.Topics {
+		for _, rp := range rt.Partitions {
+			if err := kerr.ErrorForCode(rp.ErrorCode); err != nil {
+				return fmt.Errorf("DeleteRecords %s[%d] before %d: %w", topic, p, before, err)
+			}
+		}
+	}
+	return nil
+}
+
+// topicSpec is a topic to create.
+type topicSpec struct {
+	name       string
+	partitions int32
+	compact    bool
+}
+
+// createTopics creates the topics with replication min(3, brokers); an
+// existing topic is an error (offsets would not be what the simulator
+// expects).
+func createTopics(ctx context.Context, cl *kgo.Client, specs []topicSpec) error {
+	meta, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, cl)
+	if err != nil {
+		return fmt.Errorf("reading cluster metadata: %w", err)
+	}
+	rf := int16(len(meta.Brokers))
+	if rf > 3 {
+		rf = 3
+	}
+	if rf < 1 {
+		return errors.New("reading cluster metadata: no brokers")
+	}
+	req := kmsg.NewPtrCreateTopicsRequest()
+	req.TimeoutMillis = 30000
+	for _, s := range specs {
+		t := kmsg.NewCreateTopicsRequestTopic()
+		t.Topic, t.NumPartitions, t.ReplicationFactor = s.name, s.partitions, rf
+		if s.compact {
+			c := kmsg.NewCreateTopicsRequestTopicConfig()
+			c.Name, c.Value = "cleanup.policy", kmsg.StringPtr("compact")
+			t.Configs = append(t.Configs, c)
+		}
+		req.Topics = append(req.Topics, t)
+	}
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		return fmt.Errorf("creating topics: %w", err)
+	}
+	for _, t := range resp.Topics {
+		if err := kerr.ErrorForCode(t.ErrorCode); err != nil {
+			return fmt.Errorf("creating topic %s: %w", t.Topic, err)
+		}
+	}
+	return nil
+}
+
+// schemaKey and schemaValue are Confluent Schema Registry's storage format
+// for a registered schema in the _schemas topic.
+type schemaKey struct {
+	Keytype string `json:"keytype"`
+	Subject string `json:"subject"`
+	Version int    `json:"version"`
+	Magic   int    `json:"magic"`
+}
+
+type schemaValue struct {
+	Subject string `json:"subject"`
+	Version int    `json:"version"`
+	ID      int    `json:"id"`
+	Schema  string `json:"schema"`
+	Deleted bool   `json:"deleted"`
+}
+
+// schemaRecords returns the _schemas records registering the value schema
+// of every topic of the pipeline: a NOOP record first, as a registry writes
+// at start-up, then one record per subject. Same schema, same id.
+func schemaRecords(n names) ([]*kgo.Record, error) {
+	recs := []*kgo.Record{{Topic: SchemasTopic, Key: []byte(`{"keytype":"NOOP","magic":0}`)}}
+	add := func(topic, schema string, id int) error {
+		subject := topic + "-value"
+		k, err := json.Marshal(schemaKey{Keytype: "SCHEMA", Subject: subject, Version: 1, Magic: 1})
+		if err != nil {
+			return fmt.Errorf("encoding schema key of %s: %w", subject, err)
+		}
+		v, err := json.Marshal(schemaValue{Subject: subject, Version: 1, ID: id, Schema: schema})
+		if err != nil {
+			return fmt.Errorf("encoding schema of %s: %w", subject, err)
+		}
+		recs = append(recs, &kgo.Record{Topic: SchemasTopic, Key: k, Value: v})
+		return nil
+	}
+	for x := 0; x < 3; x++ {
+		for _, t := range []string{n.inputs[x], n.repart[x], n.changelog[x]} {
+			if err := add(t, OrderSchema, orderSchemaID); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if err := add(n.output, JoinedSchema, joinedSchemaID); err != nil {
+		return nil, err
+	}
+	return recs, nil
+}
+
+// produceInputs creates every topic, registers the schemas and produces the
+// input records with a plain (idempotent, non-transactional) producer,
+// checking that each lands at the offset the simulator assigned.
+func produceInputs(ctx context.Context, brokers []string, sc Scenario, n names, in [][][]*inRec) (int64, error) {
+	cl, err := newClient(brokers, kgo.ProducerLinger(0))
+	if err != nil {
+		return 0, err
+	}
+	defer cl.Close()
+	P := int32(sc.Partitions)
+	specs := []topicSpec{{name: SchemasTopic, partitions: 1, compact: true}, {name: n.output, partitions: P}}
+	for x := 0; x < 3; x++ {
+		specs = append(specs, topicSpec{name: n.inputs[x], partitions: P},
+			topicSpec{name: n.repart[x], partitions: P},
+			topicSpec{name: n.changelog[x], partitions: P, compact: true})
+	}
+	if err := createTopics(ctx, cl, specs); err != nil {
+		return 0, err
+	}
+	recs, err := schemaRecords(n)
+	if err != nil {
+		return 0, err
+	}
+	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		return 0, fmt.Errorf("registering schemas in %s: %w", SchemasTopic, err)
+	}
+	var total int64
+	for x := 0; x < 3; x++ {
+		var krs []*kgo.Record
+		var srcs []*inRec
+		for p := range in[x] {
+			for _, r := range in[x][p] {
+				krs = append(krs, &kgo.Record{Topic: n.inputs[x], Partition: r.P, Key: r.RKey, Value: r.Value, Timestamp: time.UnixMilli(r.TS)})
+				srcs = append(srcs, r)
+			}
+		}
+		if err := cl.ProduceSync(ctx, krs...).FirstErr(); err != nil {
+			return 0, fmt.Errorf("producing input %s: %w", n.inputs[x], err)
+		}
+		for i, kr := range krs {
+			if kr.Offset != srcs[i].Off {
+				return 0, fmt.Errorf("input %s[%d]: record landed at offset %d, expected %d (topic not fresh?)",
+					n.inputs[x], kr.Partition, kr.Offset, srcs[i].Off)
+			}
+		}
+		total += int64(len(krs))
+	}
+	return total, nil
+}
