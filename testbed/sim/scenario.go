@@ -227,7 +227,7 @@ func RandomScenario(seed int64) Scenario {
 		Faults: Faults{
 			BeforeRepartition: rng.Intn(3), BeforeStore: rng.Intn(4), BeforeOutput: rng.Intn(4),
 			AbortedChangelog: rng.Intn(3), AbortedOutput: rng.Intn(3),
-			HealthyRetries: rng.Intn(3),
+			HealthyRetries:     rng.Intn(3),
 			InputLagPartitions: rng.Intn(parts + 1), InputLag: rng.Intn(10),
 		},
 	}

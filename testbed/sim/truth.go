@@ -60,7 +60,7 @@ type InputSpec struct {
 	// Rekey is the Avro field path selectKey uses ("customerId").
 	Rekey string
 	// KeyFormat of the record keys ("string").
-	KeyFormat                              string
+	KeyFormat                               string
 	Store, RepartitionTopic, ChangelogTopic string
 }
 
