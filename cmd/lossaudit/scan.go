@@ -1,29 +1,114 @@
 package main
 
-// Stub by engineer A so the command tree compiles; engineer B replaces this file.
-
 import (
 	"errors"
+	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/spf13/cobra"
+
+	"github.com/lossaudit/lossaudit/audit/kread"
+	"github.com/lossaudit/lossaudit/audit/scan"
+	"github.com/lossaudit/lossaudit/config"
 )
 
-// newScanCmd returns the scan command (stub).
+// newScanCmd returns `lossaudit scan`.
 func newScanCmd(g *globalFlags) *cobra.Command {
+	return newScanCmdWith(g, nil)
+}
+
+// newScanCmdWith is newScanCmd with a hook adjusting the reader options
+// (tests shorten the retry budget with it).
+func newScanCmdWith(g *globalFlags, tweak func(*kread.Options)) *cobra.Command {
 	var asJSON bool
 	var topics []string
 	cmd := &cobra.Command{
 		Use:   "scan",
 		Short: "Read topics with read_committed semantics and print per-partition offsets and counts",
-		Args:  cobra.NoArgs,
+		Long: "scan snapshots every partition of the topics (log start offset, last stable offset,\n" +
+			"high watermark), reads [log start, LSO) as a read_committed consumer would, and prints\n" +
+			"the committed, aborted and control (transaction marker) record counts and the first and\n" +
+			"last committed timestamps. Partitions whose LSO is below the high watermark have a\n" +
+			"transaction open (or hanging) and are flagged.\n\n" +
+			"Without --topic it scans the configured pipeline's inputs, output and every topic\n" +
+			"named <pipeline.application_id>-*.",
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if _, err := g.load(cmd); err != nil {
+			cfg, err := g.load(cmd)
+			if err != nil {
 				return err
 			}
-			return errors.New("scan: not implemented yet")
+			client, err := newReader(cfg, tweak)
+			if err != nil {
+				return err
+			}
+			defer client.Close()
+			ctx := cmd.Context()
+			names, err := scanTopics(cfg, topics, func() ([]string, error) { return client.Topics(ctx) })
+			if err != nil {
+				return err
+			}
+			rows, err := scan.Run(ctx, client, names, scan.Options{})
+			if err != nil {
+				if errors.Is(err, kread.ErrUnknownTopic) {
+					return withCode(exitUsage, fmt.Errorf("scan: %w", err))
+				}
+				return withCode(exitIncomplete, fmt.Errorf("scan of %s at %s: %w", strings.Join(names, ","), strings.Join(cfg.Kafka.Brokers, ","), err))
+			}
+			for _, r := range rows {
+				if r.Gaps > 0 {
+					fmt.Fprintf(cmd.ErrOrStderr(), "lossaudit: warning: %s[%d]: %d offsets were purged while the scan ran; counts exclude them\n", r.Topic, r.Partition, r.Gaps)
+				}
+			}
+			if asJSON {
+				return scan.WriteJSON(cmd.OutOrStdout(), rows)
+			}
+			return scan.WriteTable(cmd.OutOrStdout(), rows)
 		},
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object per partition")
-	cmd.Flags().StringSliceVar(&topics, "topic", nil, "topic to scan (repeatable)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object per partition per line instead of the table")
+	cmd.Flags().StringArrayVar(&topics, "topic", nil, "topic to scan (repeatable; default: the pipeline's topics)")
 	return cmd
+}
+
+// scanTopics returns the topics to scan: the --topic flags in order, or
+// else the pipeline's inputs and output and the application's internal
+// topics (<application_id>-*, listed by listTopics), deduplicated.
+func scanTopics(cfg *config.Config, flagged []string, listTopics func() ([]string, error)) ([]string, error) {
+	var out []string
+	add := func(t string) {
+		if t != "" && !slices.Contains(out, t) {
+			out = append(out, t)
+		}
+	}
+	for _, t := range flagged {
+		if strings.TrimSpace(t) == "" {
+			return nil, withCode(exitUsage, errors.New("scan: --topic needs a topic name"))
+		}
+		add(t)
+	}
+	if len(out) > 0 {
+		return out, nil
+	}
+	p := cfg.Pipeline
+	for _, in := range p.Inputs {
+		add(in.Topic)
+	}
+	add(p.Output)
+	if p.ApplicationID != "" {
+		all, err := listTopics()
+		if err != nil {
+			return nil, withCode(exitIncomplete, fmt.Errorf("scan: listing topics at %s: %w", strings.Join(cfg.Kafka.Brokers, ","), err))
+		}
+		for _, t := range all {
+			if strings.HasPrefix(t, p.ApplicationID+"-") {
+				add(t)
+			}
+		}
+	}
+	if len(out) == 0 {
+		return nil, withCode(exitUsage, errors.New("scan: no topics to scan: pass --topic, or configure pipeline.inputs, pipeline.output or pipeline.application_id"))
+	}
+	return out, nil
 }
