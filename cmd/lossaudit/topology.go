@@ -10,7 +10,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/lossaudit/lossaudit/audit/kread"
 	"github.com/lossaudit/lossaudit/audit/pipeline"
 	"github.com/lossaudit/lossaudit/config"
 )
@@ -42,13 +41,9 @@ func newTopologyCmd(g *globalFlags) *cobra.Command {
 			if err := cfg.ValidatePipeline(); err != nil {
 				return err
 			}
-			o, err := topologyReaderOptions(cfg)
+			client, err := newReader(cfg, nil)
 			if err != nil {
 				return err
-			}
-			client, err := kread.New(o)
-			if err != nil {
-				return fmt.Errorf("connecting to %s: %w", strings.Join(cfg.Kafka.Brokers, ","), err)
 			}
 			defer client.Close()
 			// No Matcher yet: discovery assigns changelogs to inputs only with
@@ -56,24 +51,6 @@ func newTopologyCmd(g *globalFlags) *cobra.Command {
 			return runTopology(cmd.Context(), cfg, client, nil, cmd.OutOrStdout())
 		},
 	}
-}
-
-// topologyReaderOptions maps the kafka section to reader options.
-// TODO(E): replace by kreadOptions (engineer B, scan.go) once it exists.
-func topologyReaderOptions(cfg *config.Config) (kread.Options, error) {
-	k := cfg.Kafka
-	t, err := k.TLSConfig()
-	if err != nil {
-		return kread.Options{}, err
-	}
-	m, err := k.Mechanism()
-	if err != nil {
-		return kread.Options{}, err
-	}
-	return kread.Options{
-		Brokers: k.Brokers, TLS: t, SASL: m, Timeout: k.Timeout, Concurrency: k.Concurrency,
-		FetchMaxBytes: k.FetchMaxBytes, PartitionMaxBytes: k.PartitionMaxBytes,
-	}, nil
 }
 
 // topicRow is one line of the stage map.
