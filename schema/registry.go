@@ -88,8 +88,9 @@ type Registry struct {
 	sources []Source
 	down    []atomic.Bool
 
-	mu      sync.Mutex
-	entries map[uint32]*entry
+	mu       sync.Mutex
+	entries  map[uint32]*entry
+	subjects map[uint32][]SubjectVersion
 }
 
 type entry struct {
@@ -100,7 +101,7 @@ type entry struct {
 
 // NewRegistry chains sources in the order given.
 func NewRegistry(sources ...Source) *Registry {
-	return &Registry{sources: sources, down: make([]atomic.Bool, len(sources)), entries: map[uint32]*entry{}}
+	return &Registry{sources: sources, down: make([]atomic.Bool, len(sources)), entries: map[uint32]*entry{}, subjects: map[uint32][]SubjectVersion{}}
 }
 
 // Lookup returns the compiled writer schema of id. Per-record failures are
@@ -205,19 +206,36 @@ func compileWriter(id uint32, js, src string) (*Writer, error) {
 }
 
 // Subjects returns the subject/versions of id from the first source that
-// knows them (the schemas topic and the avsc dir do; the registry client
-// does not); nil when none does. It never fails: subjects are informative.
+// knows them (registry, schemas topic, avsc dir), cached for the run; nil
+// when none does. It never fails: subjects are informative. A source found
+// unavailable here is marked down like in Lookup.
 func (r *Registry) Subjects(ctx context.Context, id uint32) []SubjectVersion {
+	r.mu.Lock()
+	l, ok := r.subjects[id]
+	r.mu.Unlock()
+	if ok {
+		return l
+	}
 	for i, s := range r.sources {
 		ss, ok := s.(SubjectSource)
 		if !ok || r.down[i].Load() {
 			continue
 		}
-		if l, err := ss.Subjects(ctx, id); err == nil && len(l) > 0 {
-			return l
+		got, err := ss.Subjects(ctx, id)
+		if errors.Is(err, ErrUnavailable) {
+			r.down[i].Store(true)
+		}
+		if err == nil && len(got) > 0 {
+			l = got
+			break
 		}
 	}
-	return nil
+	if ctx.Err() == nil {
+		r.mu.Lock()
+		r.subjects[id] = l
+		r.mu.Unlock()
+	}
+	return l
 }
 
 // Decode frames value and decodes it in full with goavro and the record's

@@ -151,17 +151,53 @@ type registryResponse struct {
 // timeouts, 429 and 5xx are retried with backoff and end as ErrUnavailable;
 // 401/403 is a credentials error (never naming the password).
 func (c *RegistryClient) Schema(ctx context.Context, id uint32) (string, error) {
-	u := c.base.JoinPath("schemas", "ids", strconv.FormatUint(uint64(id), 10))
+	body, err := c.fetch(ctx, c.base.JoinPath("schemas", "ids", strconv.FormatUint(uint64(id), 10)).String(), id)
+	if err != nil {
+		return "", err
+	}
+	var r registryResponse
+	if err := json.Unmarshal(body, &r); err != nil || r.Schema == "" {
+		return "", fmt.Errorf("%s answered schema id %d without a schema", c, id)
+	}
+	if r.SchemaType != "" && !strings.EqualFold(r.SchemaType, "AVRO") {
+		return "", &NotAvroError{ID: id, Type: r.SchemaType}
+	}
+	return r.Schema, nil
+}
+
+// Subjects lists the subject/versions id is registered under
+// (GET /schemas/ids/{id}/versions), with the same errors as Schema.
+func (c *RegistryClient) Subjects(ctx context.Context, id uint32) ([]SubjectVersion, error) {
+	body, err := c.fetch(ctx, c.base.JoinPath("schemas", "ids", strconv.FormatUint(uint64(id), 10), "versions").String(), id)
+	if err != nil {
+		return nil, err
+	}
+	var l []struct {
+		Subject string `json:"subject"`
+		Version int    `json:"version"`
+	}
+	if err := json.Unmarshal(body, &l); err != nil {
+		return nil, fmt.Errorf("%s answered the versions of schema id %d with malformed JSON: %w", c, id, err)
+	}
+	out := make([]SubjectVersion, 0, len(l))
+	for _, sv := range l {
+		out = append(out, SubjectVersion{Subject: sv.Subject, Version: sv.Version})
+	}
+	return out, nil
+}
+
+// fetch GETs u with retries and returns the body of a 200 answer.
+func (c *RegistryClient) fetch(ctx context.Context, u string, id uint32) ([]byte, error) {
 	wait := c.backoff
 	var last error
 	for attempt := 0; ; attempt++ {
-		js, retry, err := c.get(ctx, u.String(), id)
+		body, retry, err := c.get(ctx, u, id)
 		if err == nil || !retry {
-			return js, err
+			return body, err
 		}
 		last = err
 		if ctx.Err() != nil {
-			return "", ctx.Err()
+			return nil, ctx.Err()
 		}
 		if attempt >= c.retries {
 			break
@@ -170,21 +206,21 @@ func (c *RegistryClient) Schema(ctx context.Context, id uint32) (string, error) 
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return "", ctx.Err()
+			return nil, ctx.Err()
 		case <-t.C:
 		}
 		wait = min(wait*2, 5*time.Second)
 	}
-	return "", fmt.Errorf("%s unreachable after %d attempts: %w: %w", c, c.retries+1, ErrUnavailable, last)
+	return nil, fmt.Errorf("%s unreachable after %d attempts: %w: %w", c, c.retries+1, ErrUnavailable, last)
 }
 
 // get does one request; retry reports whether a failure may be retried.
-func (c *RegistryClient) get(ctx context.Context, u string, id uint32) (string, bool, error) {
+func (c *RegistryClient) get(ctx context.Context, u string, id uint32) ([]byte, bool, error) {
 	rctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(rctx, http.MethodGet, u, nil)
 	if err != nil {
-		return "", false, fmt.Errorf("building registry request: %w", err)
+		return nil, false, fmt.Errorf("building registry request: %w", err)
 	}
 	req.Header.Set("Accept", "application/vnd.schemaregistry.v1+json, application/json")
 	if c.user != "" {
@@ -193,7 +229,7 @@ func (c *RegistryClient) get(ctx context.Context, u string, id uint32) (string, 
 	resp, err := c.client.Do(req)
 	if err != nil {
 		if ctx.Err() != nil {
-			return "", false, ctx.Err()
+			return nil, false, ctx.Err()
 		}
 		var ue *url.Error
 		if errors.As(err, &ue) {
@@ -203,41 +239,35 @@ func (c *RegistryClient) get(ctx context.Context, u string, id uint32) (string, 
 		var hn x509.HostnameError
 		var cv *tls.CertificateVerificationError
 		if errors.As(err, &ua) || errors.As(err, &hn) || errors.As(err, &cv) {
-			return "", false, fmt.Errorf("%s: TLS certificate not trusted (set the registry CA file): %w", c, err)
+			return nil, false, fmt.Errorf("%s: TLS certificate not trusted (set the registry CA file): %w", c, err)
 		}
 		if errors.Is(err, context.DeadlineExceeded) {
 			err = fmt.Errorf("no answer within %s", c.timeout)
 		}
-		return "", true, fmt.Errorf("GET schema id %d: %w", id, err)
+		return nil, true, fmt.Errorf("GET schema id %d: %w", id, err)
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
 	if err != nil {
-		return "", true, fmt.Errorf("reading registry answer for schema id %d: %w", id, err)
+		return nil, true, fmt.Errorf("reading registry answer for schema id %d: %w", id, err)
 	}
 	var r registryResponse
-	jerr := json.Unmarshal(body, &r)
+	_ = json.Unmarshal(body, &r) // error bodies are informative only
 	switch {
 	case resp.StatusCode == http.StatusOK:
-		if jerr != nil || r.Schema == "" {
-			return "", false, fmt.Errorf("%s answered schema id %d without a schema", c, id)
-		}
-		if r.SchemaType != "" && !strings.EqualFold(r.SchemaType, "AVRO") {
-			return "", false, &NotAvroError{ID: id, Type: r.SchemaType}
-		}
-		return r.Schema, false, nil
+		return body, false, nil
 	case resp.StatusCode == http.StatusNotFound:
-		return "", false, fmt.Errorf("schema id %d not found in registry %s: %w", id, c.base, ErrNotFound)
+		return nil, false, fmt.Errorf("schema id %d not found in registry %s: %w", id, c.base, ErrNotFound)
 	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
 		who := "without credentials"
 		if c.user != "" {
 			who = fmt.Sprintf("for user %q", c.user)
 		}
-		return "", false, fmt.Errorf("%s rejected credentials %s (HTTP %d): check schema.registry_username/registry_password", c, who, resp.StatusCode)
+		return nil, false, fmt.Errorf("%s rejected credentials %s (HTTP %d): check schema.registry_username/registry_password", c, who, resp.StatusCode)
 	case resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500:
-		return "", true, fmt.Errorf("GET schema id %d: HTTP %d %s", id, resp.StatusCode, snippet(r.Message, body))
+		return nil, true, fmt.Errorf("GET schema id %d: HTTP %d %s", id, resp.StatusCode, snippet(r.Message, body))
 	}
-	return "", false, fmt.Errorf("%s answered schema id %d with HTTP %d %s", c, id, resp.StatusCode, snippet(r.Message, body))
+	return nil, false, fmt.Errorf("%s answered schema id %d with HTTP %d %s", c, id, resp.StatusCode, snippet(r.Message, body))
 }
 
 func snippet(msg string, body []byte) string {

@@ -49,6 +49,12 @@ func (f *fakeRegistry) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id, ok := strings.CutPrefix(r.URL.Path, "/schemas/ids/")
+	if sid, isVersions := strings.CutSuffix(id, "/versions"); isVersions {
+		if _, found := f.schemas[sid]; found {
+			_, _ = w.Write([]byte(`[{"subject":"orders-value","version":` + sid + `},{"subject":"audit-value","version":1}]`))
+			return
+		}
+	}
 	js, found := f.schemas[id]
 	if !ok || !found || r.Method != http.MethodGet {
 		w.WriteHeader(http.StatusNotFound)
@@ -198,5 +204,29 @@ func TestRegistryClientNotAvroAndCancel(t *testing.T) {
 	}
 	if _, err := NewRegistryClient(RegistryOptions{URL: "ftp://x"}); err == nil {
 		t.Fatal("ftp URL accepted")
+	}
+}
+
+func TestRegistryClientSubjects(t *testing.T) {
+	reg := &fakeRegistry{schemas: map[string]string{"7": tinySchema}}
+	srv := httptest.NewServer(reg)
+	defer srv.Close()
+	c, err := NewRegistryClient(RegistryOptions{URL: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := NewRegistry(c)
+	want := []SubjectVersion{{Subject: "orders-value", Version: 7}, {Subject: "audit-value", Version: 1}}
+	for range 2 {
+		got := r.Subjects(context.Background(), 7)
+		if len(got) != 2 || got[0] != want[0] || got[1] != want[1] {
+			t.Fatalf("subjects = %v, want %v", got, want)
+		}
+	}
+	if n := reg.requests.Load(); n != 1 {
+		t.Fatalf("%d requests for two Subjects calls, want 1 (cached)", n)
+	}
+	if got := r.Subjects(context.Background(), 8); got != nil {
+		t.Fatalf("subjects of unknown id = %v", got)
 	}
 }
