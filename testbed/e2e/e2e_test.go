@@ -1,9 +1,137 @@
 package e2e
 
-import "testing"
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+// verify reads the stages and compares them with the ledger, failing on any
+// difference from want; it returns the observation for further assertions.
+func verify(t *testing.T, res *Result, want []Discrepancy) *Observed {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	start := time.Now()
+	obs, err := Observe(ctx, res.Env, res.Stages)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Env.timed("observe", start)
+	got, problems := Check(res.Ledger, obs)
+	for _, p := range problems {
+		t.Error(p)
+	}
+	if len(got) == 0 {
+		got = nil
+	}
+	if len(want) == 0 {
+		want = nil
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("discrepancies:\n got %v\nwant %v", got, want)
+	}
+	keys := 0
+	for _, m := range obs.Changelog {
+		keys += len(m)
+	}
+	t.Logf("ledger %d records; changelog keys %d, output keys %d; committed %v; aborted %v",
+		len(res.Ledger.Entries()), keys, len(obs.Output), obs.Committed, obs.Aborted)
+	return obs
+}
+
+func abortedTotal(obs *Observed) int64 {
+	n := int64(0)
+	for _, a := range obs.Aborted {
+		n += a
+	}
+	return n
+}
 
 func TestCleanRun(t *testing.T) {
-	res := RunScenario(t, Scenario{Records: 300})
-	t.Logf("ledger %d entries, truth %+v", len(res.Ledger.Entries()), res.Truth)
-	t.Logf("stages %+v", res.Stages)
+	res := RunScenario(t, Scenario{})
+	if len(res.Truth.Drops) != 0 || len(res.Truth.ThreadsReplaced) != 0 {
+		t.Errorf("ground truth of a clean run: drops %v, threads replaced %v", res.Truth.Drops, res.Truth.ThreadsReplaced)
+	}
+	if n := len(res.Ledger.Entries()); n != 3*600 {
+		t.Errorf("ledger has %d records, want %d", n, 3*600)
+	}
+	verify(t, res, nil)
+}
+
+func TestAllBrokersKilled(t *testing.T) {
+	res := RunScenario(t, Scenario{Records: 900, FaultAfter: 3 * time.Second,
+		Fault: func(ctx context.Context, env *Env) error {
+			if err := env.Cluster.KillAll(); err != nil {
+				return err
+			}
+			time.Sleep(25 * time.Second)
+			if err := env.Cluster.StartAll(); err != nil {
+				return err
+			}
+			return env.Cluster.WaitReady(ctx)
+		}})
+	obs := verify(t, res, nil)
+	if abortedTotal(obs) == 0 {
+		t.Errorf("no aborted records in changelogs, repartition topics or output after killing every broker mid-transaction")
+	}
+	t.Logf("threads replaced: %v", res.Truth.ThreadsReplaced)
+}
+
+func TestAppKilled(t *testing.T) {
+	res := RunScenario(t, Scenario{Records: 900, FaultAfter: 3 * time.Second,
+		Fault: func(ctx context.Context, env *Env) error {
+			if err := env.App.Kill(); err != nil {
+				return err
+			}
+			if err := env.App.Start(); err != nil {
+				return err
+			}
+			return env.App.WaitRunning(ctx)
+		}})
+	obs := verify(t, res, nil)
+	if len(res.Truth.StreamsVersions) != 2 {
+		t.Errorf("app started %d times, want 2", len(res.Truth.StreamsVersions))
+	}
+	t.Logf("aborted records after kill -9 of the app: %d", abortedTotal(obs))
+}
+
+func TestInjectedLoss(t *testing.T) {
+	dbs := map[string][]string{"a": {"cust-003"}, "b": {"cust-005", "cust-006"}, "c": {"cust-003"}}
+	dbo := []string{"cust-007"}
+	res := RunScenario(t, Scenario{DropBeforeStore: dbs, DropBeforeOutput: dbo})
+	want := Injected(res.Ledger, dbs, dbo)
+	if len(want) != 5 {
+		t.Fatalf("injection should cause 5 discrepancies (every key is in every input), got %v", want)
+	}
+	verify(t, res, want)
+	// The ground truth names exactly the injected (stage, input, key) triples.
+	seen := map[string]bool{}
+	for _, d := range res.Truth.Drops {
+		seen[fmt.Sprintf("%s/%s/%s", d.Stage, d.Input, d.Key)] = true
+	}
+	var got []string
+	for k := range seen {
+		got = append(got, k)
+	}
+	wantTruth := []string{"before_output/output/cust-007", "before_store/a/cust-003", "before_store/b/cust-005",
+		"before_store/b/cust-006", "before_store/c/cust-003"}
+	if strings.Join(sorted(got), " ") != strings.Join(wantTruth, " ") {
+		t.Errorf("ground truth drops %v, want %v", sorted(got), wantTruth)
+	}
+}
+
+func sorted(s []string) []string {
+	out := append([]string(nil), s...)
+	for i := range out {
+		for j := i + 1; j < len(out); j++ {
+			if out[j] < out[i] {
+				out[i], out[j] = out[j], out[i]
+			}
+		}
+	}
+	return out
 }

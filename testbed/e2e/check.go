@@ -1,0 +1,246 @@
+package e2e
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"sort"
+	"sync"
+
+	"github.com/linkedin/goavro/v2"
+
+	"github.com/lossaudit/lossaudit/audit/kread"
+	"github.com/lossaudit/lossaudit/testbed/loadgen"
+)
+
+// KeyState is the newest committed record of one key in one topic.
+type KeyState struct {
+	TS        int64
+	Partition int32
+	Offset    int64
+	Null      bool   // a tombstone
+	Seq       int64  // seq of the input record in the value (of input a for OUTPUT)
+	ValueKey  string // customerId inside the value
+}
+
+// Observed is what the changelogs and OUTPUT hold, read with read_committed
+// semantics through audit/kread.
+type Observed struct {
+	Changelog map[string]map[string]KeyState // input name -> selected key -> newest
+	Output    map[string]KeyState
+	Committed map[string]int64 // topic -> committed records read
+	Aborted   map[string]int64 // topic -> records of aborted transactions
+}
+
+// Observe reads every changelog and OUTPUT from the log start to the last
+// stable offset, and counts the committed and aborted records of the
+// repartition topics too. Values are decoded with the schemas of the _schemas topic.
+func Observe(ctx context.Context, env *Env, stages map[string]Stage) (*Observed, error) {
+	entries, err := loadgen.ReadSchemas(ctx, env.Cluster.Bootstrap(), SchemasTopic)
+	if err != nil {
+		return nil, err
+	}
+	codecs := map[uint32]*goavro.Codec{}
+	for _, e := range entries {
+		if _, ok := codecs[uint32(e.ID)]; ok {
+			continue
+		}
+		c, err := goavro.NewCodec(e.Schema)
+		if err != nil {
+			return nil, fmt.Errorf("schema id %d of %s: %w", e.ID, e.Subject, err)
+		}
+		codecs[uint32(e.ID)] = c
+	}
+	obs := &Observed{Changelog: map[string]map[string]KeyState{}, Output: map[string]KeyState{},
+		Committed: map[string]int64{}, Aborted: map[string]int64{}}
+	var mu sync.Mutex
+	read := func(topic string, into map[string]KeyState, output bool) error {
+		offs, err := env.Reader.Offsets(ctx, topic)
+		if err != nil {
+			return err
+		}
+		var ranges []kread.Range
+		for p, o := range offs {
+			ranges = append(ranges, kread.Range{Topic: topic, Partition: p, From: o.LogStart, To: o.LSO})
+		}
+		stats, err := env.Reader.Read(ctx, ranges, kread.ReadOptions{}, func(recs []kread.Record) error {
+			if into == nil {
+				return nil
+			}
+			for _, r := range recs {
+				if r.Kind != kread.Committed {
+					continue
+				}
+				st := KeyState{TS: r.Timestamp, Partition: r.Partition, Offset: r.Offset, Null: r.Value == nil}
+				if r.Value != nil {
+					if err := decodeInto(codecs, r.Value, output, &st); err != nil {
+						return fmt.Errorf("%s[%d] at %d: %w", r.Topic, r.Partition, r.Offset, err)
+					}
+				}
+				k := string(r.Key)
+				mu.Lock()
+				if old, ok := into[k]; !ok || st.TS >= old.TS {
+					into[k] = st
+				}
+				mu.Unlock()
+			}
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("reading %s: %w", topic, err)
+		}
+		for _, s := range stats {
+			obs.Committed[topic] += s.Committed
+			obs.Aborted[topic] += s.Aborted
+		}
+		return nil
+	}
+	for in, s := range stages {
+		obs.Changelog[in] = map[string]KeyState{}
+		if err := read(s.Changelog, obs.Changelog[in], false); err != nil {
+			return nil, err
+		}
+		if err := read(s.Repartition, nil, false); err != nil {
+			return nil, err
+		}
+	}
+	if err := read(Output, obs.Output, true); err != nil {
+		return nil, err
+	}
+	return obs, nil
+}
+
+func decodeInto(codecs map[uint32]*goavro.Codec, v []byte, output bool, st *KeyState) error {
+	if len(v) < 5 || v[0] != 0 {
+		return fmt.Errorf("value is not Confluent-framed Avro")
+	}
+	id := binary.BigEndian.Uint32(v[1:5])
+	c, ok := codecs[id]
+	if !ok {
+		return fmt.Errorf("schema id %d not in %s", id, SchemasTopic)
+	}
+	native, _, err := c.NativeFromBinary(v[5:])
+	if err != nil {
+		return fmt.Errorf("decoding with schema %d: %w", id, err)
+	}
+	m, _ := native.(map[string]any)
+	st.ValueKey, _ = m["customerId"].(string)
+	if output {
+		m, _ = m["a"].(map[string]any)
+	}
+	st.Seq, _ = m["seq"].(int64)
+	return nil
+}
+
+// Discrepancy is one (stage, input, key) whose newest update did not arrive,
+// by the testbed's own ledger-based check.
+type Discrepancy struct {
+	Stage string // changelog | output
+	Input string // a | b | c for changelog; "" for output (a key of the joined result)
+	Key   string
+	Kind  string // missing | stale
+	Want  int64  // timestamp the stage should have reached
+	Got   int64  // newest timestamp seen; 0 when missing
+}
+
+func (d Discrepancy) String() string {
+	return fmt.Sprintf("%s/%s/%s %s (want ts %d, got %d)", d.Stage, d.Input, d.Key, d.Kind, d.Want, d.Got)
+}
+
+// Check compares the ledger with what the stages hold ("Timestamps propagate
+// as maxima"): every (input, key)'s newest acknowledged timestamp must be
+// reached by that input's changelog, and every key of the left table must
+// reach OUTPUT with the newest timestamp of its changelogs. It also returns
+// sanity problems (a value whose customerId is not its key).
+func Check(l *loadgen.Ledger, obs *Observed) (found []Discrepancy, problems []string) {
+	for ik, e := range l.Newest() {
+		st, ok := obs.Changelog[ik.Input][ik.Key]
+		switch {
+		case !ok || st.Null:
+			found = append(found, Discrepancy{Stage: "changelog", Input: ik.Input, Key: ik.Key, Kind: "missing", Want: e.Timestamp})
+		case st.TS < e.Timestamp:
+			found = append(found, Discrepancy{Stage: "changelog", Input: ik.Input, Key: ik.Key, Kind: "stale", Want: e.Timestamp, Got: st.TS})
+		}
+	}
+	for in, keys := range obs.Changelog {
+		for k, st := range keys {
+			if !st.Null && st.ValueKey != k {
+				problems = append(problems, fmt.Sprintf("changelog of %s: key %q holds a value of customer %q", in, k, st.ValueKey))
+			}
+		}
+	}
+	for k, st := range obs.Output {
+		if !st.Null && st.ValueKey != k {
+			problems = append(problems, fmt.Sprintf("output: key %q holds a value of customer %q", k, st.ValueKey))
+		}
+	}
+	for k, a := range obs.Changelog["a"] {
+		if a.Null {
+			continue
+		}
+		want := int64(0)
+		for _, keys := range obs.Changelog {
+			if st, ok := keys[k]; ok && !st.Null {
+				want = max(want, st.TS)
+			}
+		}
+		out, ok := obs.Output[k]
+		switch {
+		case !ok || out.Null:
+			found = append(found, Discrepancy{Stage: "output", Key: k, Kind: "missing", Want: want})
+		case out.TS < want:
+			found = append(found, Discrepancy{Stage: "output", Key: k, Kind: "stale", Want: want, Got: out.TS})
+		}
+	}
+	sortDiscrepancies(found)
+	sort.Strings(problems)
+	return found, problems
+}
+
+func sortDiscrepancies(ds []Discrepancy) {
+	sort.Slice(ds, func(i, j int) bool {
+		a, b := ds[i], ds[j]
+		if a.Stage != b.Stage {
+			return a.Stage < b.Stage
+		}
+		if a.Input != b.Input {
+			return a.Input < b.Input
+		}
+		return a.Key < b.Key
+	})
+}
+
+// Injected returns the discrepancies an injection must cause, given the
+// ledger: every (input, key) dropped before the store is missing from that
+// changelog, and every key dropped before OUTPUT that is in the left table is
+// missing from OUTPUT. Want timestamps are filled from the ledger for the
+// changelog stage; for OUTPUT from the newest input timestamps of the key.
+func Injected(l *loadgen.Ledger, dropBeforeStore map[string][]string, dropBeforeOutput []string) []Discrepancy {
+	newest := l.Newest()
+	droppedStore := map[loadgen.InputKey]bool{}
+	var out []Discrepancy
+	for in, keys := range dropBeforeStore {
+		for _, k := range keys {
+			ik := loadgen.InputKey{Input: in, Key: k}
+			if e, ok := newest[ik]; ok {
+				droppedStore[ik] = true
+				out = append(out, Discrepancy{Stage: "changelog", Input: in, Key: k, Kind: "missing", Want: e.Timestamp})
+			}
+		}
+	}
+	for _, k := range dropBeforeOutput {
+		if _, ok := newest[loadgen.InputKey{Input: "a", Key: k}]; !ok || droppedStore[loadgen.InputKey{Input: "a", Key: k}] {
+			continue
+		}
+		want := int64(0)
+		for _, in := range loadgen.InputNames {
+			ik := loadgen.InputKey{Input: in, Key: k}
+			if e, ok := newest[ik]; ok && !droppedStore[ik] {
+				want = max(want, e.Timestamp)
+			}
+		}
+		out = append(out, Discrepancy{Stage: "output", Key: k, Kind: "missing", Want: want})
+	}
+	sortDiscrepancies(out)
+	return out
+}
