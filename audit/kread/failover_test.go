@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
 )
 
 // writeMany writes n transactions of 5 records per partition; every third
@@ -266,3 +267,97 @@ func BenchmarkRead(b *testing.B) {
 }
 
 func kerrNotLeader() *kerr.Error { return kerr.NotLeaderForPartition }
+
+func TestReadCompactedTopicWithGaps(t *testing.T) {
+	const topic = "compacted"
+	c := newCluster(t, 3, 0)
+	admin := newProducer(t, c, nil, topic, "", kgo.MaxVersions(kversion.V3_6_0()))
+	create := kmsg.NewPtrCreateTopicsRequest()
+	ct := kmsg.NewCreateTopicsRequestTopic()
+	ct.Topic, ct.NumPartitions, ct.ReplicationFactor = topic, 1, 1
+	for k, v := range map[string]string{"cleanup.policy": "compact", "delete.retention.ms": "0"} {
+		cc := kmsg.NewCreateTopicsRequestTopicConfig()
+		cc.Name, cc.Value = k, kmsg.StringPtr(v)
+		ct.Configs = append(ct.Configs, cc)
+	}
+	create.Topics = append(create.Topics, ct)
+	create.TimeoutMillis = 5000
+	if resp, err := create.RequestWith(ctxT(t), admin.cl); err != nil || resp.Topics[0].ErrorCode != 0 {
+		t.Fatalf("creating topic: %v %+v", err, resp)
+	}
+
+	p := newProducer(t, c, nil, topic, "")
+	kv := func(k string, v []byte) []int64 {
+		return p.sendRecs(&kgo.Record{Partition: 0, Key: []byte(k), Value: v})
+	}
+	tx := newProducer(t, c, nil, topic, "compact-txn")
+	tx.begin()
+	tx.sendRecs(&kgo.Record{Partition: 0, Key: []byte("k9"), Value: []byte("aborted")})
+	tx.end(false)
+	kv("k1", []byte("a"))
+	kv("k2", []byte("b"))
+	c1 := kv("k1", []byte("c"))[0]
+	kv("k2", nil) // a tombstone that expires at once
+	d3 := kv("k3", []byte("d"))[0]
+	kv("k5", []byte("x"))
+	kv("k5", []byte("y"))
+	e4 := kv("k4", []byte("e"))[0] // the active batch, always kept
+	c.Compact()
+
+	r := newReader(t, c)
+	offs, err := r.Offsets(ctxT(t), topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	col := newCollector()
+	stats, err := r.Read(ctxT(t), []Range{{Topic: topic, Partition: 0, From: 0, To: offs[0].LSO}}, ReadOptions{Aborted: true}, col.fn(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, rec := range col.recs[TP{topic, 0}] {
+		got = append(got, fmt.Sprintf("%d:%s=%s", rec.Offset, rec.Key, rec.Value))
+	}
+	want := []string{fmt.Sprintf("%d:k1=c", c1), fmt.Sprintf("%d:k3=d", d3), fmt.Sprintf("%d:k5=y", e4-1), fmt.Sprintf("%d:k4=e", e4)}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("read %v, want %v", got, want)
+	}
+	if s := stats[TP{topic, 0}]; s.Next != offs[0].LSO || s.Committed != 4 || s.Aborted != 0 {
+		t.Errorf("stats %+v (offsets %+v)", s, offs[0])
+	}
+}
+
+// A broker answering with a high watermark below the range end (a truncated
+// log, or a new leader not caught up) must not end the read silently.
+func TestReadRefusesToStopBelowTruncatedEnd(t *testing.T) {
+	const topic = "truncated"
+	c := newCluster(t, 1, 1, topic)
+	p := newProducer(t, c, nil, topic, "")
+	p.send(0, "a", "b", "c")
+	var lied atomic.Int64
+	c.ControlKey(int16(kmsg.Fetch), func(kr kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		req := kr.(*kmsg.FetchRequest)
+		if len(req.Topics) != 1 || len(req.Topics[0].Partitions) != 1 || req.Topics[0].Partitions[0].FetchOffset < 3 {
+			return nil, nil, false
+		}
+		lied.Add(1)
+		resp := req.ResponseKind().(*kmsg.FetchResponse)
+		rt := kmsg.NewFetchResponseTopic()
+		rt.Topic = req.Topics[0].Topic
+		rp := kmsg.NewFetchResponseTopicPartition()
+		rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = 3, 3, 0
+		rt.Partitions = append(rt.Partitions, rp)
+		resp.Topics = append(resp.Topics, rt)
+		return resp, nil, true
+	})
+	r := newReader(t, c, func(o *Options) { o.MaxRetries = 3; o.RetryBackoff = time.Millisecond })
+	col := newCollector()
+	stats, err := r.Read(ctxT(t), []Range{{Topic: topic, Partition: 0, From: 0, To: 5}}, ReadOptions{}, col.fn(nil))
+	if err == nil || !strings.Contains(err.Error(), "truncated[0] at 3") || !strings.Contains(err.Error(), "high watermark 3 is below the range end 5") {
+		t.Fatalf("err = %v", err)
+	}
+	if s := stats[TP{topic, 0}]; s.Committed != 3 || s.Next != 3 || lied.Load() != 3 {
+		t.Errorf("stats %+v, %d lies", s, lied.Load())
+	}
+}
