@@ -188,8 +188,8 @@ type topicSpec struct {
 }
 
 // createTopics creates the topics with replication min(3, brokers); an
-// existing topic is an error (offsets would not be what the simulator
-// expects).
+// existing topic other than _schemas is an error (offsets would not be
+// what the simulator expects).
 func createTopics(ctx context.Context, cl *kgo.Client, specs []topicSpec) error {
 	meta, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, cl)
 	if err != nil {
@@ -219,6 +219,9 @@ func createTopics(ctx context.Context, cl *kgo.Client, specs []topicSpec) error 
 		return fmt.Errorf("creating topics: %w", err)
 	}
 	for _, t := range resp.Topics {
+		if t.Topic == SchemasTopic && t.ErrorCode == kerr.TopicAlreadyExists.Code {
+			continue // the registry's topic is shared by every pipeline of the cluster
+		}
 		if err := kerr.ErrorForCode(t.ErrorCode); err != nil {
 			return fmt.Errorf("creating topic %s: %w", t.Topic, err)
 		}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lossaudit/lossaudit/audit/finding"
 	"github.com/twmb/franz-go/pkg/kfake"
 )
 
@@ -21,6 +22,17 @@ func newCluster(t *testing.T) []string {
 	return c.ListenAddrs()
 }
 
+func run(t *testing.T, brokers []string, sc Scenario) *Truth {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	tr, err := Run(ctx, brokers, sc)
+	if err != nil {
+		t.Fatalf("Run(seed %d): %v", sc.Seed, err)
+	}
+	return tr
+}
+
 func TestDescribeMatchesKafkaStreams(t *testing.T) {
 	want, err := os.ReadFile("../../audit/pipeline/testdata/order-abc-3.6.2.txt")
 	if err != nil {
@@ -32,28 +44,197 @@ func TestDescribeMatchesKafkaStreams(t *testing.T) {
 	}
 }
 
-func TestDemoRun(t *testing.T) {
-	brokers := newCluster(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	tr, err := Run(ctx, brokers, DemoScenario(1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("stats %+v", tr.Stats)
-	for _, in := range tr.Injected {
-		t.Logf("%+v", in)
-	}
-	t.Logf("rows %d partitions %d counts %+v", len(tr.Rows), len(tr.Partitions), tr.Counts)
+// rowID identifies a row by everything but the observed values and detail.
+type rowID struct {
+	stage     finding.Stage
+	input     string
+	key       string
+	partition int32
+	offset    int64
+	aborted   bool
 }
 
-func TestDebugRows(t *testing.T) {
+// TestDemoFindingsAreTheInjectedLosses runs the demo scenario and checks
+// that the oracle's findings are exactly the injected losses (each at its
+// stage, with its input record as evidence), that the benign disturbances
+// are there but produce nothing, and that the cluster holds what the
+// simulator says it wrote.
+func TestDemoFindingsAreTheInjectedLosses(t *testing.T) {
 	brokers := newCluster(t)
-	tr, err := Run(context.Background(), brokers, DemoScenario(1))
-	if err != nil {
-		t.Fatal(err)
+	start := time.Now()
+	tr := run(t, brokers, DemoScenario(1))
+	t.Logf("demo: %v total, %+v", time.Since(start), tr.Stats)
+
+	want := map[rowID]bool{}
+	kinds := map[FaultKind]int{}
+	var wantParts []finding.PartitionFinding
+	for _, in := range tr.Injected {
+		kinds[in.Kind]++
+		switch in.Kind {
+		case KindPurged17635:
+			wantParts = append(wantParts, finding.PartitionFinding{Kind: finding.PurgedPastCommit, Topic: in.Topic, Partition: in.Partition})
+		case KindHealthyRetry, KindInputLag, KindRepartitionLag:
+			if in.Loss {
+				t.Errorf("benign %s marked as loss: %+v", in.Kind, in)
+			}
+		default:
+			if !in.Loss {
+				t.Errorf("injected loss has no finding: %+v", in)
+				continue
+			}
+			stage := stageOf(in.Kind)
+			if in.Kind == KindPurgedRecord {
+				stage = finding.StageChangelog
+			}
+			if in.Stage != stage {
+				t.Errorf("injected %s found at stage %s: %+v", in.Kind, in.Stage, in)
+			}
+			aborted := in.Kind == KindAbortedChangelog || in.Kind == KindAbortedOutput
+			if (in.Finding == finding.Aborted) != aborted {
+				t.Errorf("injected %s found as %s", in.Kind, in.Finding)
+			}
+			want[rowID{in.Stage, in.Input, in.Key, in.Partition, in.Offset, aborted}] = true
+		}
 	}
+	for _, k := range []FaultKind{KindBeforeRepartition, KindBeforeStore, KindBeforeOutput, KindAbortedChangelog,
+		KindAbortedOutput, KindPurged17635, KindPurgedRecord, KindHealthyRetry, KindInputLag, KindRepartitionLag} {
+		if kinds[k] == 0 {
+			t.Errorf("demo injected no %s", k)
+		}
+	}
+	got := map[rowID]bool{}
 	for _, r := range tr.Rows {
-		t.Logf("%s %s %s %s %d@%d ts=%d exp=%d obs=%d %s", r.Stage, r.Kind, r.Input, r.Key, r.Partition, r.Offset, r.Timestamp, r.ExpectedTS, r.ObservedTS, r.Detail)
+		id := rowID{r.Stage, r.Input, string(r.Key), r.Partition, r.Offset, r.Kind == finding.Aborted}
+		got[id] = true
+		if !want[id] {
+			t.Errorf("finding not injected: %+v", id)
+		}
+		if r.ExpectedTS != r.Timestamp || (r.HasObserved && r.ObservedTS >= r.ExpectedTS) {
+			t.Errorf("row %+v: expected %d, observed %d (%v)", id, r.ExpectedTS, r.ObservedTS, r.HasObserved)
+		}
+	}
+	for id := range want {
+		if !got[id] {
+			t.Errorf("injected loss not in the findings: %+v", id)
+		}
+	}
+	if len(tr.Partitions) != len(wantParts) {
+		t.Fatalf("partition findings %+v, want %+v", tr.Partitions, wantParts)
+	}
+	for i, p := range tr.Partitions {
+		if p.Kind != wantParts[i].Kind || p.Topic != wantParts[i].Topic || p.Partition != wantParts[i].Partition {
+			t.Errorf("partition finding %+v, want %+v", p, wantParts[i])
+		}
+	}
+	for name, c := range tr.Counts {
+		if c.Scanned != 20000 || c.Audited+c.Pending+c.NullKey+c.NullValue+c.DecodeErrors+c.OutsideWindow != c.Scanned {
+			t.Errorf("input %s counts do not add up: %+v", name, c)
+		}
+		if c.NullKey == 0 || c.NullValue == 0 || c.DecodeErrors == 0 {
+			t.Errorf("input %s has no record dropped by design: %+v", name, c)
+		}
+	}
+	checkTopics(t, brokers, tr)
+	checkSchemas(t, brokers, tr)
+	checkInjectedInTopics(t, brokers, tr)
+}
+
+// checkInjectedInTopics reads the changelogs and output back and checks the
+// injected keys from the topics' point of view: the newest committed
+// timestamp is below the lost update's, and aborted kinds have an aborted
+// record at least as new.
+func checkInjectedInTopics(t *testing.T, brokers []string, tr *Truth) {
+	t.Helper()
+	n := tr.n
+	topics := []string{n.changelog[0], n.changelog[1], n.changelog[2], n.output}
+	com := readBack(t, brokers, topics, true, -1)
+	all := readBack(t, brokers, topics, false, -1)
+	newest := func(m map[tp][]seen, topic, key string) int64 {
+		best := int64(-1)
+		for k, recs := range m {
+			if k.topic != topic {
+				continue
+			}
+			for _, r := range recs {
+				if r.key == key && r.ts > best {
+					best = r.ts
+				}
+			}
+		}
+		return best
+	}
+	idx := map[string]int{"a": 0, "b": 1, "c": 2}
+	for _, in := range tr.Injected {
+		if !in.Loss || in.Key == "" {
+			continue
+		}
+		topic := n.output
+		if in.Stage == finding.StageChangelog {
+			topic = n.changelog[idx[in.Input]]
+		}
+		if c := newest(com, topic, in.Key); c >= in.Timestamp {
+			t.Errorf("%s %s/%s: %s holds committed ts %d >= lost update %d", in.Kind, in.Input, in.Key, topic, c, in.Timestamp)
+		}
+		if in.Kind == KindAbortedChangelog || in.Kind == KindAbortedOutput {
+			if a := newest(all, topic, in.Key); a < in.Timestamp {
+				t.Errorf("%s %s/%s: no aborted record >= %d in %s", in.Kind, in.Input, in.Key, in.Timestamp, topic)
+			}
+		}
+	}
+}
+
+func TestCleanScenarioHasNoFindings(t *testing.T) {
+	brokers := newCluster(t)
+	tr := run(t, brokers, CleanScenario(7))
+	if len(tr.Rows) != 0 || len(tr.Partitions) != 0 {
+		t.Errorf("clean pipeline: %d rows, %d partition findings: %+v", len(tr.Rows), len(tr.Partitions), tr.Rows)
+	}
+	var pending, dropped int64
+	for _, c := range tr.Counts {
+		pending += c.Pending
+		dropped += c.NullKey + c.NullValue + c.DecodeErrors
+	}
+	if pending == 0 || dropped == 0 {
+		t.Errorf("clean scenario should have lag and drops by design: %+v", tr.Counts)
+	}
+	if tr.Stats.Aborted == 0 {
+		t.Errorf("clean scenario should retry aborted transactions: %+v", tr.Stats)
+	}
+	checkTopics(t, brokers, tr)
+}
+
+// TestRandomScenarios runs random pipelines on one cluster: the topics hold
+// what the simulator says, and every finding is on a key some fault hit.
+func TestRandomScenarios(t *testing.T) {
+	brokers := newCluster(t)
+	for seed := int64(1); seed <= 8; seed++ {
+		sc := RandomScenario(seed)
+		tr := run(t, brokers, sc)
+		hit := map[string]bool{}
+		for _, in := range tr.Injected {
+			hit[in.Key] = true
+		}
+		for _, r := range tr.Rows {
+			if !hit[string(r.Key)] {
+				t.Errorf("seed %d: finding on a key no fault hit: %+v", seed, r)
+			}
+		}
+		t.Logf("seed %d: %d partitions, %d records/input, %d rows, %d partition findings, %d injections",
+			seed, tr.Scenario.Partitions, tr.Scenario.RecordsPerInput, len(tr.Rows), len(tr.Partitions), len(tr.Injected))
+		checkTopics(t, brokers, tr)
+	}
+}
+
+func TestDeterministic(t *testing.T) {
+	a := run(t, newCluster(t), RandomScenario(42))
+	b := run(t, newCluster(t), RandomScenario(42))
+	if len(a.Rows) != len(b.Rows) || len(a.Injected) != len(b.Injected) {
+		t.Fatalf("two runs of one seed differ: %d/%d rows, %d/%d injections", len(a.Rows), len(b.Rows), len(a.Injected), len(b.Injected))
+	}
+	for i := range a.Rows {
+		x, y := a.Rows[i], b.Rows[i]
+		if x.Input != y.Input || string(x.Key) != string(y.Key) || x.Offset != y.Offset || x.Kind != y.Kind || x.Detail != y.Detail {
+			t.Errorf("row %d differs: %+v vs %+v", i, x, y)
+		}
 	}
 }

@@ -1,0 +1,329 @@
+package sim
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// seen is one record read back from the cluster.
+type seen struct {
+	off   int64
+	key   string
+	ts    int64
+	tomb  bool
+	value []byte
+}
+
+// readBack reads every partition of the topics from the log start,
+// read_committed or read_uncommitted (never control records), until it has
+// `want` records in total and then one more short poll finds nothing (or,
+// with want < 0, until three polls find nothing).
+func readBack(t *testing.T, brokers []string, topics []string, committed bool, want int) map[tp][]seen {
+	t.Helper()
+	iso := kgo.ReadUncommitted()
+	if committed {
+		iso = kgo.ReadCommitted()
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumeTopics(topics...),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(iso),
+		kgo.FetchMaxWait(50*time.Millisecond))
+	if err != nil {
+		t.Fatalf("consumer: %v", err)
+	}
+	defer cl.Close()
+	out := map[tp][]seen{}
+	deadline := time.Now().Add(20 * time.Second)
+	empty, total, wait := 0, 0, 300*time.Millisecond
+	for empty < 3 && time.Now().Before(deadline) {
+		if want >= 0 && total >= want {
+			wait, empty = 100*time.Millisecond, 2 // one more short poll catches extras
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), wait)
+		fs := cl.PollFetches(ctx)
+		cancel()
+		n := 0
+		fs.EachRecord(func(r *kgo.Record) {
+			n++
+			k := tp{r.Topic, r.Partition}
+			out[k] = append(out[k], seen{off: r.Offset, key: string(r.Key), ts: r.Timestamp.UnixMilli(),
+				tomb: r.Value == nil, value: r.Value})
+		})
+		total += n
+		if n == 0 {
+			empty++
+		} else if want < 0 || total < want {
+			empty = 0
+		}
+	}
+	return out
+}
+
+// listOffsets returns topic[p] -> offset for timestamp -2 (log start) or -1
+// (high watermark).
+func listOffsets(t *testing.T, cl *kgo.Client, topic string, parts int, which int64) []int64 {
+	t.Helper()
+	req := kmsg.NewPtrListOffsetsRequest()
+	rt := kmsg.NewListOffsetsRequestTopic()
+	rt.Topic = topic
+	for p := 0; p < parts; p++ {
+		rp := kmsg.NewListOffsetsRequestTopicPartition()
+		rp.Partition, rp.Timestamp = int32(p), which
+		rt.Partitions = append(rt.Partitions, rp)
+	}
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(context.Background(), cl)
+	if err != nil {
+		t.Fatalf("ListOffsets %s: %v", topic, err)
+	}
+	offs := make([]int64, parts)
+	for _, rt := range resp.Topics {
+		for _, rp := range rt.Partitions {
+			if err := kerr.ErrorForCode(rp.ErrorCode); err != nil {
+				t.Fatalf("ListOffsets %s[%d]: %v", topic, rp.Partition, err)
+			}
+			offs[rp.Partition] = rp.Offset
+		}
+	}
+	return offs
+}
+
+// groupOffsets reads the application's committed offsets (OffsetFetch).
+func groupOffsets(t *testing.T, cl *kgo.Client, group string) map[tp]int64 {
+	t.Helper()
+	req := kmsg.NewPtrOffsetFetchRequest()
+	req.Group = group
+	resp, err := req.RequestWith(context.Background(), cl)
+	if err != nil {
+		t.Fatalf("OffsetFetch %s: %v", group, err)
+	}
+	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
+		t.Fatalf("OffsetFetch %s: %v", group, err)
+	}
+	out := map[tp]int64{}
+	for _, rt := range resp.Topics {
+		for _, rp := range rt.Partitions {
+			if rp.Offset >= 0 {
+				out[tp{rt.Topic, rp.Partition}] = rp.Offset
+			}
+		}
+	}
+	return out
+}
+
+// checkTopics asserts that the cluster holds exactly what the simulator's
+// log says: every changelog, output and repartition record (committed and
+// aborted, same offsets, keys, timestamps, tombstones), the inputs, the
+// purge positions and the group's committed offsets.
+func checkTopics(t *testing.T, brokers []string, tr *Truth) {
+	t.Helper()
+	l, n, P := tr.log, tr.n, tr.Scenario.Partitions
+	var topics []string
+	for x := 0; x < 3; x++ {
+		topics = append(topics, n.inputs[x], n.repart[x], n.changelog[x])
+	}
+	topics = append(topics, n.output)
+	nAll, nCom := 0, 0
+	for x := 0; x < 3; x++ {
+		for p := range l.in[x] {
+			nAll += len(l.in[x][p])
+			nCom += len(l.in[x][p])
+			for _, r := range l.rp[x][p] {
+				if r.Off >= l.rpStart[x][p] {
+					nAll++
+					if r.Committed {
+						nCom++
+					}
+				}
+			}
+		}
+		for _, r := range l.cl[x] {
+			nAll++
+			if r.Committed {
+				nCom++
+			}
+		}
+	}
+	for _, r := range l.out {
+		nAll++
+		if r.Committed {
+			nCom++
+		}
+	}
+	all := readBack(t, brokers, topics, false, nAll)
+	com := readBack(t, brokers, topics, true, nCom)
+
+	compare := func(what string, k tp, want []seen, committedOnly []seen) {
+		t.Helper()
+		if err := sameRecords(all[k], want); err != nil {
+			t.Errorf("%s %s[%d] read_uncommitted: %v", what, k.topic, k.p, err)
+		}
+		if err := sameRecords(com[k], committedOnly); err != nil {
+			t.Errorf("%s %s[%d] read_committed: %v", what, k.topic, k.p, err)
+		}
+	}
+	kvSeen := func(recs []*kvRec, p int32, committedOnly bool) []seen {
+		var s []seen
+		for _, r := range recs {
+			if r.P == p && (r.Committed || !committedOnly) {
+				s = append(s, seen{off: r.Off, key: r.Key, ts: r.TS, tomb: r.Tomb})
+			}
+		}
+		return s
+	}
+	cl, err := newClient(brokers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	groups := groupOffsets(t, cl, tr.AppID)
+	for x := 0; x < 3; x++ {
+		starts := listOffsets(t, cl, n.repart[x], P, -2)
+		for p := int32(0); p < int32(P); p++ {
+			compare("changelog", tp{n.changelog[x], p}, kvSeen(l.cl[x], p, false), kvSeen(l.cl[x], p, true))
+			var rpAll, rpCom []seen
+			for _, r := range l.rp[x][p] {
+				if r.Off < l.rpStart[x][p] {
+					continue
+				}
+				s := seen{off: r.Off, key: r.Key, ts: r.TS}
+				rpAll = append(rpAll, s)
+				if r.Committed {
+					rpCom = append(rpCom, s)
+				}
+			}
+			compare("repartition", tp{n.repart[x], p}, rpAll, rpCom)
+			if starts[p] != l.rpStart[x][p] {
+				t.Errorf("%s[%d] log start %d, simulator says %d", n.repart[x], p, starts[p], l.rpStart[x][p])
+			}
+			var in []seen
+			for _, r := range l.in[x][p] {
+				in = append(in, seen{off: r.Off, key: string(r.RKey), ts: r.TS, tomb: r.Value == nil})
+			}
+			compare("input", tp{n.inputs[x], p}, in, in)
+			for _, g := range []struct {
+				topic string
+				want  int64
+			}{{n.inputs[x], l.inCommit[x][p]}, {n.repart[x], l.rpCommit[x][p]}} {
+				got, ok := groups[tp{g.topic, p}]
+				if g.want < 0 && ok {
+					t.Errorf("group offset of %s[%d] is %d, simulator never committed", g.topic, p, got)
+				} else if g.want >= 0 && got != g.want {
+					t.Errorf("group offset of %s[%d] is %d (present %v), simulator committed %d", g.topic, p, got, ok, g.want)
+				}
+			}
+		}
+	}
+	for p := int32(0); p < int32(P); p++ {
+		compare("output", tp{n.output, p}, kvSeen(l.out, p, false), kvSeen(l.out, p, true))
+	}
+	checkValues(t, tr, com)
+}
+
+// sameRecords compares read records with expected ones by offset, key,
+// timestamp and tombstone-ness.
+func sameRecords(got, want []seen) error {
+	if len(got) != len(want) {
+		return fmt.Errorf("%d records, want %d", len(got), len(want))
+	}
+	for i := range got {
+		g, w := got[i], want[i]
+		if g.off != w.off || g.key != w.key || g.ts != w.ts || g.tomb != w.tomb {
+			return fmt.Errorf("record %d is {off %d key %q ts %d tomb %v}, want {off %d key %q ts %d tomb %v}",
+				i, g.off, g.key, g.ts, g.tomb, w.off, w.key, w.ts, w.tomb)
+		}
+	}
+	return nil
+}
+
+// checkValues decodes changelog and output values with the registered
+// schemas: Confluent framing, the right schema id, customerId = the key.
+func checkValues(t *testing.T, tr *Truth, com map[tp][]seen) {
+	t.Helper()
+	c, err := newCodecs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := func(topic string, id uint32, s seen) {
+		t.Helper()
+		if len(s.value) < 5 || s.value[0] != 0 || binary.BigEndian.Uint32(s.value[1:5]) != id {
+			t.Errorf("%s@%d: value not framed with schema id %d: % x", topic, s.off, id, s.value[:min(5, len(s.value))])
+			return
+		}
+		codec := c.order
+		if id == joinedSchemaID {
+			codec = c.joined
+		}
+		native, _, err := codec.NativeFromBinary(s.value[5:])
+		if err != nil {
+			t.Errorf("%s@%d: undecodable: %v", topic, s.off, err)
+			return
+		}
+		cust := native.(map[string]any)["customerId"]
+		if u, ok := cust.(map[string]any); ok {
+			cust = u["string"]
+		}
+		if cust != s.key {
+			t.Errorf("%s@%d: customerId %v, key %q", topic, s.off, cust, s.key)
+		}
+	}
+	n := tr.n
+	for k, recs := range com {
+		var id uint32
+		switch k.topic {
+		case n.changelog[0], n.changelog[1], n.changelog[2]:
+			id = orderSchemaID
+		case n.output:
+			id = joinedSchemaID
+		default:
+			continue
+		}
+		for i, s := range recs {
+			if i%50 == 0 && !s.tomb { // a sample keeps goavro off the test's critical path
+				check(k.topic, id, s)
+			}
+		}
+	}
+}
+
+// checkSchemas asserts the _schemas topic holds the NOOP record and one
+// registration per subject in Confluent's storage format.
+func checkSchemas(t *testing.T, brokers []string, tr *Truth) {
+	t.Helper()
+	recs := readBack(t, brokers, []string{SchemasTopic}, true, -1)[tp{SchemasTopic, 0}]
+	subjects := map[string]int{}
+	for _, r := range recs {
+		var k schemaKey
+		if err := json.Unmarshal([]byte(r.key), &k); err != nil {
+			t.Fatalf("_schemas key %q: %v", r.key, err)
+		}
+		if k.Keytype == "NOOP" {
+			continue
+		}
+		var v schemaValue
+		if err := json.Unmarshal(r.value, &v); err != nil {
+			t.Fatalf("_schemas value of %s: %v", k.Subject, err)
+		}
+		if v.Subject != k.Subject || k.Keytype != "SCHEMA" || k.Magic != 1 || v.Version != 1 || k.Version != 1 || v.Deleted {
+			t.Errorf("_schemas record %s / %s is not a version-1 registration", r.key, r.value)
+		}
+		subjects[v.Subject] = v.ID
+	}
+	for _, in := range tr.Inputs {
+		for _, topic := range []string{in.Topic, in.RepartitionTopic, in.ChangelogTopic} {
+			if subjects[topic+"-value"] != orderSchemaID {
+				t.Errorf("subject %s-value has id %d, want %d", topic, subjects[topic+"-value"], orderSchemaID)
+			}
+		}
+	}
+	if subjects[tr.Output+"-value"] != joinedSchemaID {
+		t.Errorf("subject %s-value has id %d, want %d", tr.Output, subjects[tr.Output+"-value"], joinedSchemaID)
+	}
+}
