@@ -76,8 +76,13 @@ type producer struct {
 
 func newProducer(t testing.TB, c *kfake.Cluster, m *model, topic, txnID string, extra ...kgo.Opt) *producer {
 	t.Helper()
+	return newProducerAt(t, c.ListenAddrs(), m, topic, txnID, extra...)
+}
+
+func newProducerAt(t testing.TB, brokers []string, m *model, topic, txnID string, extra ...kgo.Opt) *producer {
+	t.Helper()
 	opts := []kgo.Opt{
-		kgo.SeedBrokers(c.ListenAddrs()...),
+		kgo.SeedBrokers(brokers...),
 		kgo.DefaultProduceTopic(topic),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()),
 	}
