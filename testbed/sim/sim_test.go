@@ -238,3 +238,68 @@ func TestDeterministic(t *testing.T) {
 		}
 	}
 }
+
+func TestConfigValidates(t *testing.T) {
+	brokers := newCluster(t)
+	tr := run(t, brokers, CleanScenario(3))
+	cfg := tr.Config(brokers, t.TempDir())
+	if err := cfg.Validate(); err != nil {
+		t.Errorf("Validate: %v", err)
+	}
+	if err := cfg.ValidatePipeline(); err != nil {
+		t.Errorf("ValidatePipeline: %v", err)
+	}
+	if got := cfg.Pipeline.Inputs[2].ChangelogTopic; got != tr.AppID+"-KSTREAM-REDUCE-STATE-STORE-0000000016-changelog" {
+		t.Errorf("input c changelog %q", got)
+	}
+	if !strings.Contains(tr.Topology, "(topics: ["+tr.Inputs[0].Topic+"])") || !strings.Contains(tr.Topology, "(topic: "+tr.Output+")") {
+		t.Errorf("topology does not name the topics:\n%s", tr.Topology)
+	}
+}
+
+// TestWindowExpectation checks Truth.Expect with a window on a demo-sized
+// run: the counts partition the scanned records, fewer are scanned, the
+// records outside the window are counted, and every windowed finding is on
+// an (input, key) the whole run reports (a window only lowers expected_ts).
+func TestWindowExpectation(t *testing.T) {
+	brokers := newCluster(t)
+	sc := DemoScenario(5)
+	sc.RecordsPerInput, sc.Keys, sc.RightOnlyKeys = 4000, 400, 20
+	tr := run(t, brokers, sc)
+	var lo, hi int64
+	for _, in := range tr.log.in[0] {
+		for _, r := range in {
+			if lo == 0 || r.TS < lo {
+				lo = r.TS
+			}
+			if r.TS > hi {
+				hi = r.TS
+			}
+		}
+	}
+	w := Window{From: lo + (hi-lo)/3, To: lo + 2*(hi-lo)/3}
+	exp := tr.Expect(w)
+	full := map[string]bool{}
+	for _, r := range tr.Rows {
+		full[r.Input+"/"+string(r.Key)] = true
+	}
+	for _, r := range exp.Rows {
+		if r.ExpectedTS < w.From || r.ExpectedTS > w.To {
+			t.Errorf("windowed finding outside the window: %s", rowString(r))
+		}
+		if !full[r.Input+"/"+string(r.Key)] {
+			t.Errorf("windowed finding on a key the whole run does not report: %s", rowString(r))
+		}
+	}
+	for name, c := range exp.Counts {
+		if c.OutsideWindow == 0 || c.Scanned >= tr.Counts[name].Scanned {
+			t.Errorf("input %s: windowed counts %+v vs full %+v", name, c, tr.Counts[name])
+		}
+		if c.Audited+c.Pending+c.NullKey+c.NullValue+c.DecodeErrors+c.OutsideWindow != c.Scanned {
+			t.Errorf("input %s counts do not add up: %+v", name, c)
+		}
+	}
+	if len(exp.Rows) > len(tr.Rows) {
+		t.Errorf("window found %d rows, the whole run %d", len(exp.Rows), len(tr.Rows))
+	}
+}
