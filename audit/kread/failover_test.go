@@ -176,7 +176,7 @@ func TestReadRetriesNotLeaderThenGivesUpNamingThePartition(t *testing.T) {
 		p.send(0, fmt.Sprintf("v%d", i))
 	}
 	// Three transient NOT_LEADER answers: retried, nothing lost.
-	h := c.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Fetch}, Topic: topic, Err: kerrNotLeader(), Count: 3})
+	h := c.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Fetch}, Topic: topic, Err: kerr.NotLeaderForPartition, Count: 3})
 	r := newReader(t, c, func(o *Options) { o.PartitionMaxBytes = 100 })
 	col := newCollector()
 	stats, err := r.Read(ctxT(t), []Range{{Topic: topic, Partition: 0, From: 0, To: 20}}, ReadOptions{}, col.fn(nil))
@@ -193,7 +193,7 @@ func TestReadRetriesNotLeaderThenGivesUpNamingThePartition(t *testing.T) {
 	}
 
 	// A permanent NOT_LEADER: the retry budget runs out with a clear error.
-	c.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Fetch}, Topic: topic, Err: kerrNotLeader(), Count: -1})
+	c.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Fetch}, Topic: topic, Err: kerr.NotLeaderForPartition, Count: -1})
 	r2 := newReader(t, c, func(o *Options) { o.MaxRetries = 4; o.RetryBackoff = time.Millisecond })
 	_, err = r2.Read(ctxT(t), []Range{{Topic: topic, Partition: 0, From: 7, To: 20}}, ReadOptions{}, col.fn(nil))
 	if err == nil || !strings.Contains(err.Error(), "faulty[0] at 7") || !strings.Contains(err.Error(), "4 attempts") {
@@ -266,7 +266,6 @@ func BenchmarkRead(b *testing.B) {
 	b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "records/s")
 }
 
-func kerrNotLeader() *kerr.Error { return kerr.NotLeaderForPartition }
 
 func TestReadCompactedTopicWithGaps(t *testing.T) {
 	const topic = "compacted"

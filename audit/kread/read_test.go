@@ -3,11 +3,15 @@ package kread
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/kversion"
@@ -363,5 +367,96 @@ func TestUnreachableClusterGivesUp(t *testing.T) {
 	}
 	if d := time.Since(start); d > 20*time.Second {
 		t.Errorf("took %s to give up", d)
+	}
+}
+
+func TestReadBoundsConcurrencyAndReportsProgress(t *testing.T) {
+	const topic, parts = "wide", 6
+	c := newCluster(t, 3, parts, topic)
+	m := newModel()
+	p := newProducer(t, c, m, topic, "")
+	for part := int32(0); part < parts; part++ {
+		for i := 0; i < 8; i++ {
+			p.send(part, fmt.Sprintf("v%d", i))
+		}
+	}
+	r := newReader(t, c, func(o *Options) { o.Concurrency = 2; o.PartitionMaxBytes = 80 })
+	var inCallback, maxInCallback atomic.Int64
+	var mu sync.Mutex
+	progress := map[TP][]int64{}
+	var ranges []Range
+	for part := int32(0); part < parts; part++ {
+		ranges = append(ranges, Range{Topic: topic, Partition: part, From: 0, To: 8})
+	}
+	col := newCollector()
+	stats, err := r.Read(ctxT(t), ranges, ReadOptions{Progress: func(tp TP, next int64) {
+		mu.Lock()
+		progress[tp] = append(progress[tp], next)
+		mu.Unlock()
+	}}, col.fn(func(int, []Record) {
+		n := inCallback.Add(1)
+		for {
+			old := maxInCallback.Load()
+			if n <= old || maxInCallback.CompareAndSwap(old, n) {
+				break
+			}
+		}
+		time.Sleep(5 * time.Millisecond)
+		inCallback.Add(-1)
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := maxInCallback.Load(); got != 2 {
+		t.Errorf("at most %d partitions were being handled at once, want exactly the concurrency 2", got)
+	}
+	for part := int32(0); part < parts; part++ {
+		tp := TP{topic, part}
+		want, _ := m.expect(part, 0, 8, false)
+		checkRecords(t, tp, col.recs[tp], want)
+		pr := progress[tp]
+		if len(pr) < 2 || pr[len(pr)-1] != 8 || stats[tp].Next != 8 {
+			t.Errorf("%v progress %v, stats %+v", tp, pr, stats[tp])
+		}
+		for i := 1; i < len(pr); i++ {
+			if pr[i] <= pr[i-1] {
+				t.Errorf("%v progress not increasing: %v", tp, pr)
+			}
+		}
+	}
+}
+
+func TestReadStopsWithTheContext(t *testing.T) {
+	const topic = "cancel"
+	c := newCluster(t, 1, 1, topic)
+	p := newProducer(t, c, nil, topic, "")
+	for i := 0; i < 20; i++ {
+		p.send(0, "v")
+	}
+	// Every fetch fails: only the context can end the read.
+	c.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Fetch}, Topic: topic, Err: kerr.NotLeaderForPartition, Count: -1})
+	r := newReader(t, c, func(o *Options) { o.MaxRetries = 1 << 20 })
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err := r.Read(ctx, []Range{{Topic: topic, Partition: 0, From: 0, To: 20}}, ReadOptions{}, func([]Record) error { return nil })
+	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "cancel[0] at 0") {
+		t.Fatalf("err = %v", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("took %s to stop", d)
+	}
+}
+
+func TestReadCallbackErrorStopsTheRead(t *testing.T) {
+	const topic = "cberr"
+	c := newCluster(t, 1, 1, topic)
+	p := newProducer(t, c, nil, topic, "")
+	p.send(0, "a", "b")
+	r := newReader(t, c)
+	boom := errors.New("index full")
+	_, err := r.Read(ctxT(t), []Range{{Topic: topic, Partition: 0, From: 0, To: 2}}, ReadOptions{}, func([]Record) error { return boom })
+	if !errors.Is(err, boom) {
+		t.Fatalf("err = %v, want the callback's error", err)
 	}
 }
