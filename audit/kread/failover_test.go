@@ -266,7 +266,6 @@ func BenchmarkRead(b *testing.B) {
 	b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "records/s")
 }
 
-
 func TestReadCompactedTopicWithGaps(t *testing.T) {
 	const topic = "compacted"
 	c := newCluster(t, 3, 0)
