@@ -12,6 +12,13 @@
 //
 // kread never produces, never joins or commits to a consumer group and never
 // deletes anything.
+//
+// Known limits of the kafka-go decoding underneath: a batch's max timestamp
+// and timestamp type are not exposed, so on topics with
+// message.timestamp.type=LogAppendTime Record.Timestamp is the producer's
+// create time, not the append time a Java consumer reports; and a batch's
+// lastOffsetDelta is not exposed, so a batch whose records were all
+// compacted away is known by its base offset only (see decode).
 package kread
 
 import (

@@ -18,6 +18,10 @@ import (
 // at the end of a partition (an open transaction holding the LSO back).
 const fetchMaxWaitMs = 250
 
+// lsoConfirmations is how many fetches in a row must find the partition's
+// LSO at the next offset (with data above it) before reading stops there.
+const lsoConfirmations = 3
+
 // Range is a part of one partition to read: offsets [From, To).
 type Range struct {
 	Topic     string
@@ -64,6 +68,7 @@ type task struct {
 	maxBytes int32
 	failures int // consecutive failed attempts
 	empties  int // consecutive responses without progress
+	atLSO    int // consecutive responses stopping at an open transaction
 }
 
 // Read reads every range and calls fn with the records of one partition at
@@ -290,7 +295,7 @@ func (c *Client) fetchOnce(ctx context.Context, t *task, o ReadOptions, fn func(
 		s.Aborted += cnt.aborted
 		s.Control += cnt.control
 		t.next = next
-		t.failures, t.empties = 0, 0
+		t.failures, t.empties, t.atLSO = 0, 0, 0
 		t.maxBytes = c.o.PartitionMaxBytes
 		c.progress(t, o)
 		return t.next >= t.rng.To, 0, nil
@@ -303,7 +308,12 @@ func (c *Client) fetchOnce(ctx context.Context, t *task, o ReadOptions, fn func(
 	if p.LastStableOffset >= 0 && p.LastStableOffset <= t.next {
 		if p.HighWatermark > t.next {
 			// A transaction is still open at t.next: everything committed
-			// has been read. Stop here; Stats.Next < To tells the caller.
+			// has been read. Ask again (a new leader may not have the marker
+			// yet), then stop here; Stats.Next < To tells the caller.
+			t.atLSO++
+			if t.atLSO < lsoConfirmations {
+				return false, 0, nil
+			}
 			c.progress(t, o)
 			return true, 0, nil
 		}
