@@ -33,7 +33,16 @@ type kvRec struct {
 	TS        int64
 	Tomb      bool
 	Committed bool
-	Round     int
+	// Open marks a record of a transaction still open (neither committed
+	// nor aborted): above the LSO.
+	Open  bool
+	Round int
+}
+
+// hang is an output partition held by an open transaction.
+type hang struct {
+	p       int32
+	lso, hw int64
 }
 
 // simLog is the simulator's own record of everything it produced and
@@ -48,6 +57,8 @@ type simLog struct {
 	inCommit, rpCommit [3][]int64
 	// rpStart is each repartition partition's log start offset.
 	rpStart [3][]int64
+	// hangs are the output partitions with an open transaction.
+	hangs []hang
 }
 
 // outRec is one record to produce inside a transaction; off, when set,

@@ -24,6 +24,8 @@ type Expectation struct {
 	Partitions []finding.PartitionFinding
 	// Counts are the per-input counters, by input name.
 	Counts map[string]finding.InputCounts
+	// Partial is set when a stuck_lso finding withheld rows.
+	Partial bool
 }
 
 // Detail texts of changelog rows (TEAM.md "Audit semantics").
@@ -39,7 +41,11 @@ func detailSeen(topic string, p int32, off int64) string {
 // simulator's own record of what it produced, processed and wrote
 // (committed or aborted), never over the topics. It assumes every
 // transaction has ended (LSO = high watermark everywhere), as it has when
-// Run returns, and that input topics hold only non-transactional records.
+// Run returns, except the open transactions of Faults.HangingTxns: those
+// output partitions get a stuck_lso finding and the output-stage rows of
+// their keys are withheld (changelog rows do not depend on them). Input
+// topics hold only non-transactional records. A repartition partition
+// without a committed offset has its whole readable log as tail.
 //
 // With a window, the inputs are read from the first offset whose timestamp
 // is >= From (records before it are not scanned at all), as the audit does
@@ -123,6 +129,9 @@ func oracle(sc Scenario, n names, l *simLog, w Window) Expectation {
 	summarize := func(recs []*kvRec) map[string]*tsPair {
 		m := map[string]*tsPair{}
 		for _, r := range recs {
+			if r.Open {
+				continue // above the LSO: not read
+			}
 			t := m[r.Key]
 			if t == nil {
 				t = &tsPair{}
@@ -152,6 +161,16 @@ func oracle(sc Scenario, n names, l *simLog, w Window) Expectation {
 				leftNewest[r.Key] = r
 			}
 		}
+	}
+	stuck := map[int32]bool{}
+	for _, h := range l.hangs {
+		stuck[h.p] = true
+		exp.Partial = true
+		exp.Partitions = append(exp.Partitions, finding.PartitionFinding{
+			Kind: finding.StuckLSO, Topic: n.output, Partition: h.p,
+			Evidence: fmt.Sprintf("an open transaction holds the LSO at %d below the high watermark %d", h.lso, h.hw),
+			Offsets:  map[string]int64{"lso": h.lso, "high_watermark": h.hw},
+		})
 	}
 	judge := func(t *tsPair, e int64) (finding.Kind, bool, int64, bool) {
 		switch {
@@ -188,6 +207,9 @@ func oracle(sc Scenario, n names, l *simLog, w Window) Expectation {
 		}
 		if ln := leftNewest[k.k]; ln == nil || ln.Tomb {
 			continue
+		}
+		if stuck[partitionFor([]byte(k.k), sc.Partitions)] {
+			continue // withheld: the output partition's LSO is stuck
 		}
 		if kind, has, obs, bad := judge(out[k.k], e); bad {
 			row.Kind, row.Stage, row.HasObserved, row.ObservedTS = kind, finding.StageOutput, has, obs

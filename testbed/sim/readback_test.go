@@ -67,10 +67,11 @@ func readBack(t *testing.T, brokers []string, topics []string, committed bool, w
 }
 
 // listOffsets returns topic[p] -> offset for timestamp -2 (log start) or -1
-// (high watermark).
-func listOffsets(t *testing.T, cl *kgo.Client, topic string, parts int, which int64) []int64 {
+// (high watermark, or the LSO with isolation level 1).
+func listOffsets(t *testing.T, cl *kgo.Client, topic string, parts int, which int64, iso int8) []int64 {
 	t.Helper()
 	req := kmsg.NewPtrListOffsetsRequest()
+	req.IsolationLevel = iso
 	rt := kmsg.NewListOffsetsRequestTopic()
 	rt.Topic = topic
 	for p := 0; p < parts; p++ {
@@ -185,7 +186,7 @@ func checkTopics(t *testing.T, brokers []string, tr *Truth) {
 	defer cl.Close()
 	groups := groupOffsets(t, cl, tr.AppID)
 	for x := 0; x < 3; x++ {
-		starts := listOffsets(t, cl, n.repart[x], P, -2)
+		starts := listOffsets(t, cl, n.repart[x], P, -2, 0)
 		for p := int32(0); p < int32(P); p++ {
 			compare("changelog", tp{n.changelog[x], p}, kvSeen(l.cl[x], p, false), kvSeen(l.cl[x], p, true))
 			var rpAll, rpCom []seen

@@ -3,6 +3,7 @@ package sim
 import (
 	"fmt"
 	"math/rand"
+	"time"
 )
 
 // Scenario describes one simulated run of the seeds/001 application: the
@@ -103,6 +104,14 @@ type Faults struct {
 	// RepartitionLagRounds rounds before the end: their tail is pending at
 	// the second hop (not a loss).
 	RepartitionLagPartitions, RepartitionLagRounds int
+	// HangingTxns output partitions (0, 1, ...) are left with an open
+	// transaction holding one record when Run returns: their LSO stays
+	// below the high watermark until the transaction times out
+	// (HangingTimeout, default 10 minutes; the broker's
+	// transaction.max.timeout.ms must allow it). An audit reports
+	// stuck_lso for them and withholds the output rows of their keys.
+	HangingTxns    int
+	HangingTimeout time.Duration
 }
 
 // withDefaults returns sc with zero fields replaced by defaults.
@@ -136,6 +145,9 @@ func (sc Scenario) withDefaults() Scenario {
 	if sc.Faults.PurgedRecords <= 0 {
 		sc.Faults.PurgedRecords = 3
 	}
+	if sc.Faults.HangingTimeout <= 0 {
+		sc.Faults.HangingTimeout = 10 * time.Minute
+	}
 	if sc.Faults.RepartitionLagPartitions > 0 && sc.Faults.RepartitionLagRounds <= 0 {
 		sc.Faults.RepartitionLagRounds = 1
 	}
@@ -152,6 +164,8 @@ func (sc Scenario) validate() error {
 	case sc.Faults.Purged17635 > sc.Faults.RepartitionLagPartitions:
 		return fmt.Errorf("scenario: %d KAFKA-17635 purges need as many lagging repartition partitions (have %d)",
 			sc.Faults.Purged17635, sc.Faults.RepartitionLagPartitions)
+	case sc.Faults.HangingTxns > sc.Partitions:
+		return fmt.Errorf("scenario: %d hanging transactions for %d output partitions", sc.Faults.HangingTxns, sc.Partitions)
 	case sc.Faults.RepartitionLagRounds >= sc.Rounds:
 		return fmt.Errorf("scenario: repartition lag of %d rounds with only %d rounds", sc.Faults.RepartitionLagRounds, sc.Rounds)
 	}

@@ -73,6 +73,8 @@ func TestDemoFindingsAreTheInjectedLosses(t *testing.T) {
 		switch in.Kind {
 		case KindPurged17635:
 			wantParts = append(wantParts, finding.PartitionFinding{Kind: finding.PurgedPastCommit, Topic: in.Topic, Partition: in.Partition})
+		case KindHangingTxn:
+			t.Errorf("the demo leaves no transaction open: %+v", in)
 		case KindHealthyRetry, KindInputLag, KindRepartitionLag:
 			if in.Loss {
 				t.Errorf("benign %s marked as loss: %+v", in.Kind, in)
@@ -302,4 +304,51 @@ func TestWindowExpectation(t *testing.T) {
 	if len(exp.Rows) > len(tr.Rows) {
 		t.Errorf("window found %d rows, the whole run %d", len(exp.Rows), len(tr.Rows))
 	}
+}
+
+// TestHangingTransaction leaves a transaction open on an output partition:
+// the expectation has a stuck_lso finding, is partial, and withholds the
+// output rows of that partition's keys (and only those).
+func TestHangingTransaction(t *testing.T) {
+	brokers := newCluster(t)
+	sc := CleanScenario(11)
+	sc.Faults.BeforeOutput, sc.Faults.BeforeStore, sc.Faults.HangingTxns = 9, 4, 1
+	sc.LastUpdateOnly = true
+	tr := run(t, brokers, sc)
+	if !tr.Partial || len(tr.Partitions) != 1 || tr.Partitions[0].Kind != finding.StuckLSO ||
+		tr.Partitions[0].Topic != tr.Output || tr.Partitions[0].Partition != 0 {
+		t.Fatalf("partial %v, partition findings %+v", tr.Partial, tr.Partitions)
+	}
+	var outRows, changelogRows int
+	for _, r := range tr.Rows {
+		if r.Stage == finding.StageOutput {
+			outRows++
+			if partitionFor(r.Key, sc.Partitions) == 0 {
+				t.Errorf("output row on the stuck partition not withheld: %+v", r)
+			}
+		} else {
+			changelogRows++
+		}
+	}
+	if outRows == 0 || changelogRows == 0 {
+		t.Errorf("want rows at both stages besides the stuck partition: %d output, %d changelog", outRows, changelogRows)
+	}
+	// The stuck partition really is stuck: its LSO is below its high watermark.
+	cl, err := newClient(brokers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	hw := listOffsets(t, cl, tr.Output, sc.Partitions, -1, 0)
+	lso := listOffsets(t, cl, tr.Output, sc.Partitions, -1, 1)
+	f := tr.Partitions[0].Offsets
+	if hw[0] != f["high_watermark"] || lso[0] != f["lso"] || lso[0] >= hw[0] {
+		t.Errorf("%s[0]: LSO %d, high watermark %d; finding says %v", tr.Output, lso[0], hw[0], f)
+	}
+	for p := 1; p < sc.Partitions; p++ {
+		if lso[p] != hw[p] {
+			t.Errorf("%s[%d]: LSO %d below high watermark %d", tr.Output, p, lso[p], hw[p])
+		}
+	}
+	checkTopics(t, brokers, tr)
 }

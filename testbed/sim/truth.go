@@ -15,8 +15,9 @@ import (
 // FaultKind names an injected fault or disturbance.
 type FaultKind string
 
-// The injections. The first six lose data; the last three must not be
-// reported as loss.
+// The injections. Keyed losses (lost_*, aborted_*, purged_record) and the
+// partition faults (purged_past_commit, hanging_transaction) are reported
+// by an audit; healthy retries and lag must not be.
 const (
 	KindBeforeRepartition FaultKind = "lost_before_repartition"
 	KindBeforeStore       FaultKind = "lost_before_store"
@@ -30,6 +31,9 @@ const (
 	KindHealthyRetry   FaultKind = "healthy_retry"
 	KindInputLag       FaultKind = "input_lag"
 	KindRepartitionLag FaultKind = "repartition_lag"
+	// KindHangingTxn is a transaction left open on an output partition
+	// (stuck_lso; Loss is set because the audit reports it).
+	KindHangingTxn FaultKind = "hanging_transaction"
 )
 
 // Injection is one fault as injected. For keyed faults Input/Key name the
@@ -89,6 +93,9 @@ type Truth struct {
 	Rows       []finding.Row
 	Partitions []finding.PartitionFinding
 	Counts     map[string]finding.InputCounts
+	// Partial is set when stuck_lso findings withhold rows
+	// (Faults.HangingTxns).
+	Partial bool
 	// Injected lists the faults and disturbances in injection order.
 	Injected []Injection
 	// Topology is the application's Topology#describe() text (Kafka
@@ -483,8 +490,12 @@ func Run(ctx context.Context, brokers []string, sc Scenario) (*Truth, error) {
 		}
 		purged = append(purged, recs...)
 	}
+	if err := hangTxns(ctx, brokers, sc, n, c, e, &t.Injected); err != nil {
+		return nil, err
+	}
 	t.log = e.log
 	exp := oracle(sc, n, e.log, Window{})
+	t.Partial = exp.Partial
 	t.Rows, t.Partitions, t.Counts = exp.Rows, exp.Partitions, exp.Counts
 	t.Injected = append(t.Injected, injections(sc, n, e, pl, purged, exp)...)
 	t.Stats.Elapsed = time.Since(start)
@@ -563,4 +574,48 @@ func describeFault(k FaultKind) string {
 		return "update written to the output only in an aborted transaction; the retry lost the output write"
 	}
 	return string(k)
+}
+
+// hangTxns leaves one open transaction on each of the first
+// Faults.HangingTxns output partitions: a separate transactional producer
+// writes one join result and is closed without ending its transaction.
+func hangTxns(ctx context.Context, brokers []string, sc Scenario, n names, c *codecs, e *engine, inj *[]Injection) error {
+	for p := int32(0); p < int32(sc.Faults.HangingTxns); p++ {
+		key := ""
+		for k := 0; k < sc.Keys; k++ {
+			if partitionFor([]byte(keyName(k)), sc.Partitions) == p {
+				key = keyName(k)
+				break
+			}
+		}
+		if key == "" {
+			return fmt.Errorf("hanging transaction: no key of %d maps to output partition %d", sc.Keys, p)
+		}
+		ts := baseTime + 24*time.Hour.Milliseconds()
+		val, err := c.encodeJoined(key, 1, nil, nil, ts)
+		if err != nil {
+			return err
+		}
+		txid := fmt.Sprintf("%s-sim-hanging-%d", sc.AppID, p)
+		cl, err := newClient(brokers, kgo.TransactionalID(txid), kgo.TransactionTimeout(sc.Faults.HangingTimeout))
+		if err != nil {
+			return err
+		}
+		if err := cl.BeginTransaction(); err != nil {
+			cl.Close()
+			return fmt.Errorf("hanging transaction on %s[%d]: %w", n.output, p, err)
+		}
+		r := &kgo.Record{Topic: n.output, Partition: p, Key: []byte(key), Value: val, Timestamp: time.UnixMilli(ts)}
+		if err := cl.ProduceSync(ctx, r).FirstErr(); err != nil {
+			cl.Close()
+			return fmt.Errorf("hanging transaction on %s[%d]: %w", n.output, p, err)
+		}
+		cl.Close() // without EndTransaction: the transaction stays open
+		e.log.out = append(e.log.out, &kvRec{P: p, Off: r.Offset, Key: key, TS: ts, Open: true, Round: -1})
+		e.log.hangs = append(e.log.hangs, hang{p: p, lso: r.Offset, hw: r.Offset + 1})
+		*inj = append(*inj, Injection{Kind: KindHangingTxn, Key: key, Topic: n.output, Partition: p, Offset: r.Offset,
+			Timestamp: ts, Round: -1, Loss: true,
+			Detail: fmt.Sprintf("transaction %s left open for %s: LSO held at %d", txid, sc.Faults.HangingTimeout, r.Offset)})
+	}
+	return nil
 }
