@@ -2,8 +2,10 @@ package kread
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
+	"sync"
 	"testing"
 	"time"
 
@@ -81,6 +83,101 @@ func TestRealKafkaCommittedAbortedOpen(t *testing.T) {
 			if offs[p].LSO != wst.Next {
 				t.Errorf("%v LSO %d, want %d", tp, offs[p].LSO, wst.Next)
 			}
+		}
+	}
+}
+
+// TestRealKafkaBrokerKilledMidScan kills and restarts brokers of a 3-node
+// Apache Kafka cluster while a scan with tiny fetches runs: nothing may be
+// lost or repeated. Opt-in like the test above.
+func TestRealKafkaBrokerKilledMidScan(t *testing.T) {
+	if os.Getenv("LOSSAUDIT_REAL_KAFKA") != "1" {
+		t.Skip("set LOSSAUDIT_REAL_KAFKA=1 to run against a real Kafka broker")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+	cl, err := tkafka.Start(ctx, tkafka.Options{Dir: t.TempDir(), Nodes: 3, Version: os.Getenv("LOSSAUDIT_KAFKA_VERSION")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	if err := cl.WaitReady(ctx); err != nil {
+		t.Fatal(err)
+	}
+	adm, err := tkafka.NewAdmin(cl.Bootstrap())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer adm.Close()
+	const topic = "killed"
+	if err := adm.CreateTopics(ctx, tkafka.TopicSpec{Name: topic, Partitions: 3, RF: 3}); err != nil {
+		t.Fatal(err)
+	}
+	m := newModel()
+	plain := newProducerAt(t, cl.Bootstrap(), m, topic, "")
+	tx := newProducerAt(t, cl.Bootstrap(), m, topic, "killer")
+	for i := 0; i < 40; i++ {
+		tx.begin()
+		for p := int32(0); p < 3; p++ {
+			tx.send(p, fmt.Sprintf("t%d-%d-a", i, p), fmt.Sprintf("t%d-%d-b", i, p), fmt.Sprintf("t%d-%d-c", i, p))
+		}
+		tx.end(i%4 != 3)
+		for p := int32(0); p < 3; p++ {
+			plain.send(p, fmt.Sprintf("p%d-%d", i, p))
+		}
+	}
+
+	r, err := New(Options{Brokers: cl.Bootstrap(), Timeout: 10 * time.Second, PartitionMaxBytes: 200, Concurrency: 2,
+		MaxRetries: 100, RetryBackoff: 50 * time.Millisecond, MaxRetryBackoff: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	offs, err := r.Offsets(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ranges []Range
+	for p, o := range offs {
+		ranges = append(ranges, Range{Topic: topic, Partition: p, From: 0, To: o.LSO})
+	}
+	col := newCollector()
+	var wg sync.WaitGroup
+	kills := 0
+	stats, err := r.Read(ctx, ranges, ReadOptions{}, col.fn(func(call int, _ []Record) {
+		if call%25 != 0 || kills >= 3 {
+			return
+		}
+		node := kills%3 + 1
+		kills++
+		if err := cl.KillNode(node); err != nil {
+			t.Error(err)
+			return
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			time.Sleep(2 * time.Second)
+			if err := cl.StartNode(node); err != nil {
+				t.Error(err)
+			}
+		}()
+		time.Sleep(300 * time.Millisecond) // let reads hit the dead broker
+	}))
+	wg.Wait()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d kills, %d callbacks, %d retried attempts", kills, col.calls, r.retries.Load())
+	if kills < 2 || r.retries.Load() == 0 {
+		t.Errorf("%d kills, %d retries: the scan was not disrupted", kills, r.retries.Load())
+	}
+	for p, o := range offs {
+		tp := TP{topic, p}
+		want, wst := m.expect(p, 0, o.LSO, false)
+		checkRecords(t, tp, col.recs[tp], want)
+		if s := stats[tp]; s.Committed != wst.Committed || s.Aborted != wst.Aborted || s.Control != m.ctrl[p] || s.Next != o.LSO {
+			t.Errorf("%v stats %+v, want committed %d aborted %d control %d next %d", tp, s, wst.Committed, wst.Aborted, m.ctrl[p], o.LSO)
 		}
 	}
 }
