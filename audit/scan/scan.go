@@ -33,8 +33,16 @@ type Options struct {
 	// It is the hook for `scan --decode`. It may be called concurrently for
 	// different partitions.
 	Check func(rec *kread.Record) error
-	// Progress is passed to the reader.
-	Progress func(tp kread.TP, next int64)
+	// Counter, when set, gets the total number of offsets to read once the
+	// snapshot is taken, then the offsets read as the scan goes;
+	// *progress.Phase has these methods.
+	Counter Counter
+}
+
+// Counter counts work done; safe for concurrent use.
+type Counter interface {
+	SetTotal(total int64)
+	Add(n, b int64)
 }
 
 // Row is the scan result of one partition.
@@ -85,8 +93,25 @@ func Run(ctx context.Context, rd Reader, topics []string, o Options) ([]Row, err
 			decodeErrs[kread.TP{Topic: t, Partition: p}] = new(int64)
 		}
 	}
-	// decodeErrs is not modified during Read; each counter is written only by
-	// its own partition's callbacks, which never run concurrently.
+	// decodeErrs and done are not modified during Read; each counter is
+	// written only by its own partition's callbacks, which never run
+	// concurrently.
+	var progress func(tp kread.TP, next int64)
+	if o.Counter != nil {
+		done := make(map[kread.TP]*int64, len(ranges))
+		var total int64
+		for _, r := range ranges {
+			from := r.From
+			done[kread.TP{Topic: r.Topic, Partition: r.Partition}] = &from
+			total += r.To - r.From
+		}
+		o.Counter.SetTotal(total)
+		progress = func(tp kread.TP, next int64) {
+			last := done[tp]
+			o.Counter.Add(next-*last, 0)
+			*last = next
+		}
+	}
 	fn := func([]kread.Record) error { return nil }
 	if o.Check != nil {
 		fn = func(recs []kread.Record) error {
@@ -98,7 +123,7 @@ func Run(ctx context.Context, rd Reader, topics []string, o Options) ([]Row, err
 			return nil
 		}
 	}
-	stats, err := rd.Read(ctx, ranges, kread.ReadOptions{Progress: o.Progress}, fn)
+	stats, err := rd.Read(ctx, ranges, kread.ReadOptions{Progress: progress}, fn)
 	if err != nil {
 		return nil, err
 	}

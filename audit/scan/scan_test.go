@@ -28,7 +28,7 @@ func (f *fakeReader) Offsets(_ context.Context, topic string) (map[int32]kread.O
 	return o, nil
 }
 
-func (f *fakeReader) Read(_ context.Context, ranges []kread.Range, _ kread.ReadOptions, fn func([]kread.Record) error) (map[kread.TP]kread.Stats, error) {
+func (f *fakeReader) Read(_ context.Context, ranges []kread.Range, o kread.ReadOptions, fn func([]kread.Record) error) (map[kread.TP]kread.Stats, error) {
 	f.asked = append(f.asked, ranges...)
 	for _, r := range ranges {
 		tp := kread.TP{Topic: r.Topic, Partition: r.Partition}
@@ -36,6 +36,12 @@ func (f *fakeReader) Read(_ context.Context, ranges []kread.Range, _ kread.ReadO
 			if err := fn(recs); err != nil {
 				return nil, err
 			}
+			if o.Progress != nil {
+				o.Progress(tp, recs[len(recs)-1].Offset+1)
+			}
+		}
+		if o.Progress != nil {
+			o.Progress(tp, r.To)
 		}
 	}
 	return f.stats, nil
@@ -67,7 +73,8 @@ func TestRunMapsSnapshotAndStats(t *testing.T) {
 		}
 		return nil
 	}
-	rows, err := Run(context.Background(), f, []string{"b", "a"}, Options{Check: check})
+	var cnt counter
+	rows, err := Run(context.Background(), f, []string{"b", "a"}, Options{Check: check, Counter: &cnt})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,6 +89,9 @@ func TestRunMapsSnapshotAndStats(t *testing.T) {
 	wantRanges := "[{b 0 0 3} {b 1 5 9} {a 0 0 0}]"
 	if got := fmt.Sprint(f.asked); got != wantRanges {
 		t.Errorf("read ranges %s, want %s (log start to LSO)", got, wantRanges)
+	}
+	if cnt.total != 7 || cnt.done != 7 || cnt.adds != 5 {
+		t.Errorf("counter total %d done %d in %d adds; want 7, 7, 5", cnt.total, cnt.done, cnt.adds)
 	}
 	if !rows[1].OpenTxn() || rows[0].OpenTxn() {
 		t.Errorf("open txn flags: %v %v", rows[0].OpenTxn(), rows[1].OpenTxn())
@@ -127,3 +137,8 @@ orders  1          4          4    9               0          0        0        
 		t.Errorf("table\n got:\n%s\nwant:\n%s", tb.String(), wantTable)
 	}
 }
+
+type counter struct{ total, done, adds int64 }
+
+func (c *counter) SetTotal(total int64) { c.total = total }
+func (c *counter) Add(n, _ int64)       { c.done += n; c.adds++ }

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/lossaudit/lossaudit/audit/kread"
+	"github.com/lossaudit/lossaudit/audit/progress"
 	"github.com/lossaudit/lossaudit/audit/scan"
 	"github.com/lossaudit/lossaudit/config"
 )
@@ -49,7 +50,10 @@ func newScanCmdWith(g *globalFlags, tweak func(*kread.Options)) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			rows, err := scan.Run(ctx, client, names, scan.Options{})
+			stderr := cmd.ErrOrStderr()
+			prog := progress.New(stderr, progress.Options{TTY: true, Quiet: !isTerminal(stderr)})
+			rows, err := scan.Run(ctx, client, names, scan.Options{Counter: prog.Phase("scan", 0)})
+			prog.Stop()
 			if err != nil {
 				if errors.Is(err, kread.ErrUnknownTopic) {
 					return withCode(exitUsage, fmt.Errorf("scan: %w", err))
