@@ -22,7 +22,11 @@ const fetchMaxWaitMs = 250
 // LSO at the next offset (with data above it) before reading stops there.
 const lsoConfirmations = 3
 
-// Range is a part of one partition to read: offsets [From, To).
+// Range is a part of one partition to read: offsets [From, To). To should
+// come from a snapshot (Offsets): the LSO, or the high watermark, in which
+// case reading stops at the LSO if a transaction is open there. A To above
+// what the partition holds is an error once retries run out (the log was
+// truncated, or a leader lost data), never a silent early stop.
 type Range struct {
 	Topic     string
 	Partition int32
