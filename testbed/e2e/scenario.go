@@ -49,6 +49,8 @@ type Scenario struct {
 	// KeepRunning leaves the application running after the load; by default
 	// it is stopped cleanly once caught up, so the topics are quiescent.
 	KeepRunning bool
+	// PurgeInterval is the application's repartition.purge.interval.ms; 0 keeps Kafka's 30 s.
+	PurgeInterval time.Duration
 }
 
 // Env is the running testbed of one scenario.
@@ -174,7 +176,8 @@ func RunScenario(t *testing.T, sc Scenario) *Result {
 	}
 	app, err := streamsapp.New(ctx, streamsapp.Options{Bootstrap: c.Bootstrap(), ApplicationID: ApplicationID,
 		Inputs: Inputs, Output: Output, SchemasTopic: SchemasTopic, Dir: filepath.Join(env.Dir, "app"),
-		DropBeforeStore: sc.DropBeforeStore, DropBeforeOutput: sc.DropBeforeOutput})
+		DropBeforeStore: sc.DropBeforeStore, DropBeforeOutput: sc.DropBeforeOutput, SessionTimeout: 10 * time.Second,
+		PurgeInterval: sc.PurgeInterval})
 	if err != nil {
 		t.Fatal(err)
 	}

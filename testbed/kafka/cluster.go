@@ -167,6 +167,10 @@ func (c *Cluster) writeConfigs() error {
 			"log.cleaner.io.buffer.size":               fmt.Sprint(512 << 10),
 			"replica.lag.time.max.ms":                  "10000",
 			"controlled.shutdown.enable":               "true",
+			// Abort transactions that outlived their timeout within a second of
+			// the coordinator noticing (default 10 s), so an outage longer than
+			// transaction.timeout.ms reliably ends in aborted transactions.
+			"transaction.abort.timed.out.transaction.cleanup.interval.ms": "1000",
 		}
 		for k, v := range c.opts.Props {
 			p[k] = v

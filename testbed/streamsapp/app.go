@@ -142,6 +142,12 @@ type Options struct {
 	DropBeforeStore  map[string][]string // input name (a|b|c) -> selected keys whose updates are dropped before the store
 	DropBeforeOutput []string            // selected keys whose joined results are dropped before OUTPUT
 	Heap             string              // JVM -Xmx; default "512m"
+	// SessionTimeout, when set, is the consumers' session.timeout.ms (the
+	// default 45 s delays the restart of a killed instance by as much).
+	SessionTimeout time.Duration
+	// PurgeInterval, when set, is repartition.purge.interval.ms (default 30 s):
+	// a long one keeps aborted repartition records observable.
+	PurgeInterval time.Duration
 }
 
 // App is the application process (restartable).
@@ -215,7 +221,17 @@ func (a *App) env() []string {
 		"SCHEMAS_TOPIC="+a.o.SchemasTopic,
 		"DROP_BEFORE_STORE="+strings.Join(dbs, ";"),
 		"DROP_BEFORE_OUTPUT="+strings.Join(a.o.DropBeforeOutput, ","),
+		"CONSUMER_SESSION_TIMEOUT_MS="+millis(a.o.SessionTimeout),
+		"REPARTITION_PURGE_INTERVAL_MS="+millis(a.o.PurgeInterval),
 	)
+}
+
+// millis renders a duration in milliseconds, "" for none.
+func millis(d time.Duration) string {
+	if d <= 0 {
+		return ""
+	}
+	return fmt.Sprint(d.Milliseconds())
 }
 
 // Start starts the application process; an error if it is running.

@@ -39,7 +39,9 @@ import org.apache.kafka.streams.kstream.Reducer;
  * (three, comma separated, in join order a,b,c), OUTPUT_TOPIC, STATE_DIR,
  * TOPOLOGY_FILE, GROUND_TRUTH_FILE, SCHEMAS_TOPIC, and the fault injection
  * switches DROP_BEFORE_STORE ("a:k1,k2;c:k3") and DROP_BEFORE_OUTPUT ("k4,k5"),
- * TOMBSTONE_NOTE (a reduce of input a whose new value has this note returns null).
+ * TOMBSTONE_NOTE (a reduce of input a whose new value has this note returns null),
+ * CONSUMER_SESSION_TIMEOUT_MS (optional consumer session timeout),
+ * REPARTITION_PURGE_INTERVAL_MS (optional; default 30 s).
  */
 public final class StreamsApp {
     private StreamsApp() {}
@@ -187,6 +189,16 @@ public final class StreamsApp {
         settings.put("delivery.timeout.ms", 18000000);
         settings.put("max.block.ms", 18000000);
         settings.put("compression.type", "zstd");
+        // Not in the user story: a shorter consumer session so a killed instance's
+        // partitions move on after seconds, not 45 s (tests set it; unset keeps the default).
+        String purge = cfg("REPARTITION_PURGE_INTERVAL_MS", "");
+        if (!purge.isEmpty()) {
+            settings.put("repartition.purge.interval.ms", Long.parseLong(purge));
+        }
+        String session = cfg("CONSUMER_SESSION_TIMEOUT_MS", "");
+        if (!session.isEmpty()) {
+            settings.put("consumer.session.timeout.ms", Integer.parseInt(session));
+        }
 
         KafkaStreams streams = new KafkaStreams(topology, settings);
         CountDownLatch done = new CountDownLatch(1);
