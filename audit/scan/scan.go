@@ -23,11 +23,18 @@ import (
 // Reader is what a scan needs from the cluster; *kread.Client has it.
 type Reader interface {
 	Offsets(ctx context.Context, topic string) (map[int32]kread.Offsets, error)
+	OffsetsForTime(ctx context.Context, topic string, t time.Time) (map[int32]int64, error)
 	Read(ctx context.Context, ranges []kread.Range, o kread.ReadOptions, fn func(recs []kread.Record) error) (map[kread.TP]kread.Stats, error)
 }
 
 // Options tunes a scan.
 type Options struct {
+	// From and To, when set, restrict the counts to a time window: reading
+	// starts at the first offset whose timestamp is at or after From and
+	// stops before the first offset whose timestamp is at or after To (as
+	// ListOffsets finds them; timestamps need not grow with offsets), and
+	// always within [log start, LSO).
+	From, To time.Time
 	// Check, when set, is called for every committed record; an error
 	// counts the record in its partition's DecodeErrors (the scan goes on).
 	// It is the hook for `scan --decode`. It may be called concurrently for
@@ -52,7 +59,10 @@ type Row struct {
 	LogStart      int64
 	LSO           int64
 	HighWatermark int64
-	// Committed, Aborted and Control count the records of [LogStart, LSO).
+	// From and To are the offsets read, [From, To): [LogStart, LSO)
+	// unless a time window narrowed them.
+	From, To int64
+	// Committed, Aborted and Control count the records of [From, To).
 	Committed, Aborted, Control int64
 	// DecodeErrors counts committed records Options.Check rejected.
 	DecodeErrors int64
@@ -86,10 +96,29 @@ func Run(ctx context.Context, rd Reader, topics []string, o Options) ([]Row, err
 			parts = append(parts, p)
 		}
 		slices.Sort(parts)
+		var fromOffs, toOffs map[int32]int64
+		if !o.From.IsZero() {
+			if fromOffs, err = rd.OffsetsForTime(ctx, t, o.From); err != nil {
+				return nil, err
+			}
+		}
+		if !o.To.IsZero() {
+			if toOffs, err = rd.OffsetsForTime(ctx, t, o.To); err != nil {
+				return nil, err
+			}
+		}
 		for _, p := range parts {
 			off := offs[p]
-			rows = append(rows, Row{Topic: t, Partition: p, LogStart: off.LogStart, LSO: off.LSO, HighWatermark: off.HighWatermark})
-			ranges = append(ranges, kread.Range{Topic: t, Partition: p, From: off.LogStart, To: off.LSO})
+			from, to := off.LogStart, off.LSO
+			if f, ok := fromOffs[p]; ok && f > from {
+				from = f
+			}
+			if e, ok := toOffs[p]; ok && e < to {
+				to = e
+			}
+			from = min(from, to)
+			rows = append(rows, Row{Topic: t, Partition: p, LogStart: off.LogStart, LSO: off.LSO, HighWatermark: off.HighWatermark, From: from, To: to})
+			ranges = append(ranges, kread.Range{Topic: t, Partition: p, From: from, To: to})
 			decodeErrs[kread.TP{Topic: t, Partition: p}] = new(int64)
 		}
 	}
@@ -151,6 +180,8 @@ type jsonRow struct {
 	LogStart      int64   `json:"log_start"`
 	LSO           int64   `json:"lso"`
 	HighWatermark int64   `json:"high_watermark"`
+	From          int64   `json:"from_offset"`
+	To            int64   `json:"to_offset"`
 	Committed     int64   `json:"committed"`
 	Aborted       int64   `json:"aborted"`
 	Control       int64   `json:"control"`
@@ -166,7 +197,7 @@ func WriteJSON(w io.Writer, rows []Row) error {
 	for _, r := range rows {
 		j := jsonRow{
 			Topic: r.Topic, Partition: r.Partition, LogStart: r.LogStart, LSO: r.LSO, HighWatermark: r.HighWatermark,
-			Committed: r.Committed, Aborted: r.Aborted, Control: r.Control, DecodeErrors: r.DecodeErrors,
+			From: r.From, To: r.To, Committed: r.Committed, Aborted: r.Aborted, Control: r.Control, DecodeErrors: r.DecodeErrors,
 		}
 		if r.Committed > 0 {
 			f, l := FormatTS(r.FirstTS), FormatTS(r.LastTS)
@@ -181,11 +212,25 @@ func WriteJSON(w io.Writer, rows []Row) error {
 
 // WriteTable writes an aligned table, one line per partition, partitions
 // whose LSO is below the high watermark flagged "open txn", then a summary
-// line.
+// line. FROM and TO columns appear when a time window narrowed any range.
 func WriteTable(w io.Writer, rows []Row) error {
 	var buf bytes.Buffer
 	tw := tabwriter.NewWriter(&buf, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "TOPIC\tPARTITION\tLOG_START\tLSO\tHIGH_WATERMARK\tCOMMITTED\tABORTED\tCONTROL\tDECODE_ERR\tFIRST_TS\tLAST_TS\tNOTE")
+	windowed := false
+	for _, r := range rows {
+		windowed = windowed || r.From != r.LogStart || r.To != r.LSO
+	}
+	window := func(r Row) string {
+		if !windowed {
+			return ""
+		}
+		return fmt.Sprintf("%d\t%d\t", r.From, r.To)
+	}
+	header := "TOPIC\tPARTITION\tLOG_START\tLSO\tHIGH_WATERMARK\t"
+	if windowed {
+		header += "FROM\tTO\t"
+	}
+	fmt.Fprintln(tw, header+"COMMITTED\tABORTED\tCONTROL\tDECODE_ERR\tFIRST_TS\tLAST_TS\tNOTE")
 	var open, aborted, committed int64
 	for _, r := range rows {
 		first, last := "-", "-"
@@ -205,8 +250,8 @@ func WriteTable(w io.Writer, rows []Row) error {
 		}
 		committed += r.Committed
 		aborted += r.Aborted
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%s\n",
-			r.Topic, r.Partition, r.LogStart, r.LSO, r.HighWatermark, r.Committed, r.Aborted, r.Control, r.DecodeErrors, first, last, note)
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%s%d\t%d\t%d\t%d\t%s\t%s\t%s\n",
+			r.Topic, r.Partition, r.LogStart, r.LSO, r.HighWatermark, window(r), r.Committed, r.Aborted, r.Control, r.DecodeErrors, first, last, note)
 	}
 	if err := tw.Flush(); err != nil {
 		return fmt.Errorf("writing table: %w", err)

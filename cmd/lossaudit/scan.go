@@ -30,7 +30,8 @@ func newScanCmdWith(g *globalFlags, tweak func(*kread.Options)) *cobra.Command {
 		Long: "scan snapshots every partition of the topics (log start offset, last stable offset,\n" +
 			"high watermark), reads [log start, LSO) as a read_committed consumer would, and prints\n" +
 			"the committed, aborted and control (transaction marker) record counts and the first and\n" +
-			"last committed timestamps. Partitions whose LSO is below the high watermark have a\n" +
+			"last committed timestamps. --from/--to (window.from/window.to) narrow the counts to the\n" +
+			"offsets found for those times. Partitions whose LSO is below the high watermark have a\n" +
 			"transaction open (or hanging) and are flagged.\n\n" +
 			"Without --topic it scans the configured pipeline's inputs, output and every topic\n" +
 			"named <pipeline.application_id>-*.",
@@ -52,7 +53,9 @@ func newScanCmdWith(g *globalFlags, tweak func(*kread.Options)) *cobra.Command {
 			}
 			stderr := cmd.ErrOrStderr()
 			prog := progress.New(stderr, progress.Options{TTY: true, Quiet: !isTerminal(stderr)})
-			rows, err := scan.Run(ctx, client, names, scan.Options{Counter: prog.Phase("scan", 0)})
+			rows, err := scan.Run(ctx, client, names, scan.Options{
+				From: cfg.Window.From, To: cfg.Window.To, Counter: prog.Phase("scan", 0),
+			})
 			prog.Stop()
 			if err != nil {
 				if errors.Is(err, kread.ErrUnknownTopic) {

@@ -34,7 +34,9 @@ func scanFixture(t *testing.T) string {
 	t.Cleanup(c.Close)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	base := time.Date(2026, 11, 29, 10, 15, 2, 123e6, time.UTC)
+	// Far in the past, so that transaction markers (stamped with the wall
+	// clock) are always later than the data, whatever the clock says.
+	base := time.Date(2021, 3, 4, 5, 6, 7, 89e6, time.UTC)
 	n := 0
 	rec := func(topic string, part int32, value []byte) *kgo.Record {
 		n++
@@ -146,6 +148,7 @@ func TestScanGolden(t *testing.T) {
 	}{
 		{"pipeline topics as JSON", []string{"-c", cfg, "--json"}, "scan.json.golden"},
 		{"named topics as a table", []string{"-c", cfg, "--topic", "orders", "--topic", "unrelated"}, "scan_table.golden"},
+		{"time window as a table", []string{"-c", cfg, "--from", "2021-03-04T05:06:10Z", "--to", "2021-03-04T05:06:16Z"}, "scan_window.golden"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
