@@ -539,3 +539,54 @@ func (d *drySink) transact(_ context.Context, recs []*outRec, _ map[tp]int64, _ 
 }
 
 func (d *drySink) purge(context.Context, string, int32, int64) error { return nil }
+
+// finish applies the end-of-run faults: KAFKA-17635 purges of the given
+// lagging repartition partitions and, with Faults.Resume17635, one more
+// commit in which their tasks, reset to the new log start, process what is
+// left (the purged records are skipped for good and the partition finding
+// disappears). It returns the purged records and, when inj is not nil,
+// records the purges there.
+func (e *engine) finish(ctx context.Context, purge []xp, inj *[]Injection) ([]*rpRec, error) {
+	var all []*rpRec
+	type noted struct {
+		i int
+		l xp
+	}
+	var notes []noted
+	for _, l := range purge {
+		commit := e.log.rpCommit[l.x][l.p]
+		recs, err := e.purge17635(ctx, l.x, l.p, e.sc.Faults.PurgedRecords)
+		if err != nil {
+			return nil, err
+		}
+		if len(recs) == 0 {
+			continue
+		}
+		all = append(all, recs...)
+		if inj != nil {
+			detail := fmt.Sprintf("KAFKA-17635: deleted %d unprocessed records, log start %d > committed offset %d",
+				len(recs), e.log.rpStart[l.x][l.p], commit)
+			if e.sc.Faults.Resume17635 {
+				detail += "; the task then reset to the log start and skipped them"
+			}
+			*inj = append(*inj, Injection{Kind: KindPurged17635, Input: inputNames[l.x], Topic: e.n.repart[l.x], Partition: l.p,
+				Offset: recs[0].Off, Round: e.totalRounds(), Loss: true, Detail: detail})
+			notes = append(notes, noted{len(*inj) - 1, l})
+		}
+		if e.sc.Faults.Resume17635 {
+			e.rpPos[l.x][l.p] += len(recs)
+			e.hop2Stop[l.x][l.p] = e.totalRounds() + 1
+		}
+	}
+	if e.sc.Faults.Resume17635 && len(all) > 0 {
+		if _, err := e.attempt(ctx, e.totalRounds(), 0); err != nil {
+			return nil, err
+		}
+	}
+	for _, nt := range notes {
+		// Reported only while the log start is still above the commit
+		// (a resumed task with nothing left to process commits nothing).
+		(*inj)[nt.i].Loss = e.log.rpStart[nt.l.x][nt.l.p] > e.log.rpCommit[nt.l.x][nt.l.p]
+	}
+	return all, nil
+}

@@ -94,6 +94,11 @@ type Faults struct {
 	// PurgedRecords is how many unprocessed records each such purge
 	// deletes (default 3).
 	PurgedRecords int
+	// Resume17635 lets the purged tasks go on, as the bug does: reset to
+	// the new log start, they process the rest of their partition in one
+	// more commit. The lost records stay lost, but the partition no longer
+	// shows the purged_past_commit signature.
+	Resume17635 bool
 	// HealthyRetries is the number of rounds whose transaction is aborted
 	// and then retried successfully (not a loss).
 	HealthyRetries int
@@ -250,6 +255,7 @@ func RandomScenario(seed int64) Scenario {
 		sc.Faults.RepartitionLagRounds = 1
 		sc.Faults.Purged17635 = rng.Intn(2)
 		sc.Faults.PurgedRecords = 1 + rng.Intn(5)
+		sc.Faults.Resume17635 = rng.Intn(2) == 0
 	}
 	return sc
 }

@@ -352,3 +352,39 @@ func TestHangingTransaction(t *testing.T) {
 	}
 	checkTopics(t, brokers, tr)
 }
+
+// TestResumedPurge plays KAFKA-17635 to its end: the task resets to the new
+// log start and goes on. No partition finding remains; the purged records
+// that were their key's newest update are changelog findings whose
+// repartition evidence is gone.
+func TestResumedPurge(t *testing.T) {
+	brokers := newCluster(t)
+	sc := CleanScenario(5)
+	sc.Faults.RepartitionLagPartitions, sc.Faults.Purged17635, sc.Faults.PurgedRecords = 1, 1, 8
+	sc.Faults.Resume17635 = true
+	tr := run(t, brokers, sc)
+	if len(tr.Partitions) != 0 {
+		t.Errorf("resumed task still shows %+v", tr.Partitions)
+	}
+	purged := map[string]bool{}
+	for _, in := range tr.Injected {
+		if in.Kind == KindPurgedRecord {
+			purged[in.Input+"/"+in.Key] = true
+		}
+		if in.Kind == KindPurged17635 && in.Loss {
+			t.Errorf("resumed purge marked as a partition finding: %+v", in)
+		}
+	}
+	if len(purged) == 0 {
+		t.Fatal("nothing purged")
+	}
+	for _, r := range tr.Rows {
+		if r.Stage != finding.StageChangelog || r.Detail != detailPurged || !purged[r.Input+"/"+string(r.Key)] {
+			t.Errorf("unexpected finding: %s", rowString(r))
+		}
+	}
+	if len(tr.Rows) == 0 {
+		t.Error("no purged record was its key's newest update; pick another seed")
+	}
+	checkTopics(t, brokers, tr)
+}

@@ -247,10 +247,8 @@ func dryRun(ctx context.Context, sc Scenario, c *codecs, in [][][]*inRec, pl *pl
 	if err := e.run(ctx); err != nil {
 		return nil, Expectation{}, err
 	}
-	for _, l := range pl.purge {
-		if _, err := e.purge17635(ctx, l.x, l.p, sc.Faults.PurgedRecords); err != nil {
-			return nil, Expectation{}, err
-		}
+	if _, err := e.finish(ctx, pl.purge, nil); err != nil {
+		return nil, Expectation{}, err
 	}
 	return e, oracle(sc, e.n, e.log, Window{}), nil
 }
@@ -476,19 +474,9 @@ func Run(ctx context.Context, brokers []string, sc Scenario) (*Truth, error) {
 	if err := e.run(ctx); err != nil {
 		return nil, err
 	}
-	var purged []*rpRec
-	for _, l := range pl.purge {
-		recs, err := e.purge17635(ctx, l.x, l.p, sc.Faults.PurgedRecords)
-		if err != nil {
-			return nil, err
-		}
-		if len(recs) > 0 {
-			t.Injected = append(t.Injected, Injection{Kind: KindPurged17635, Topic: n.repart[l.x], Partition: l.p,
-				Offset: recs[0].Off, Round: e.totalRounds(), Loss: true,
-				Detail: fmt.Sprintf("KAFKA-17635: deleted %d unprocessed records, log start %d > committed offset %d",
-					len(recs), e.log.rpStart[l.x][l.p], e.log.rpCommit[l.x][l.p])})
-		}
-		purged = append(purged, recs...)
+	purged, err := e.finish(ctx, pl.purge, &t.Injected)
+	if err != nil {
+		return nil, err
 	}
 	if err := hangTxns(ctx, brokers, sc, n, c, e, &t.Injected); err != nil {
 		return nil, err
