@@ -446,7 +446,7 @@ func Run(ctx context.Context, brokers []string, sc Scenario) (*Truth, error) {
 		t.Inputs = append(t.Inputs, InputSpec{Name: inputNames[x], Topic: n.inputs[x], Rekey: "customerId",
 			KeyFormat: "string", Store: n.stores[x], RepartitionTopic: n.repart[x], ChangelogTopic: n.changelog[x]})
 	}
-	rng := rand.New(rand.NewSource(sc.Seed + 1))
+	rng := newRand(sc.Seed)
 	pl := basePlan(sc, rng)
 	if sc.LastUpdateOnly {
 		if err := demoFaults(ctx, sc, c, in, pl, rng, &t.Stats); err != nil {
@@ -607,3 +607,6 @@ func hangTxns(ctx context.Context, brokers []string, sc Scenario, n names, c *co
 	}
 	return nil
 }
+
+// newRand is the random source of a run's plan (the data has its own).
+func newRand(seed int64) *rand.Rand { return rand.New(rand.NewSource(seed + 1)) }
