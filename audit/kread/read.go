@@ -323,17 +323,16 @@ func (c *Client) fetchOnce(ctx context.Context, t *task, o ReadOptions, fn func(
 		}
 		return false, 0, fmt.Errorf("high watermark %d is below the range end %d (leader catching up, or log truncated)", p.HighWatermark, t.rng.To)
 	}
-	if hasBatches(p) {
+	if hasBatches(p) && t.maxBytes < c.o.FetchMaxBytes {
 		// Batches came back, but none with a record at or after t.next (its
-		// records were compacted away): ask for more of the log at once.
-		if t.maxBytes < c.o.FetchMaxBytes {
-			t.maxBytes = min(c.o.FetchMaxBytes, 2*t.maxBytes)
-			return false, 0, nil
-		}
-		return false, 0, fmt.Errorf("no record at or after %d in %d bytes below the last stable offset %d", t.next, t.maxBytes, p.LastStableOffset)
+		// records were compacted away, leaving an empty batch kafka-go cannot
+		// size): ask for more of the log at once.
+		t.maxBytes = min(c.o.FetchMaxBytes, 2*t.maxBytes)
+		return false, 0, nil
 	}
-	// No batch at all below the LSO: the offsets [t.next, LSO) hold no
-	// records (compacted away). Confirm once, then move on.
+	// Nothing at or after t.next below the LSO even in a full-size fetch:
+	// the offsets [t.next, LSO) hold no records (compacted away). Confirm
+	// once, then move on.
 	t.empties++
 	if t.empties < 2 {
 		return false, 0, nil
