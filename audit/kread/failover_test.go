@@ -373,44 +373,57 @@ func emptyBatch(base int64, delta int32) []byte {
 }
 
 // Offsets whose records were all compacted away, leaving only an empty
-// batch before the LSO, are stepped over instead of fetched forever.
-func TestReadStepsOverAnEmptyCompactedBatch(t *testing.T) {
-	const topic = "emptybatch"
-	c := newCluster(t, 1, 1, topic)
-	m := newModel()
-	p := newProducer(t, c, m, topic, "")
-	p.send(0, "a", "b", "c")
-	var asked atomic.Int64
-	c.ControlKey(int16(kmsg.Fetch), func(kr kmsg.Request) (kmsg.Response, error, bool) {
-		c.KeepControl()
-		req := kr.(*kmsg.FetchRequest)
-		if len(req.Topics) != 1 || len(req.Topics[0].Partitions) != 1 || req.Topics[0].Partitions[0].FetchOffset < 3 {
-			return nil, nil, false
-		}
-		asked.Add(1)
-		resp := req.ResponseKind().(*kmsg.FetchResponse)
-		rt := kmsg.NewFetchResponseTopic()
-		rt.Topic = req.Topics[0].Topic
-		rp := kmsg.NewFetchResponseTopicPartition()
-		rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = 8, 8, 0
-		rp.RecordBatches = emptyBatch(3, 4)
-		rt.Partitions = append(rt.Partitions, rp)
-		resp.Topics = append(resp.Topics, rt)
-		return resp, nil, true
-	})
-	r := newReader(t, c, func(o *Options) { o.FetchMaxBytes = 4096; o.PartitionMaxBytes = 1024 })
-	col := newCollector()
-	stats, err := r.Read(ctxT(t), []Range{{Topic: topic, Partition: 0, From: 0, To: 8}}, ReadOptions{}, col.fn(nil))
-	if err != nil {
-		t.Fatal(err)
+// batch (or nothing) before the LSO, are stepped over instead of fetched
+// forever.
+func TestReadStepsOverCompactedTail(t *testing.T) {
+	tests := []struct {
+		name      string
+		batches   []byte
+		wantAsked int64
+	}{
+		// Two doublings of the fetch size (1024 -> 4096), then two confirmations.
+		{"empty batch", emptyBatch(3, 4), 4},
+		{"no batch at all", nil, 2},
 	}
-	want, _ := m.expect(0, 0, 3, false)
-	checkRecords(t, TP{topic, 0}, col.recs[TP{topic, 0}], want)
-	if s := stats[TP{topic, 0}]; s.Committed != 3 || s.Next != 8 {
-		t.Errorf("stats %+v, want 3 committed, next 8", s)
-	}
-	// Two doublings of the fetch size (1024 -> 4096), then two confirmations.
-	if n := asked.Load(); n != 4 {
-		t.Errorf("asked %d times at offset 3, want 4", n)
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			const topic = "emptybatch"
+			c := newCluster(t, 1, 1, topic)
+			m := newModel()
+			p := newProducer(t, c, m, topic, "")
+			p.send(0, "a", "b", "c")
+			var asked atomic.Int64
+			c.ControlKey(int16(kmsg.Fetch), func(kr kmsg.Request) (kmsg.Response, error, bool) {
+				c.KeepControl()
+				req := kr.(*kmsg.FetchRequest)
+				if len(req.Topics) != 1 || len(req.Topics[0].Partitions) != 1 || req.Topics[0].Partitions[0].FetchOffset < 3 {
+					return nil, nil, false
+				}
+				asked.Add(1)
+				resp := req.ResponseKind().(*kmsg.FetchResponse)
+				rt := kmsg.NewFetchResponseTopic()
+				rt.Topic = req.Topics[0].Topic
+				rp := kmsg.NewFetchResponseTopicPartition()
+				rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = 8, 8, 0
+				rp.RecordBatches = tc.batches
+				rt.Partitions = append(rt.Partitions, rp)
+				resp.Topics = append(resp.Topics, rt)
+				return resp, nil, true
+			})
+			r := newReader(t, c, func(o *Options) { o.FetchMaxBytes = 4096; o.PartitionMaxBytes = 1024 })
+			col := newCollector()
+			stats, err := r.Read(ctxT(t), []Range{{Topic: topic, Partition: 0, From: 0, To: 8}}, ReadOptions{}, col.fn(nil))
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, _ := m.expect(0, 0, 3, false)
+			checkRecords(t, TP{topic, 0}, col.recs[TP{topic, 0}], want)
+			if s := stats[TP{topic, 0}]; s.Committed != 3 || s.Next != 8 {
+				t.Errorf("stats %+v, want 3 committed, next 8", s)
+			}
+			if n := asked.Load(); n != tc.wantAsked {
+				t.Errorf("asked %d times at offset 3, want %d", n, tc.wantAsked)
+			}
+		})
 	}
 }
