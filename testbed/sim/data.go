@@ -36,9 +36,9 @@ const (
 	joinedSchemaID = 2
 )
 
-// baseTime is the timestamp of the first generated record: fixed, so runs
-// are reproducible.
-var baseTime = time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC).UnixMilli()
+// DefaultBaseTime is the timestamp of the first generated record unless
+// Scenario.BaseTime says otherwise: fixed, so runs are reproducible.
+var DefaultBaseTime = time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
 
 // inRec is one produced input record and what the application makes of it.
 type inRec struct {
@@ -152,7 +152,7 @@ func generate(sc Scenario, c *codecs) ([][][]*inRec, error) {
 		if x > 0 {
 			nkeys += sc.RightOnlyKeys
 		}
-		clock := baseTime + int64(x)*7
+		clock := sc.BaseTime.UnixMilli() + int64(x)*7
 		var all []*inRec
 		for i := 0; i < sc.RecordsPerInput; i++ {
 			ts := clock

@@ -36,6 +36,12 @@ type Scenario struct {
 	Rounds int
 	// Seed seeds every random choice.
 	Seed int64
+	// BaseTime is the timestamp of the first input record (default
+	// DefaultBaseTime); the inputs span about RecordsPerInput x 20 ms.
+	// Real brokers reject timestamps more than an hour ahead (Kafka 4's
+	// log.message.timestamp.after.max.ms) and delete data older than
+	// retention.ms: set it near the present for them.
+	BaseTime time.Time
 	// NullKeyRate is the fraction of input records whose customerId is
 	// null (selectKey returns null: dropped by design).
 	NullKeyRate float64
@@ -149,6 +155,9 @@ func (sc Scenario) withDefaults() Scenario {
 	}
 	if sc.Faults.PurgedRecords <= 0 {
 		sc.Faults.PurgedRecords = 3
+	}
+	if sc.BaseTime.IsZero() {
+		sc.BaseTime = DefaultBaseTime
 	}
 	if sc.Faults.HangingTimeout <= 0 {
 		sc.Faults.HangingTimeout = 10 * time.Minute

@@ -579,7 +579,14 @@ func hangTxns(ctx context.Context, brokers []string, sc Scenario, n names, c *co
 		if key == "" {
 			return fmt.Errorf("hanging transaction: no key of %d maps to output partition %d", sc.Keys, p)
 		}
-		ts := baseTime + 24*time.Hour.Milliseconds()
+		ts := int64(0) // newer than every input record: the open join result
+		for x := range e.log.in {
+			for _, part := range e.log.in[x] {
+				for _, r := range part {
+					ts = max(ts, r.TS+1000)
+				}
+			}
+		}
 		val, err := c.encodeJoined(key, 1, nil, nil, ts)
 		if err != nil {
 			return err
