@@ -121,7 +121,7 @@ func RunScenario(t *testing.T, sc Scenario) *Result {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	t.Cleanup(cancel)
-	env := &Env{T: t, Dir: t.TempDir()}
+	env := &Env{T: t, Dir: scenarioDir(t)}
 	t0 := time.Now()
 	t.Cleanup(func() {
 		t.Logf("scenario phases: %v, total %v", env.Timings, time.Since(t0).Round(time.Millisecond))
@@ -184,7 +184,8 @@ func RunScenario(t *testing.T, sc Scenario) *Result {
 	env.App = app
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("streams app log tail (%s):\n%s", app.LogFile(), app.LogTail(40))
+			t.Logf("streams app warnings and errors (%s):\n%s", app.LogFile(), app.LogGrep(60, " WARN ", " ERROR ", "ground-truth:", "state "))
+			t.Logf("streams app log tail:\n%s", app.LogTail(20))
 		}
 		_ = app.Kill()
 	})
@@ -246,6 +247,26 @@ func RunScenario(t *testing.T, sc Scenario) *Result {
 		t.Fatalf("loading generated %s: %v", cfgFile, err)
 	}
 	return &Result{Env: env, Ledger: gen.Ledger(), Truth: truth, Config: cfg, ConfigFile: cfgFile, Stages: stages}
+}
+
+// KeepEnv names the environment variable that, when set to a directory,
+// makes scenarios keep their working directory (logs, data, ledger) there.
+const KeepEnv = "LOSSAUDIT_TESTBED_KEEP"
+
+func scenarioDir(t *testing.T) string {
+	root := os.Getenv(KeepEnv)
+	if root == "" {
+		return t.TempDir()
+	}
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	d, err := os.MkdirTemp(root, strings.ReplaceAll(t.Name(), "/", "_")+"-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("keeping the scenario's files in %s", d)
+	return d
 }
 
 // AuditYAML returns a lossaudit configuration of the testbed pipeline.

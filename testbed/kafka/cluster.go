@@ -232,7 +232,7 @@ logger.raft.level = warn
 func (c *Cluster) javaArgs(n *Node, heap string) []string {
 	return []string{
 		"-Xmx" + heap, "-Xms64m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
-		"-Djava.awt.headless=true",
+		"-Djava.awt.headless=true", "-Djava.io.tmpdir=" + n.Dir,
 		"-Dlog4j.configuration=file:" + filepath.Join(n.Dir, "log4j.properties"),
 		"-Dlog4j2.configurationFile=" + filepath.Join(n.Dir, "log4j2.properties"),
 		"-cp", filepath.Join(c.libs, "*"),
@@ -276,7 +276,7 @@ func (c *Cluster) StartNode(id int) error {
 	if err != nil {
 		return fmt.Errorf("starting kafka node %d: %w", id, err)
 	}
-	fmt.Fprintf(logf, "==== lossaudit testbed: starting node %d at %s ====\n", id, time.Now().UTC().Format(time.RFC3339Nano))
+	fmt.Fprintf(logf, "%s %d at %s ====\n", startBanner, id, time.Now().UTC().Format(time.RFC3339Nano))
 	args := append(c.javaArgs(n, c.opts.Heap), "kafka.Kafka", filepath.Join(n.Dir, "server.properties"))
 	cmd := exec.Command("java", args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
@@ -395,6 +395,26 @@ func (c *Cluster) LogTail(id, lines int) string {
 	}
 	return Tail(nd.LogFile, lines)
 }
+
+// LogSinceLastStart returns node id's log written since its latest start.
+func (c *Cluster) LogSinceLastStart(id int) (string, error) {
+	nd, err := c.node(id)
+	if err != nil {
+		return "", err
+	}
+	b, err := os.ReadFile(nd.LogFile)
+	if err != nil {
+		return "", fmt.Errorf("reading log of node %d: %w", id, err)
+	}
+	s := string(b)
+	if i := strings.LastIndex(s, startBanner); i >= 0 {
+		s = s[i:]
+	}
+	return s, nil
+}
+
+// startBanner starts the lines StartNode writes to a node's log.
+const startBanner = "==== lossaudit testbed: starting node"
 
 // Tail returns the last n lines of a file, or a note saying why it cannot.
 func Tail(path string, n int) string {

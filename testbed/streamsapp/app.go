@@ -200,6 +200,27 @@ func (a *App) LogFile() string { return filepath.Join(a.o.Dir, "app.log") }
 // ApplicationID returns the application.id (the consumer group).
 func (a *App) ApplicationID() string { return a.o.ApplicationID }
 
+// LogGrep returns up to n lines of the application log containing any of the words.
+func (a *App) LogGrep(n int, words ...string) string {
+	b, err := os.ReadFile(a.LogFile())
+	if err != nil {
+		return err.Error()
+	}
+	var out []string
+	for _, line := range strings.Split(string(b), "\n") {
+		for _, w := range words {
+			if strings.Contains(line, w) {
+				out = append(out, line)
+				break
+			}
+		}
+	}
+	if len(out) > n {
+		out = out[len(out)-n:]
+	}
+	return strings.Join(out, "\n")
+}
+
 // LogTail returns the last n lines of the application log.
 func (a *App) LogTail(n int) string { return kafka.Tail(a.LogFile(), n) }
 
@@ -252,6 +273,7 @@ func (a *App) Start() error {
 	}
 	a.logStart = st.Size()
 	cmd := exec.Command("java", "-Xmx"+a.o.Heap, "-Xms64m", "-XX:+UseSerialGC",
+		"-Djava.io.tmpdir="+a.o.Dir, // native libraries (rocksdb, zstd, snappy) are unpacked here
 		"-Dorg.slf4j.simpleLogger.defaultLogLevel=info",
 		"-Dorg.slf4j.simpleLogger.showDateTime=true",
 		"-Dorg.slf4j.simpleLogger.log.org.apache.kafka.clients.consumer.ConsumerConfig=warn",
