@@ -590,3 +590,28 @@ func (e *engine) finish(ctx context.Context, purge []xp, inj *[]Injection) ([]*r
 	}
 	return all, nil
 }
+
+// settle waits for the cluster to show the run's end state (see settle in
+// kafka.go): the group offsets the log records, every transaction but the
+// hanging ones ended.
+func (e *engine) settle(ctx context.Context, brokers []string) error {
+	want := map[tp]int64{}
+	topics := map[string]int32{e.n.output: int32(e.sc.Partitions)}
+	for x := 0; x < 3; x++ {
+		topics[e.n.repart[x]] = int32(e.sc.Partitions)
+		topics[e.n.changelog[x]] = int32(e.sc.Partitions)
+		for p := 0; p < e.sc.Partitions; p++ {
+			if off := e.log.inCommit[x][p]; off >= 0 {
+				want[tp{e.n.inputs[x], int32(p)}] = off
+			}
+			if off := e.log.rpCommit[x][p]; off >= 0 {
+				want[tp{e.n.repart[x], int32(p)}] = off
+			}
+		}
+	}
+	open := map[tp]bool{}
+	for _, h := range e.log.hangs {
+		open[tp{e.n.output, h.p}] = true
+	}
+	return settle(ctx, brokers, e.sc.AppID, want, topics, open)
+}

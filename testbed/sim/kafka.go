@@ -326,3 +326,107 @@ func produceInputs(ctx context.Context, brokers []string, sc Scenario, n names, 
 	}
 	return total, nil
 }
+
+// settle waits until the cluster shows the end state the simulator
+// recorded: the group's offsets stable (no transactional commit still
+// pending: OffsetFetch with require_stable) and equal to what was
+// committed, and every written partition's LSO at its high watermark
+// except the `open` ones. A real broker writes transaction markers to
+// __consumer_offsets and to the data partitions asynchronously after
+// EndTxn returns, so without this an audit started right after Run could
+// see the last commit's purge but not yet its offsets.
+func settle(ctx context.Context, brokers []string, group string, want map[tp]int64, topics map[string]int32, open map[tp]bool) error {
+	// OffsetFetch v7 has require_stable and a single group.
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.MaxVersions(kversion.V2_5_0()))
+	if err != nil {
+		return fmt.Errorf("settling: creating client: %w", err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	var last string
+	for {
+		why, err := unsettled(ctx, cl, group, want, topics, open)
+		if err != nil {
+			return fmt.Errorf("settling: %w", err)
+		}
+		if why == "" {
+			return nil
+		}
+		last = why
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("settling: still %s: %w", last, ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// unsettled says what is not settled yet ("" when everything is).
+func unsettled(ctx context.Context, cl *kgo.Client, group string, want map[tp]int64, topics map[string]int32, open map[tp]bool) (string, error) {
+	req := kmsg.NewPtrOffsetFetchRequest()
+	req.Group, req.RequireStable = group, true
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		return "", fmt.Errorf("OffsetFetch %s: %w", group, err)
+	}
+	if resp.ErrorCode == kerr.UnstableOffsetCommit.Code {
+		return "an offset commit pending", nil
+	}
+	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
+		return "", fmt.Errorf("OffsetFetch %s: %w", group, err)
+	}
+	got := map[tp]int64{}
+	for _, t := range resp.Topics {
+		for _, p := range t.Partitions {
+			if p.ErrorCode == kerr.UnstableOffsetCommit.Code {
+				return "an offset commit pending", nil
+			}
+			if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
+				return "", fmt.Errorf("OffsetFetch %s %s[%d]: %w", group, t.Topic, p.Partition, err)
+			}
+			if p.Offset >= 0 {
+				got[tp{t.Topic, p.Partition}] = p.Offset
+			}
+		}
+	}
+	for k, off := range want {
+		if got[k] != off {
+			return fmt.Sprintf("group offset of %s[%d] at %d, not %d", k.topic, k.p, got[k], off), nil
+		}
+	}
+	for _, topic := range sortedKeys(topics) {
+		var ends [2]map[int32]int64
+		for iso := int8(0); iso < 2; iso++ {
+			lo := kmsg.NewPtrListOffsetsRequest()
+			lo.IsolationLevel = iso
+			rt := kmsg.NewListOffsetsRequestTopic()
+			rt.Topic = topic
+			for p := int32(0); p < topics[topic]; p++ {
+				rp := kmsg.NewListOffsetsRequestTopicPartition()
+				rp.Partition, rp.Timestamp = p, -1
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			lo.Topics = append(lo.Topics, rt)
+			lresp, err := lo.RequestWith(ctx, cl)
+			if err != nil {
+				return "", fmt.Errorf("ListOffsets %s: %w", topic, err)
+			}
+			ends[iso] = map[int32]int64{}
+			for _, t := range lresp.Topics {
+				for _, p := range t.Partitions {
+					if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
+						return "", fmt.Errorf("ListOffsets %s[%d]: %w", topic, p.Partition, err)
+					}
+					ends[iso][p.Partition] = p.Offset
+				}
+			}
+		}
+		for p, hw := range ends[0] {
+			if !open[tp{topic, p}] && ends[1][p] != hw {
+				return fmt.Sprintf("LSO of %s[%d] at %d below high watermark %d", topic, p, ends[1][p], hw), nil
+			}
+		}
+	}
+	return "", nil
+}

@@ -481,6 +481,9 @@ func Run(ctx context.Context, brokers []string, sc Scenario) (*Truth, error) {
 	if err := hangTxns(ctx, brokers, sc, n, c, e, &t.Injected); err != nil {
 		return nil, err
 	}
+	if err := e.settle(ctx, brokers); err != nil {
+		return nil, err
+	}
 	t.log = e.log
 	exp := oracle(sc, n, e.log, Window{})
 	t.Partial = exp.Partial
