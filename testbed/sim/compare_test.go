@@ -101,3 +101,33 @@ func TestWriteStory(t *testing.T) {
 	}
 	t.Log("\n" + story)
 }
+
+// TestDemoPlacement checks, without a cluster, that demo-mode placement
+// finds a home for every requested fault for several seeds.
+func TestDemoPlacement(t *testing.T) {
+	c, err := newCodecs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for seed := int64(1); seed <= 3; seed++ {
+		sc := DemoScenario(seed).withDefaults()
+		in, err := generate(sc, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pl := basePlan(sc, newRand(sc.Seed))
+		var st Stats
+		if err := demoFaults(context.Background(), sc, c, in, pl, newRand(sc.Seed), &st); err != nil {
+			t.Fatalf("seed %d: %v", seed, err)
+		}
+		count := map[FaultKind]int{}
+		for _, k := range pl.faults {
+			count[k]++
+		}
+		for _, kk := range keyedKinds(sc.Faults) {
+			if count[kk.k] != kk.n {
+				t.Errorf("seed %d: placed %d %s, asked %d (%d dry runs)", seed, count[kk.k], kk.k, kk.n, st.DryRuns)
+			}
+		}
+	}
+}
