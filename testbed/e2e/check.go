@@ -9,6 +9,7 @@ import (
 
 	"github.com/linkedin/goavro/v2"
 
+	"github.com/lossaudit/lossaudit/audit/finding"
 	"github.com/lossaudit/lossaudit/audit/kread"
 	"github.com/lossaudit/lossaudit/testbed/loadgen"
 )
@@ -240,6 +241,31 @@ func Injected(l *loadgen.Ledger, dropBeforeStore map[string][]string, dropBefore
 			}
 		}
 		out = append(out, Discrepancy{Stage: "output", Key: k, Kind: "missing", Want: want})
+	}
+	sortDiscrepancies(out)
+	return out
+}
+
+// FromAudit converts an audit result's rows to discrepancies, so they can be
+// compared with Check's and Injected's. Output rows lose their input name
+// (the testbed reports output per key) and duplicates per key collapse.
+func FromAudit(res *finding.Result) []Discrepancy {
+	seen := map[Discrepancy]bool{}
+	var out []Discrepancy
+	for _, r := range res.Rows {
+		d := Discrepancy{Stage: string(r.Stage), Input: r.Input, Key: string(r.Key), Kind: string(r.Kind), Want: r.ExpectedTS}
+		if r.HasObserved {
+			d.Got = r.ObservedTS
+		}
+		if r.Stage == finding.StageOutput {
+			d.Input = ""
+		}
+		key := d
+		key.Want, key.Got = 0, 0
+		if !seen[key] {
+			seen[key] = true
+			out = append(out, d)
+		}
 	}
 	sortDiscrepancies(out)
 	return out

@@ -2,7 +2,9 @@ package e2e
 
 import (
 	"context"
+
 	"fmt"
+	"github.com/lossaudit/lossaudit/audit/runner"
 	"reflect"
 	"strings"
 	"testing"
@@ -34,6 +36,7 @@ func verify(t *testing.T, res *Result, want []Discrepancy) *Observed {
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("discrepancies:\n got %v\nwant %v", got, want)
 	}
+	auditAgrees(t, res, want)
 	keys := 0
 	for _, m := range obs.Changelog {
 		keys += len(m)
@@ -41,6 +44,39 @@ func verify(t *testing.T, res *Result, want []Discrepancy) *Observed {
 	t.Logf("ledger %d records; changelog keys %d, output keys %d; committed %v; aborted %v",
 		len(res.Ledger.Entries()), keys, len(obs.Output), obs.Committed, obs.Aborted)
 	return obs
+}
+
+// auditAgrees runs lossaudit's audit on the scenario's cluster and checks
+// that it reports exactly the (stage, input, key, kind) the ledger says, with
+// the same expected timestamps and no partition-level findings.
+func auditAgrees(t *testing.T, res *Result, want []Discrepancy) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	start := time.Now()
+	ar, _, err := runner.Run(ctx, res.Config, runner.Options{})
+	if err != nil {
+		t.Errorf("audit: %v", err)
+		return
+	}
+	res.Env.timed("audit", start)
+	got := FromAudit(ar)
+	strip := func(ds []Discrepancy) []string {
+		var out []string
+		for _, d := range ds {
+			out = append(out, fmt.Sprintf("%s/%s/%s %s want_ts=%d", d.Stage, d.Input, d.Key, d.Kind, d.Want))
+		}
+		return out
+	}
+	if g, w := strings.Join(strip(got), "\n"), strings.Join(strip(want), "\n"); g != w {
+		t.Errorf("audit findings differ from the ledger:\n got:\n%s\nwant:\n%s", g, w)
+	}
+	if len(ar.Summary.Partitions) > 0 {
+		t.Errorf("audit partition findings: %+v", ar.Summary.Partitions)
+	}
+	for in, c := range ar.Summary.Inputs {
+		t.Logf("audit input %s: %+v", in, *c)
+	}
 }
 
 func abortedTotal(obs *Observed) int64 {
