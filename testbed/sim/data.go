@@ -36,9 +36,10 @@ const (
 	joinedSchemaID = 2
 )
 
-// DefaultBaseTime is the timestamp of the first generated record unless
-// Scenario.BaseTime says otherwise: fixed, so runs are reproducible.
-var DefaultBaseTime = time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
+// defaultBaseTimeMs (2026-11-29T10:00:00Z) is the timestamp of the first
+// generated record unless Scenario.BaseTime says otherwise: fixed, so runs
+// are reproducible.
+const defaultBaseTimeMs = 1795946400000
 
 // inRec is one produced input record and what the application makes of it.
 type inRec struct {

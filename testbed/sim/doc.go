@@ -47,6 +47,6 @@
 // Topic, Partition, Offset, Timestamp, ExpectedTS, HasObserved and
 // ObservedTS; Detail is only meaningful for changelog rows ("seen in
 // repartition topic <t>[p]@<off>, lost before the store" or "repartition
-// purged or not readable"); partition findings match on Kind, Topic,
-// Partition and the offsets in Offsets.
+// purged or not readable"); partition findings match on Kind, Topic and
+// Partition (Expectation.Diff does exactly this).
 package sim

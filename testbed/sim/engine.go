@@ -94,8 +94,8 @@ type names struct {
 	output                            string
 }
 
-// inputNames are the configured input names, in join order.
-var inputNames = [3]string{"a", "b", "c"}
+// inputName is the configured name of input x (join order a, b, c).
+func inputName(x int) string { return string(rune('a' + x)) }
 
 func newNames(sc Scenario) names {
 	var n names
@@ -569,7 +569,7 @@ func (e *engine) finish(ctx context.Context, purge []xp, inj *[]Injection) ([]*r
 			if e.sc.Faults.Resume17635 {
 				detail += "; the task then reset to the log start and skipped them"
 			}
-			*inj = append(*inj, Injection{Kind: KindPurged17635, Input: inputNames[l.x], Topic: e.n.repart[l.x], Partition: l.p,
+			*inj = append(*inj, Injection{Kind: KindPurged17635, Input: inputName(l.x), Topic: e.n.repart[l.x], Partition: l.p,
 				Offset: recs[0].Off, Round: e.totalRounds(), Loss: true, Detail: detail})
 			notes = append(notes, noted{len(*inj) - 1, l})
 		}

@@ -119,7 +119,7 @@ func oracle(sc Scenario, n names, l *simLog, w Window) Expectation {
 				}
 			}
 		}
-		exp.Counts[inputNames[x]] = c
+		exp.Counts[inputName(x)] = c
 	}
 	// Newest committed/aborted timestamps per key downstream.
 	type tsPair struct {
@@ -189,7 +189,7 @@ func oracle(sc Scenario, n names, l *simLog, w Window) Expectation {
 	}
 	for k, ev := range evidence {
 		e := ev.TS
-		row := finding.Row{Input: inputNames[k.x], Key: []byte(k.k), Topic: n.inputs[k.x], Partition: ev.P,
+		row := finding.Row{Input: inputName(k.x), Key: []byte(k.k), Topic: n.inputs[k.x], Partition: ev.P,
 			Offset: ev.Off, Timestamp: ev.TS, ExpectedTS: e}
 		if kind, has, obs, bad := judge(cl[k.x][k.k], e); bad {
 			row.Kind, row.Stage, row.HasObserved, row.ObservedTS = kind, finding.StageChangelog, has, obs

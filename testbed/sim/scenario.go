@@ -37,7 +37,7 @@ type Scenario struct {
 	// Seed seeds every random choice.
 	Seed int64
 	// BaseTime is the timestamp of the first input record (default
-	// DefaultBaseTime); the inputs span about RecordsPerInput x 20 ms.
+	// 2026-11-29T10:00:00Z); the inputs span about RecordsPerInput x 20 ms.
 	// Real brokers reject timestamps more than an hour ahead (Kafka 4's
 	// log.message.timestamp.after.max.ms) and delete data older than
 	// retention.ms: set it near the present for them.
@@ -157,7 +157,7 @@ func (sc Scenario) withDefaults() Scenario {
 		sc.Faults.PurgedRecords = 3
 	}
 	if sc.BaseTime.IsZero() {
-		sc.BaseTime = DefaultBaseTime
+		sc.BaseTime = time.UnixMilli(defaultBaseTimeMs).UTC()
 	}
 	if sc.Faults.HangingTimeout <= 0 {
 		sc.Faults.HangingTimeout = 10 * time.Minute

@@ -380,7 +380,7 @@ func demoFaults(ctx context.Context, sc Scenario, c *codecs, in [][][]*inRec, pl
 		stats.DryRuns++
 		want := map[rowKey]*inRec{}
 		for r, k := range chosen {
-			want[rowKey{stageOf(k), inputNames[r.X], r.Key}] = r
+			want[rowKey{stageOf(k), inputName(r.X), r.Key}] = r
 		}
 		bad := map[string]bool{}
 		got := map[rowKey]bool{}
@@ -443,7 +443,7 @@ func Run(ctx context.Context, brokers []string, sc Scenario) (*Truth, error) {
 	t := &Truth{Scenario: sc, AppID: sc.AppID, Output: n.output, SchemasTopic: SchemasTopic, n: n,
 		Topology: describe(n)}
 	for x := 0; x < 3; x++ {
-		t.Inputs = append(t.Inputs, InputSpec{Name: inputNames[x], Topic: n.inputs[x], Rekey: "customerId",
+		t.Inputs = append(t.Inputs, InputSpec{Name: inputName(x), Topic: n.inputs[x], Rekey: "customerId",
 			KeyFormat: "string", Store: n.stores[x], RepartitionTopic: n.repart[x], ChangelogTopic: n.changelog[x]})
 	}
 	rng := newRand(sc.Seed)
@@ -502,7 +502,7 @@ func injections(sc Scenario, n names, e *engine, pl *plan, purged []*rpRec, exp 
 	}
 	var out []Injection
 	keyed := func(kind FaultKind, r *inRec, round int, detail string) {
-		inj := Injection{Kind: kind, Input: inputNames[r.X], Key: r.Key, Topic: n.inputs[r.X], Partition: r.P,
+		inj := Injection{Kind: kind, Input: inputName(r.X), Key: r.Key, Topic: n.inputs[r.X], Partition: r.P,
 			Offset: r.Off, Timestamp: r.TS, Round: round, Detail: detail}
 		for _, st := range []finding.Stage{finding.StageChangelog, finding.StageOutput} {
 			if row, ok := rows[rowKey{st, inj.Input, r.Key}]; ok && row.Partition == r.P && row.Offset == r.Off {
@@ -538,13 +538,13 @@ func injections(sc Scenario, n names, e *engine, pl *plan, purged []*rpRec, exp 
 	}
 	for _, l := range pl.lagIn {
 		lim := e.hop1Limit[l.x][l.p]
-		out = append(out, Injection{Kind: KindInputLag, Input: inputNames[l.x], Topic: n.inputs[l.x], Partition: l.p,
+		out = append(out, Injection{Kind: KindInputLag, Input: inputName(l.x), Topic: n.inputs[l.x], Partition: l.p,
 			Offset: int64(lim), Detail: fmt.Sprintf("%d records not yet processed by the first hop",
 				len(e.log.in[l.x][l.p])-lim)})
 	}
 	for _, l := range pl.lagRP {
 		tail := len(e.rpAvail[l.x][l.p]) - e.rpPos[l.x][l.p]
-		out = append(out, Injection{Kind: KindRepartitionLag, Input: inputNames[l.x], Topic: n.repart[l.x], Partition: l.p,
+		out = append(out, Injection{Kind: KindRepartitionLag, Input: inputName(l.x), Topic: n.repart[l.x], Partition: l.p,
 			Offset: e.log.rpCommit[l.x][l.p], Detail: fmt.Sprintf("%d repartition records not yet processed by the second hop", tail)})
 	}
 	out = append(out, e.events...)
