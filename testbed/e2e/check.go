@@ -37,20 +37,9 @@ type Observed struct {
 // stable offset, and counts the committed and aborted records of the
 // repartition topics too. Values are decoded with the schemas of the _schemas topic.
 func Observe(ctx context.Context, env *Env, stages map[string]Stage) (*Observed, error) {
-	entries, err := loadgen.ReadSchemas(ctx, env.Cluster.Bootstrap(), SchemasTopic)
+	codecs, err := schemaCodecs(ctx, env)
 	if err != nil {
 		return nil, err
-	}
-	codecs := map[uint32]*goavro.Codec{}
-	for _, e := range entries {
-		if _, ok := codecs[uint32(e.ID)]; ok {
-			continue
-		}
-		c, err := goavro.NewCodec(e.Schema)
-		if err != nil {
-			return nil, fmt.Errorf("schema id %d of %s: %w", e.ID, e.Subject, err)
-		}
-		codecs[uint32(e.ID)] = c
 	}
 	obs := &Observed{Changelog: map[string]map[string]KeyState{}, Output: map[string]KeyState{},
 		Committed: map[string]int64{}, Aborted: map[string]int64{}}
@@ -269,4 +258,93 @@ func FromAudit(res *finding.Result) []Discrepancy {
 	}
 	sortDiscrepancies(out)
 	return out
+}
+
+// Split divides the ledger into the records the application has processed
+// through both hops and those still pending: an input record is pending when
+// its offset is at or above the group's committed offset, or when its copy
+// sits in its repartition partition's unprocessed tail [committed, LSO).
+// It returns the processed part and the pending count per input.
+func Split(ctx context.Context, env *Env, stages map[string]Stage, l *loadgen.Ledger) (*loadgen.Ledger, map[string]int64, error) {
+	codecs, err := schemaCodecs(ctx, env)
+	if err != nil {
+		return nil, nil, err
+	}
+	var topics []string
+	for _, s := range stages {
+		topics = append(topics, s.Topic, s.Repartition)
+	}
+	committed, err := env.Reader.GroupOffsets(ctx, ApplicationID, topics)
+	if err != nil {
+		return nil, nil, err
+	}
+	type inSeq struct {
+		input string
+		seq   int64
+	}
+	inTail := map[inSeq]bool{}
+	for in, s := range stages {
+		offs, err := env.Reader.Offsets(ctx, s.Repartition)
+		if err != nil {
+			return nil, nil, err
+		}
+		var ranges []kread.Range
+		for p, o := range offs {
+			from, ok := committed[kread.TP{Topic: s.Repartition, Partition: p}]
+			if !ok {
+				from = o.LogStart
+			}
+			ranges = append(ranges, kread.Range{Topic: s.Repartition, Partition: p, From: from, To: o.LSO})
+		}
+		var mu sync.Mutex
+		_, err = env.Reader.Read(ctx, ranges, kread.ReadOptions{}, func(recs []kread.Record) error {
+			for _, r := range recs {
+				if r.Kind != kread.Committed || r.Value == nil {
+					continue
+				}
+				var st KeyState
+				if err := decodeInto(codecs, r.Value, false, &st); err != nil {
+					return fmt.Errorf("%s[%d] at %d: %w", r.Topic, r.Partition, r.Offset, err)
+				}
+				mu.Lock()
+				inTail[inSeq{in, st.Seq}] = true
+				mu.Unlock()
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, nil, fmt.Errorf("reading the tail of %s: %w", s.Repartition, err)
+		}
+	}
+	pending := map[string]int64{}
+	var done []loadgen.Entry
+	for _, e := range l.Entries() {
+		c, ok := committed[kread.TP{Topic: e.Topic, Partition: e.Partition}]
+		if !ok || e.Offset >= c || inTail[inSeq{e.Input, e.Seq}] {
+			pending[e.Input]++
+			continue
+		}
+		done = append(done, e)
+	}
+	return loadgen.FromEntries(done), pending, nil
+}
+
+// schemaCodecs compiles every schema of the _schemas topic by id.
+func schemaCodecs(ctx context.Context, env *Env) (map[uint32]*goavro.Codec, error) {
+	entries, err := loadgen.ReadSchemas(ctx, env.Cluster.Bootstrap(), SchemasTopic)
+	if err != nil {
+		return nil, err
+	}
+	codecs := map[uint32]*goavro.Codec{}
+	for _, e := range entries {
+		if _, ok := codecs[uint32(e.ID)]; ok {
+			continue
+		}
+		c, err := goavro.NewCodec(e.Schema)
+		if err != nil {
+			return nil, fmt.Errorf("schema id %d of %s: %w", e.ID, e.Subject, err)
+		}
+		codecs[uint32(e.ID)] = c
+	}
+	return codecs, nil
 }

@@ -5,6 +5,7 @@ import (
 
 	"fmt"
 	"github.com/lossaudit/lossaudit/audit/runner"
+	"github.com/lossaudit/lossaudit/testbed/loadgen"
 	"reflect"
 	"strings"
 	"testing"
@@ -15,6 +16,13 @@ import (
 // difference from want; it returns the observation for further assertions.
 func verify(t *testing.T, res *Result, want []Discrepancy) *Observed {
 	t.Helper()
+	return verifyWith(t, res, res.Ledger, want, nil)
+}
+
+// verifyWith is verify against the processed part l of the ledger; when
+// pending is not nil the audit must count exactly that many pending records per input.
+func verifyWith(t *testing.T, res *Result, l *loadgen.Ledger, want []Discrepancy, pending map[string]int64) *Observed {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	start := time.Now()
@@ -23,7 +31,7 @@ func verify(t *testing.T, res *Result, want []Discrepancy) *Observed {
 		t.Fatal(err)
 	}
 	res.Env.timed("observe", start)
-	got, problems := Check(res.Ledger, obs)
+	got, problems := Check(l, obs)
 	for _, p := range problems {
 		t.Error(p)
 	}
@@ -36,7 +44,7 @@ func verify(t *testing.T, res *Result, want []Discrepancy) *Observed {
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("discrepancies:\n got %v\nwant %v", got, want)
 	}
-	auditAgrees(t, res, want)
+	auditAgrees(t, res, want, pending)
 	keys := 0
 	for _, m := range obs.Changelog {
 		keys += len(m)
@@ -49,7 +57,7 @@ func verify(t *testing.T, res *Result, want []Discrepancy) *Observed {
 // auditAgrees runs lossaudit's audit on the scenario's cluster and checks
 // that it reports exactly the (stage, input, key, kind) the ledger says, with
 // the same expected timestamps and no partition-level findings.
-func auditAgrees(t *testing.T, res *Result, want []Discrepancy) {
+func auditAgrees(t *testing.T, res *Result, want []Discrepancy, pending map[string]int64) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -76,6 +84,12 @@ func auditAgrees(t *testing.T, res *Result, want []Discrepancy) {
 	}
 	for in, c := range ar.Summary.Inputs {
 		t.Logf("audit input %s: %+v", in, *c)
+		if pending != nil && c.Pending != pending[in] {
+			t.Errorf("audit counts %d pending records of input %s, the ledger and group offsets say %d", c.Pending, in, pending[in])
+		}
+		if pending == nil && c.Pending != 0 {
+			t.Errorf("audit counts %d pending records of input %s after the application caught up", c.Pending, in)
+		}
 	}
 }
 
@@ -96,6 +110,29 @@ func TestCleanRun(t *testing.T) {
 		t.Errorf("ledger has %d records, want %d", n, 3*600)
 	}
 	verify(t, res, nil)
+}
+
+// TestLagDraining stops the application cleanly in the middle of the load:
+// what it processed must be complete and everything else counted as pending.
+func TestLagDraining(t *testing.T) {
+	res := RunScenario(t, Scenario{FaultAfter: 3 * time.Second, NoCatchUp: true,
+		Fault: func(ctx context.Context, env *Env) error { return env.App.Stop() }})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	processed, pending, err := Split(ctx, res.Env, res.Stages, res.Ledger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	total := int64(0)
+	for _, n := range pending {
+		total += n
+	}
+	t.Logf("processed %d, pending %v", len(processed.Entries()), pending)
+	if total == 0 || len(processed.Entries()) == 0 {
+		t.Fatalf("stopping the app 3 s into a 6 s load should leave both processed and pending records: processed %d, pending %v",
+			len(processed.Entries()), pending)
+	}
+	verifyWith(t, res, processed, nil, pending)
 }
 
 func TestAllBrokersKilled(t *testing.T) {

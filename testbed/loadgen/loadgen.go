@@ -287,3 +287,8 @@ func highWatermark(ctx context.Context, cl *kgo.Client, topic string) (int64, er
 	}
 	return p.Offset, nil
 }
+
+// FromEntries returns a ledger holding the given entries (for subsets of a run's ledger).
+func FromEntries(entries []Entry) *Ledger {
+	return &Ledger{entries: append([]Entry(nil), entries...)}
+}
