@@ -348,3 +348,76 @@ func schemaCodecs(ctx context.Context, env *Env) (map[uint32]*goavro.Codec, erro
 	}
 	return codecs, nil
 }
+
+// Purged is one repartition record deleted past the group's committed offset.
+type Purged struct {
+	Input string
+	Seq   int64
+	TP    kread.TP
+}
+
+// PurgePastCommit does what KAFKA-17635 does while the application is
+// stopped: it deletes every repartition partition's unprocessed tail
+// [committed offset, LSO), and returns the deleted records (decoded) and the
+// partitions whose log start now lies above the committed offset.
+func PurgePastCommit(ctx context.Context, env *Env, stages map[string]Stage) ([]Purged, []kread.TP, error) {
+	codecs, err := schemaCodecs(ctx, env)
+	if err != nil {
+		return nil, nil, err
+	}
+	var out []Purged
+	var parts []kread.TP
+	for in, s := range stages {
+		committed, err := env.Reader.GroupOffsets(ctx, ApplicationID, []string{s.Repartition})
+		if err != nil {
+			return nil, nil, err
+		}
+		offs, err := env.Reader.Offsets(ctx, s.Repartition)
+		if err != nil {
+			return nil, nil, err
+		}
+		var ranges []kread.Range
+		del := map[int32]int64{}
+		for p, o := range offs {
+			tp := kread.TP{Topic: s.Repartition, Partition: p}
+			c, ok := committed[tp]
+			if !ok || o.LSO <= c {
+				continue
+			}
+			ranges = append(ranges, kread.Range{Topic: s.Repartition, Partition: p, From: c, To: o.LSO})
+			del[p] = o.LSO
+			parts = append(parts, tp)
+		}
+		var mu sync.Mutex
+		_, err = env.Reader.Read(ctx, ranges, kread.ReadOptions{}, func(recs []kread.Record) error {
+			for _, r := range recs {
+				if r.Kind != kread.Committed || r.Value == nil {
+					continue
+				}
+				var st KeyState
+				if err := decodeInto(codecs, r.Value, false, &st); err != nil {
+					return fmt.Errorf("%s[%d] at %d: %w", r.Topic, r.Partition, r.Offset, err)
+				}
+				mu.Lock()
+				out = append(out, Purged{Input: in, Seq: st.Seq, TP: kread.TP{Topic: r.Topic, Partition: r.Partition}})
+				mu.Unlock()
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, nil, fmt.Errorf("reading the tail of %s: %w", s.Repartition, err)
+		}
+		if len(del) > 0 {
+			if err := env.Admin.DeleteRecords(ctx, s.Repartition, del); err != nil {
+				return nil, nil, err
+			}
+		}
+	}
+	sort.Slice(parts, func(i, j int) bool {
+		if parts[i].Topic != parts[j].Topic {
+			return parts[i].Topic < parts[j].Topic
+		}
+		return parts[i].Partition < parts[j].Partition
+	})
+	return out, parts, nil
+}

@@ -4,6 +4,8 @@ import (
 	"context"
 
 	"fmt"
+	"github.com/lossaudit/lossaudit/audit/finding"
+	"github.com/lossaudit/lossaudit/audit/kread"
 	"github.com/lossaudit/lossaudit/audit/runner"
 	"github.com/lossaudit/lossaudit/testbed/loadgen"
 	"reflect"
@@ -22,6 +24,12 @@ func verify(t *testing.T, res *Result, want []Discrepancy) *Observed {
 // verifyWith is verify against the processed part l of the ledger; when
 // pending is not nil the audit must count exactly that many pending records per input.
 func verifyWith(t *testing.T, res *Result, l *loadgen.Ledger, want []Discrepancy, pending map[string]int64) *Observed {
+	t.Helper()
+	return verifyFull(t, res, l, want, pending, nil)
+}
+
+// verifyFull is verifyWith that also expects purged_past_commit findings on exactly purged.
+func verifyFull(t *testing.T, res *Result, l *loadgen.Ledger, want []Discrepancy, pending map[string]int64, purged []kread.TP) *Observed {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -44,7 +52,7 @@ func verifyWith(t *testing.T, res *Result, l *loadgen.Ledger, want []Discrepancy
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("discrepancies:\n got %v\nwant %v", got, want)
 	}
-	auditAgrees(t, res, want, pending)
+	auditAgrees(t, res, want, pending, purged)
 	keys := 0
 	for _, m := range obs.Changelog {
 		keys += len(m)
@@ -57,7 +65,7 @@ func verifyWith(t *testing.T, res *Result, l *loadgen.Ledger, want []Discrepancy
 // auditAgrees runs lossaudit's audit on the scenario's cluster and checks
 // that it reports exactly the (stage, input, key, kind) the ledger says, with
 // the same expected timestamps and no partition-level findings.
-func auditAgrees(t *testing.T, res *Result, want []Discrepancy, pending map[string]int64) {
+func auditAgrees(t *testing.T, res *Result, want []Discrepancy, pending map[string]int64, purged []kread.TP) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -79,8 +87,15 @@ func auditAgrees(t *testing.T, res *Result, want []Discrepancy, pending map[stri
 	if g, w := strings.Join(strip(got), "\n"), strings.Join(strip(want), "\n"); g != w {
 		t.Errorf("audit findings differ from the ledger:\n got:\n%s\nwant:\n%s", g, w)
 	}
-	if len(ar.Summary.Partitions) > 0 {
-		t.Errorf("audit partition findings: %+v", ar.Summary.Partitions)
+	var wantParts, gotParts []string
+	for _, tp := range purged {
+		wantParts = append(wantParts, fmt.Sprintf("%s %s[%d]", finding.PurgedPastCommit, tp.Topic, tp.Partition))
+	}
+	for _, pf := range ar.Summary.Partitions {
+		gotParts = append(gotParts, fmt.Sprintf("%s %s[%d]", pf.Kind, pf.Topic, pf.Partition))
+	}
+	if g, w := strings.Join(sorted(gotParts), "\n"), strings.Join(sorted(wantParts), "\n"); g != w {
+		t.Errorf("audit partition findings:\n got:\n%s\nwant:\n%s\n(%+v)", g, w, ar.Summary.Partitions)
 	}
 	for in, c := range ar.Summary.Inputs {
 		t.Logf("audit input %s: %+v", in, *c)
@@ -133,6 +148,69 @@ func TestLagDraining(t *testing.T) {
 			len(processed.Entries()), pending)
 	}
 	verifyWith(t, res, processed, nil, pending)
+}
+
+// TestPurgedPastCommit deletes the repartition topics' unprocessed tails while
+// the application is stopped (what KAFKA-17635 does): the input records behind
+// them count as processed, never reach the stores, and the audit must report
+// exactly the (input, key) pairs whose newest update was among them, plus
+// purged_past_commit on exactly the purged partitions.
+func TestPurgedPastCommit(t *testing.T) {
+	var purged []Purged
+	var parts []kread.TP
+	res := RunScenario(t, Scenario{FaultAfter: 3 * time.Second, NoCatchUp: true,
+		Fault: func(ctx context.Context, env *Env) error {
+			if err := env.App.Stop(); err != nil {
+				return err
+			}
+			stages, err := ParseStages(env.App.TopologyFile())
+			if err != nil {
+				return err
+			}
+			purged, parts, err = PurgePastCommit(ctx, env, stages)
+			return err
+		}})
+	if len(purged) == 0 {
+		t.Fatal("the stopped application left no unprocessed repartition records to purge")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	processed, pending, err := Split(ctx, res.Env, res.Stages, res.Ledger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lost := map[loadgen.InputKey]bool{}
+	bySeq := map[string]map[int64]bool{}
+	for _, p := range purged {
+		if bySeq[p.Input] == nil {
+			bySeq[p.Input] = map[int64]bool{}
+		}
+		bySeq[p.Input][p.Seq] = true
+	}
+	for ik, e := range processed.Newest() {
+		if bySeq[ik.Input][e.Seq] {
+			lost[ik] = true
+		}
+	}
+	// The kinds (missing or stale) come from the observed changelogs; the
+	// pairs must be exactly the lost ones.
+	obs, err := Observe(ctx, res.Env, res.Stages)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found, _ := Check(processed, obs)
+	var want []Discrepancy
+	for _, d := range found {
+		if d.Stage == "changelog" && lost[loadgen.InputKey{Input: d.Input, Key: d.Key}] {
+			want = append(want, d)
+		}
+	}
+	if len(want) != len(lost) {
+		t.Errorf("ledger check found %d of the %d lost (input, key) pairs: %v", len(want), len(lost), found)
+	}
+	t.Logf("purged %d repartition records on %d partitions; lost newest updates of %d (input, key) pairs; pending %v",
+		len(purged), len(parts), len(lost), pending)
+	verifyFull(t, res, processed, want, pending, parts)
 }
 
 func TestAllBrokersKilled(t *testing.T) {
