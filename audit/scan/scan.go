@@ -71,6 +71,8 @@ type Row struct {
 	FirstTS, LastTS int64
 	// Gaps counts offsets the log start passed while the scan ran.
 	Gaps int64
+	// Decode is what `scan --decode` found; nil without --decode.
+	Decode *Decoding
 	// ReadTo is the first offset not read; below LSO only if the log start
 	// or a truncation interfered.
 	ReadTo int64
@@ -186,6 +188,7 @@ type jsonRow struct {
 	Aborted       int64   `json:"aborted"`
 	Control       int64   `json:"control"`
 	DecodeErrors  int64   `json:"decode_errors"`
+	*Decoding
 	FirstTS       *string `json:"first_ts"`
 	LastTS        *string `json:"last_ts"`
 }
@@ -198,6 +201,7 @@ func WriteJSON(w io.Writer, rows []Row) error {
 		j := jsonRow{
 			Topic: r.Topic, Partition: r.Partition, LogStart: r.LogStart, LSO: r.LSO, HighWatermark: r.HighWatermark,
 			From: r.From, To: r.To, Committed: r.Committed, Aborted: r.Aborted, Control: r.Control, DecodeErrors: r.DecodeErrors,
+			Decoding: r.Decode,
 		}
 		if r.Committed > 0 {
 			f, l := FormatTS(r.FirstTS), FormatTS(r.LastTS)

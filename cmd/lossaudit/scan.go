@@ -10,6 +10,7 @@ import (
 
 	"github.com/lossaudit/lossaudit/audit/kread"
 	"github.com/lossaudit/lossaudit/audit/progress"
+	"github.com/lossaudit/lossaudit/audit/runner"
 	"github.com/lossaudit/lossaudit/audit/scan"
 	"github.com/lossaudit/lossaudit/config"
 )
@@ -22,7 +23,7 @@ func newScanCmd(g *globalFlags) *cobra.Command {
 // newScanCmdWith is newScanCmd with a hook adjusting the reader options
 // (tests shorten the retry budget with it).
 func newScanCmdWith(g *globalFlags, tweak func(*kread.Options)) *cobra.Command {
-	var asJSON bool
+	var asJSON, decode bool
 	var topics []string
 	cmd := &cobra.Command{
 		Use:   "scan",
@@ -51,11 +52,24 @@ func newScanCmdWith(g *globalFlags, tweak func(*kread.Options)) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			var dec *scan.Decoder
+			if decode {
+				reg, err := runner.Schemas(cfg, client)
+				if err != nil {
+					return err
+				}
+				if reg == nil {
+					return withCode(exitUsage, errors.New("scan --decode needs a schema source: set schema.registry_url, schema.schemas_topic or schema.avsc_dir"))
+				}
+				dec = scan.NewDecoder(ctx, reg)
+			}
 			stderr := cmd.ErrOrStderr()
 			prog := progress.New(stderr, progress.Options{TTY: true, Quiet: !isTerminal(stderr)})
-			rows, err := scan.Run(ctx, client, names, scan.Options{
-				From: cfg.Window.From, To: cfg.Window.To, Counter: prog.Phase("scan", 0),
-			})
+			opts := scan.Options{From: cfg.Window.From, To: cfg.Window.To, Counter: prog.Phase("scan", 0)}
+			if dec != nil {
+				opts.Check = dec.Check
+			}
+			rows, err := scan.Run(ctx, client, names, opts)
 			prog.Stop()
 			if err != nil {
 				if errors.Is(err, kread.ErrUnknownTopic) {
@@ -68,13 +82,26 @@ func newScanCmdWith(g *globalFlags, tweak func(*kread.Options)) *cobra.Command {
 					fmt.Fprintf(cmd.ErrOrStderr(), "lossaudit: warning: %s[%d]: %d offsets were purged while the scan ran; counts exclude them\n", r.Topic, r.Partition, r.Gaps)
 				}
 			}
+			if dec != nil {
+				if err := dec.Err(); err != nil {
+					return withCode(exitIncomplete, fmt.Errorf("scan --decode: schemas cannot be looked up: %w", err))
+				}
+				dec.Attach(rows)
+			}
 			if asJSON {
 				return scan.WriteJSON(cmd.OutOrStdout(), rows)
 			}
-			return scan.WriteTable(cmd.OutOrStdout(), rows)
+			if err := scan.WriteTable(cmd.OutOrStdout(), rows); err != nil {
+				return err
+			}
+			if dec != nil {
+				return scan.WriteDecoding(cmd.OutOrStdout(), rows)
+			}
+			return nil
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object per partition per line instead of the table")
+	cmd.Flags().BoolVar(&decode, "decode", false, "also decode every value with its Avro writer schema: schema ids seen (with subjects) and decode errors by kind")
 	cmd.Flags().StringArrayVar(&topics, "topic", nil, "topic to scan (repeatable; default: the pipeline's topics)")
 	return cmd
 }
