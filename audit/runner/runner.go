@@ -21,34 +21,56 @@ import (
 )
 
 // KafkaOptions maps the kafka section of the configuration to reader
-// options. TLS and SASL problems are *config.Error values.
+// options. TLS and SASL problems come back as *config.Error (exit 2).
 func KafkaOptions(cfg *config.Config) (kread.Options, error) {
 	k := cfg.Kafka
-	t, err := k.TLSConfig()
+	tlsCfg, err := k.TLSConfig()
 	if err != nil {
-		return kread.Options{}, err
+		return kread.Options{}, asConfigError("kafka.tls", err)
 	}
-	m, err := k.Mechanism()
+	mech, err := k.Mechanism()
 	if err != nil {
-		return kread.Options{}, err
+		return kread.Options{}, asConfigError("kafka.sasl", err)
 	}
 	return kread.Options{
-		Brokers: k.Brokers, TLS: t, SASL: m, Timeout: k.Timeout, Concurrency: k.Concurrency,
-		FetchMaxBytes: k.FetchMaxBytes, PartitionMaxBytes: k.PartitionMaxBytes,
+		Brokers:           k.Brokers,
+		TLS:               tlsCfg,
+		SASL:              mech,
+		ClientID:          "lossaudit",
+		Timeout:           k.Timeout,
+		Concurrency:       k.Concurrency,
+		FetchMaxBytes:     k.FetchMaxBytes,
+		PartitionMaxBytes: k.PartitionMaxBytes,
 	}, nil
 }
 
-// NewClient opens the committed reader for the configured cluster.
-func NewClient(cfg *config.Config) (*kread.Client, error) {
+// NewClient opens the committed reader for the configured cluster; tweak,
+// when not nil, adjusts the options first (tests shorten retry budgets).
+// A configuration the reader rejects (a malformed broker address) is a
+// *config.Error.
+func NewClient(cfg *config.Config, tweak func(*kread.Options)) (*kread.Client, error) {
 	o, err := KafkaOptions(cfg)
 	if err != nil {
 		return nil, err
 	}
+	if tweak != nil {
+		tweak(&o)
+	}
 	c, err := kread.New(o)
 	if err != nil {
-		return nil, fmt.Errorf("connecting to %v: %w", cfg.Kafka.Brokers, err)
+		return nil, asConfigError("kafka.brokers", err)
 	}
 	return c, nil
+}
+
+// asConfigError keeps a *config.Error as is and turns anything else into
+// one about key.
+func asConfigError(key string, err error) error {
+	var ce *config.Error
+	if errors.As(err, &ce) {
+		return err
+	}
+	return &config.Error{Key: key, Msg: fmt.Sprint(err)}
 }
 
 // TopicReader reads a whole topic (every partition, log start to LSO) with
@@ -114,7 +136,7 @@ func Run(ctx context.Context, cfg *config.Config, o Options) (*finding.Result, *
 	if err := cfg.ValidatePipeline(); err != nil {
 		return nil, nil, err
 	}
-	client, err := NewClient(cfg)
+	client, err := NewClient(cfg, nil)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -123,7 +145,7 @@ func Run(ctx context.Context, cfg *config.Config, o Options) (*finding.Result, *
 	if err != nil {
 		return nil, nil, err
 	}
-	model, err := pipeline.Build(ctx, cfg, client, pipeline.WithMatcher(schemaMatcher(client, reg)))
+	model, err := pipeline.Build(ctx, cfg, client, pipeline.WithMatcher(SchemaMatcher(client, reg)))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -285,9 +307,11 @@ func avroKeyPayload(k []byte) []byte {
 	return k
 }
 
-// schemaMatcher pairs an input with a discovered changelog when the first
+// SchemaMatcher pairs an input with a discovered changelog when the first
 // values of both carry the same writer schema (by id, or by schema text).
-func schemaMatcher(c *kread.Client, reg *schema.Registry) pipeline.Matcher {
+// With no schema source (reg nil) it matches nothing, so discovery asks
+// for overrides.
+func SchemaMatcher(c *kread.Client, reg *schema.Registry) pipeline.Matcher {
 	return func(ctx context.Context, inputTopic, changelog string) (bool, error) {
 		if reg == nil {
 			return false, nil

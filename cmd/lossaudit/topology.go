@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/lossaudit/lossaudit/audit/pipeline"
+	"github.com/lossaudit/lossaudit/audit/runner"
 	"github.com/lossaudit/lossaudit/config"
 )
 
@@ -46,9 +47,13 @@ func newTopologyCmd(g *globalFlags) *cobra.Command {
 				return err
 			}
 			defer client.Close()
-			// No Matcher yet: discovery assigns changelogs to inputs only with
-			// evidence; the lead wires the Avro-schema matcher here.
-			return runTopology(cmd.Context(), cfg, client, nil, cmd.OutOrStdout())
+			// Discovery assigns a changelog to an input only when the Avro
+			// schemas of their values agree.
+			reg, err := runner.Schemas(cfg, client)
+			if err != nil {
+				return err
+			}
+			return runTopology(cmd.Context(), cfg, client, runner.SchemaMatcher(client, reg), cmd.OutOrStdout())
 		},
 	}
 }
