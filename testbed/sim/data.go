@@ -43,14 +43,18 @@ const defaultBaseTimeMs = 1795946400000
 
 // inRec is one produced input record and what the application makes of it.
 type inRec struct {
-	X      int   // input index (0 = a)
-	P      int32 // partition
-	Off    int64 // offset
-	TS     int64 // record timestamp, unix ms
-	RKey   []byte
-	Value  []byte // nil = null value
-	Key    string // selected key (customerId) when !KeyNull
-	KeyNil bool
+	X   int   // input index (0 = a)
+	P   int32 // partition
+	Idx int   // position among the partition's produced records
+	Off int64 // offset (Idx when the inputs are not transactional)
+	// Aborted records were produced in an aborted upstream transaction:
+	// no read_committed reader sees them.
+	Aborted bool
+	TS      int64 // record timestamp, unix ms
+	RKey    []byte
+	Value   []byte // nil = null value
+	Key     string // selected key (customerId) when !KeyNull
+	KeyNil  bool
 	// NullValue, Corrupt, Delete classify the value.
 	NullValue, Corrupt, Delete bool
 	Amount                     int64
@@ -58,9 +62,10 @@ type inRec struct {
 	FP                         uint64 // xxhash64 of the value after the 5-byte header
 }
 
-// dropped reports whether the first hop drops the record by design
+// dropped reports whether the record never reaches the repartition topic
+// by design: invisible (aborted upstream) or dropped by the first hop
 // (null value, undecodable value, null selected key).
-func (r *inRec) dropped() bool { return r.NullValue || r.Corrupt || r.KeyNil }
+func (r *inRec) dropped() bool { return r.Aborted || r.NullValue || r.Corrupt || r.KeyNil }
 
 // codecs holds the compiled Avro schemas.
 type codecs struct{ order, joined *goavro.Codec }
@@ -189,8 +194,22 @@ func generate(sc Scenario, c *codecs) ([][][]*inRec, error) {
 			all = append(all, r)
 		}
 		for _, r := range all {
-			r.Off = int64(len(in[x][r.P]))
+			r.Idx = len(in[x][r.P])
+			r.Off = int64(r.Idx)
 			in[x][r.P] = append(in[x][r.P], r)
+		}
+		if sc.InputTxnSize > 0 {
+			for _, recs := range in[x] {
+				next := int64(0)
+				for i := 0; i < len(recs); i += sc.InputTxnSize {
+					abort := rng.Float64() < sc.InputAbortRate
+					for _, r := range recs[i:min(i+sc.InputTxnSize, len(recs))] {
+						r.Off, r.Aborted = next, abort
+						next++
+					}
+					next++ // the transaction's marker
+				}
+			}
 		}
 		batch := make([]int64, sc.Partitions)
 		for p := range batch {
@@ -236,7 +255,7 @@ func markDeletes(rng *rand.Rand, all []*inRec, batch []int64, rate float64) {
 	if rate <= 0 {
 		return
 	}
-	order := func(r *inRec) [3]int64 { return [3]int64{r.Off / batch[r.P], int64(r.P), r.Off} }
+	order := func(r *inRec) [3]int64 { return [3]int64{int64(r.Idx) / batch[r.P], int64(r.P), int64(r.Idx)} }
 	later := func(a, b [3]int64) bool {
 		for i := range a {
 			if a[i] != b[i] {

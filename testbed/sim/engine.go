@@ -172,7 +172,7 @@ func newEngine(sc Scenario, c *codecs, in [][][]*inRec, s sink, encode bool) *en
 
 // hop1Round is the round in which the first hop processes r, or -1.
 func (e *engine) hop1Round(r *inRec) int {
-	idx := int(r.Off)
+	idx := r.Idx
 	if idx >= e.hop1Limit[r.X][r.P] || e.batch[r.X][r.P] == 0 {
 		return -1
 	}
@@ -424,6 +424,9 @@ func (e *engine) attempt(ctx context.Context, r, n int) (bool, error) {
 				for e.hop1Pos[x][p] < end {
 					rec := recs[e.hop1Pos[x][p]]
 					e.hop1Pos[x][p]++
+					if rec.Aborted {
+						continue // read_committed never returns it
+					}
 					offsets[tp{e.n.inputs[x], int32(p)}] = rec.Off + 1
 					if rec.dropped() || e.faults[rec] == KindBeforeRepartition {
 						continue

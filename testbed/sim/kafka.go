@@ -303,6 +303,9 @@ func produceInputs(ctx context.Context, brokers []string, sc Scenario, n names, 
 	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
 		return 0, fmt.Errorf("registering schemas in %s: %w", SchemasTopic, err)
 	}
+	if sc.InputTxnSize > 0 {
+		return produceInputsTxn(ctx, brokers, sc, n, in)
+	}
 	var total int64
 	for x := 0; x < 3; x++ {
 		var krs []*kgo.Record
@@ -429,4 +432,51 @@ func unsettled(ctx context.Context, cl *kgo.Client, group string, want map[tp]in
 		}
 	}
 	return "", nil
+}
+
+// produceInputsTxn produces the inputs with a transactional upstream
+// producer: Scenario.InputTxnSize records of one partition per transaction,
+// committed or aborted as generate decided, checking every offset.
+func produceInputsTxn(ctx context.Context, brokers []string, sc Scenario, n names, in [][][]*inRec) (int64, error) {
+	txid := sc.AppID + "-sim-upstream"
+	cl, err := newClient(brokers, kgo.TransactionalID(txid), kgo.ProducerLinger(0))
+	if err != nil {
+		return 0, err
+	}
+	defer cl.Close()
+	var total int64
+	for x := 0; x < 3; x++ {
+		for p := range in[x] {
+			recs := in[x][p]
+			for i := 0; i < len(recs); i += sc.InputTxnSize {
+				chunk := recs[i:min(i+sc.InputTxnSize, len(recs))]
+				if err := cl.BeginTransaction(); err != nil {
+					return 0, fmt.Errorf("upstream transaction on %s[%d]: %w", n.inputs[x], p, err)
+				}
+				krs := make([]*kgo.Record, len(chunk))
+				for j, r := range chunk {
+					krs[j] = &kgo.Record{Topic: n.inputs[x], Partition: r.P, Key: r.RKey, Value: r.Value, Timestamp: time.UnixMilli(r.TS)}
+				}
+				if err := cl.ProduceSync(ctx, krs...).FirstErr(); err != nil {
+					_ = cl.EndTransaction(ctx, kgo.TryAbort)
+					return 0, fmt.Errorf("producing input %s[%d]: %w", n.inputs[x], p, err)
+				}
+				for j, kr := range krs {
+					if kr.Offset != chunk[j].Off {
+						return 0, fmt.Errorf("input %s[%d]: record landed at offset %d, expected %d (topic not fresh?)",
+							n.inputs[x], p, kr.Offset, chunk[j].Off)
+					}
+				}
+				how := kgo.TryCommit
+				if chunk[0].Aborted {
+					how = kgo.TryAbort
+				}
+				if err := cl.EndTransaction(ctx, how); err != nil {
+					return 0, fmt.Errorf("ending upstream transaction on %s[%d]: %w", n.inputs[x], p, err)
+				}
+				total += int64(len(krs))
+			}
+		}
+	}
+	return total, nil
 }

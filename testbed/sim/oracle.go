@@ -96,6 +96,9 @@ func oracle(sc Scenario, n names, l *simLog, w Window) Expectation {
 			}
 			commit := l.inCommit[x][p]
 			for _, r := range recs[start:] {
+				if r.Aborted {
+					continue // not read with read_committed
+				}
 				c.Scanned++
 				switch {
 				case (w.From != 0 && r.TS < w.From) || (w.To != 0 && r.TS > w.To):

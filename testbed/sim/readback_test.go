@@ -134,8 +134,12 @@ func checkTopics(t *testing.T, brokers []string, tr *Truth) {
 	nAll, nCom := 0, 0
 	for x := 0; x < 3; x++ {
 		for p := range l.in[x] {
-			nAll += len(l.in[x][p])
-			nCom += len(l.in[x][p])
+			for _, r := range l.in[x][p] {
+				nAll++
+				if !r.Aborted {
+					nCom++
+				}
+			}
 			for _, r := range l.rp[x][p] {
 				if r.Off >= l.rpStart[x][p] {
 					nAll++
@@ -204,11 +208,15 @@ func checkTopics(t *testing.T, brokers []string, tr *Truth) {
 			if starts[p] != l.rpStart[x][p] {
 				t.Errorf("%s[%d] log start %d, simulator says %d", n.repart[x], p, starts[p], l.rpStart[x][p])
 			}
-			var in []seen
+			var in, inCom []seen
 			for _, r := range l.in[x][p] {
-				in = append(in, seen{off: r.Off, key: string(r.RKey), ts: r.TS, tomb: r.Value == nil})
+				s := seen{off: r.Off, key: string(r.RKey), ts: r.TS, tomb: r.Value == nil}
+				in = append(in, s)
+				if !r.Aborted {
+					inCom = append(inCom, s)
+				}
 			}
-			compare("input", tp{n.inputs[x], p}, in, in)
+			compare("input", tp{n.inputs[x], p}, in, inCom)
 			for _, g := range []struct {
 				topic string
 				want  int64

@@ -61,6 +61,13 @@ type Scenario struct {
 	// EqualTSRate is the fraction of records with the same timestamp as
 	// the previous one of the same input.
 	EqualTSRate float64
+	// InputTxnSize > 0 produces the inputs with a transactional upstream
+	// producer, InputTxnSize records of one partition per transaction
+	// (markers take offsets); InputAbortRate of those transactions are
+	// aborted. Aborted input records are invisible to the application and
+	// to the audit (neither processed nor scanned).
+	InputTxnSize   int
+	InputAbortRate float64
 	// PurgeEvery is the number of rounds between repartition purges
 	// (DeleteRecords up to the committed offset, like
 	// repartition.purge.interval.ms). 0 never purges.
@@ -183,7 +190,7 @@ func (sc Scenario) validate() error {
 	case sc.Faults.RepartitionLagRounds >= sc.Rounds:
 		return fmt.Errorf("scenario: repartition lag of %d rounds with only %d rounds", sc.Faults.RepartitionLagRounds, sc.Rounds)
 	}
-	for _, r := range []float64{sc.NullKeyRate, sc.NullValueRate, sc.CorruptRate, sc.DeleteRate, sc.OutOfOrderRate, sc.EqualTSRate} {
+	for _, r := range []float64{sc.NullKeyRate, sc.NullValueRate, sc.CorruptRate, sc.DeleteRate, sc.OutOfOrderRate, sc.EqualTSRate, sc.InputAbortRate} {
 		if r < 0 || r > 1 {
 			return fmt.Errorf("scenario: rate %v outside [0, 1]", r)
 		}
@@ -205,6 +212,7 @@ func DemoScenario(seed int64) Scenario {
 		Seed:        seed,
 		NullKeyRate: 0.01, NullValueRate: 0.005, CorruptRate: 0.002, DeleteRate: 0.02,
 		OutOfOrderRate: 0.05, EqualTSRate: 0.05, PurgeEvery: 5,
+		InputTxnSize: 250, InputAbortRate: 0.05,
 		Faults: Faults{
 			BeforeRepartition: 2, BeforeStore: 3, BeforeOutput: 3, AbortedChangelog: 2, AbortedOutput: 2,
 			Purged17635: 1, PurgedRecords: 3, HealthyRetries: 2,
@@ -222,6 +230,7 @@ func CleanScenario(seed int64) Scenario {
 		Partitions: 3, Keys: 200, RecordsPerInput: 2000, Rounds: 8, Seed: seed,
 		NullKeyRate: 0.02, NullValueRate: 0.01, CorruptRate: 0.01, DeleteRate: 0.05,
 		OutOfOrderRate: 0.1, EqualTSRate: 0.1, PurgeEvery: 3,
+		InputTxnSize: 50, InputAbortRate: 0.1,
 		Faults: Faults{HealthyRetries: 2, InputLagPartitions: 1, InputLag: 10,
 			RepartitionLagPartitions: 1, RepartitionLagRounds: 1},
 	}
@@ -258,6 +267,10 @@ func RandomScenario(seed int64) Scenario {
 			HealthyRetries:     rng.Intn(3),
 			InputLagPartitions: rng.Intn(parts + 1), InputLag: rng.Intn(10),
 		},
+	}
+	if rng.Intn(2) == 0 {
+		sc.InputTxnSize = 1 + rng.Intn(40)
+		sc.InputAbortRate = rng.Float64() * 0.3
 	}
 	if rng.Intn(2) == 0 {
 		sc.Faults.RepartitionLagPartitions = 1 + rng.Intn(parts)

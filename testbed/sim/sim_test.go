@@ -128,9 +128,21 @@ func TestDemoFindingsAreTheInjectedLosses(t *testing.T) {
 			t.Errorf("partition finding %+v, want %+v", p, wantParts[i])
 		}
 	}
-	for name, c := range tr.Counts {
-		if c.Scanned != 20000 || c.Audited+c.Pending+c.NullKey+c.NullValue+c.DecodeErrors+c.OutsideWindow != c.Scanned {
-			t.Errorf("input %s counts do not add up: %+v", name, c)
+	for x, name := range []string{"a", "b", "c"} {
+		c := tr.Counts[name]
+		aborted := int64(0)
+		for _, part := range tr.log.in[x] {
+			for _, r := range part {
+				if r.Aborted {
+					aborted++
+				}
+			}
+		}
+		if aborted == 0 {
+			t.Errorf("input %s: no record in an aborted upstream transaction", name)
+		}
+		if c.Scanned != 20000-aborted || c.Audited+c.Pending+c.NullKey+c.NullValue+c.DecodeErrors+c.OutsideWindow != c.Scanned {
+			t.Errorf("input %s counts do not add up (%d aborted): %+v", name, aborted, c)
 		}
 		if c.NullKey == 0 || c.NullValue == 0 || c.DecodeErrors == 0 {
 			t.Errorf("input %s has no record dropped by design: %+v", name, c)
