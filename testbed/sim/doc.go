@@ -12,7 +12,9 @@
 // -changelog, changelogs compacted), registers the Avro schemas in
 // _schemas in Confluent's storage format, produces Avro inputs in the
 // Confluent wire format (customerId a nullable string, a nested record, a
-// long, a double, a timestamp-millis, an op enum), and then plays one
+// long, a double, a timestamp-millis, an op enum; optionally through a
+// transactional upstream producer that aborts some transactions), and
+// then plays one
 // stream thread under exactly_once_v2: every commit is one transaction of
 // a transactional franz-go producer that holds the first hop (input
 // records -> repartition records, same value bytes and timestamp, null
@@ -31,7 +33,10 @@
 // offset); and the things an audit must NOT report: lag at both hops,
 // healthy abort-and-retry, null keys and values, undecodable values,
 // tombstones, out-of-order and equal timestamps, right-only keys.
-// Optionally transactions are left open on output partitions (stuck LSO).
+// Optionally transactions are left open on output partitions (stuck LSO),
+// and KAFKA-17635 runs to its end (the task resumes past the purge).
+// Run returns once the cluster shows the end state (group offsets stable,
+// every other transaction's markers written).
 //
 // The expected audit result (Truth.Rows, Partitions, Counts) comes from an
 // oracle that implements TEAM.md "Audit semantics (exact)" over the
@@ -48,5 +53,7 @@
 // ObservedTS; Detail is only meaningful for changelog rows ("seen in
 // repartition topic <t>[p]@<off>, lost before the store" or "repartition
 // purged or not readable"); partition findings match on Kind, Topic and
-// Partition (Expectation.Diff does exactly this).
+// Partition. Expectation.Diff and Truth.Diff do exactly this comparison;
+// Truth.WriteStory tells people what was injected (for the demo);
+// Truth.Config builds the audit configuration.
 package sim
