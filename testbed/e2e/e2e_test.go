@@ -2,12 +2,14 @@ package e2e
 
 import (
 	"context"
+	"path/filepath"
 
 	"fmt"
 	"github.com/lossaudit/lossaudit/audit/finding"
 	"github.com/lossaudit/lossaudit/audit/kread"
 	"github.com/lossaudit/lossaudit/audit/runner"
 	"github.com/lossaudit/lossaudit/testbed/loadgen"
+	"github.com/lossaudit/lossaudit/testbed/streamsapp"
 	"reflect"
 	"strings"
 	"testing"
@@ -130,8 +132,13 @@ func TestCleanRun(t *testing.T) {
 // TestLagDraining stops the application cleanly in the middle of the load:
 // what it processed must be complete and everything else counted as pending.
 func TestLagDraining(t *testing.T) {
-	res := RunScenario(t, Scenario{FaultAfter: 3 * time.Second, NoCatchUp: true,
-		Fault: func(ctx context.Context, env *Env) error { return env.App.Stop() }})
+	res := RunScenario(t, Scenario{FaultAfter: time.Second, NoCatchUp: true,
+		Fault: func(ctx context.Context, env *Env) error {
+			if err := WaitProgress(ctx, env, 100); err != nil {
+				return err
+			}
+			return env.App.Stop()
+		}})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	processed, pending, err := Split(ctx, res.Env, res.Stages, res.Ledger)
@@ -144,7 +151,7 @@ func TestLagDraining(t *testing.T) {
 	}
 	t.Logf("processed %d, pending %v", len(processed.Entries()), pending)
 	if total == 0 || len(processed.Entries()) == 0 {
-		t.Fatalf("stopping the app 3 s into a 6 s load should leave both processed and pending records: processed %d, pending %v",
+		t.Fatalf("stopping the app after it processed 100 records through both hops of a 6 s load should leave both processed and pending records: processed %d, pending %v",
 			len(processed.Entries()), pending)
 	}
 	verifyWith(t, res, processed, nil, pending)
@@ -158,8 +165,11 @@ func TestLagDraining(t *testing.T) {
 func TestPurgedPastCommit(t *testing.T) {
 	var purged []Purged
 	var parts []kread.TP
-	res := RunScenario(t, Scenario{FaultAfter: 3 * time.Second, NoCatchUp: true,
+	res := RunScenario(t, Scenario{FaultAfter: time.Second, NoCatchUp: true,
 		Fault: func(ctx context.Context, env *Env) error {
+			if err := WaitProgress(ctx, env, 100); err != nil {
+				return err
+			}
 			if err := env.App.Stop(); err != nil {
 				return err
 			}
@@ -211,6 +221,35 @@ func TestPurgedPastCommit(t *testing.T) {
 	t.Logf("purged %d repartition records on %d partitions; lost newest updates of %d (input, key) pairs; pending %v",
 		len(purged), len(parts), len(lost), pending)
 	verifyFull(t, res, processed, want, pending, parts)
+}
+
+// TestSecondInstance starts a second instance with the same application.id
+// during the load (a deploy) and kills it a few seconds later (seeds/000):
+// tasks move to it and back, zombies are fenced, and exactly-once holds.
+func TestSecondInstance(t *testing.T) {
+	var second *streamsapp.App
+	res := RunScenario(t, Scenario{Records: 900, FaultAfter: 2 * time.Second,
+		Fault: func(ctx context.Context, env *Env) error {
+			var err error
+			second, err = streamsapp.New(ctx, streamsapp.Options{Bootstrap: env.Cluster.Bootstrap(), ApplicationID: ApplicationID,
+				Inputs: Inputs, Output: Output, SchemasTopic: SchemasTopic, Dir: filepath.Join(env.Dir, "app2"),
+				SessionTimeout: 10 * time.Second})
+			if err != nil {
+				return err
+			}
+			env.T.Cleanup(func() { _ = second.Kill() })
+			if err := second.Start(); err != nil {
+				return err
+			}
+			if err := second.WaitRunning(ctx); err != nil {
+				return err
+			}
+			time.Sleep(3 * time.Second)
+			return second.Kill()
+		}})
+	verify(t, res, nil)
+	t.Logf("first instance:\n%s", res.Env.App.LogGrep(8, "ProducerFenced", "TaskMigrated", "lossaudit-streamsapp: state"))
+	t.Logf("second instance:\n%s", second.LogGrep(8, "ProducerFenced", "TaskMigrated", "lossaudit-streamsapp: state"))
 }
 
 func TestAllBrokersKilled(t *testing.T) {

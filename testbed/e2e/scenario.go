@@ -385,3 +385,34 @@ func WaitCaughtUp(ctx context.Context, env *Env, stages map[string]Stage) error 
 		}
 	}
 }
+
+// WaitProgress waits until the application has processed at least n records
+// through both hops: the group's committed offsets on the repartition topics
+// (the second hop) sum to n or more.
+func WaitProgress(ctx context.Context, env *Env, n int64) error {
+	stages, err := ParseStages(env.App.TopologyFile())
+	if err != nil {
+		return err
+	}
+	var topics []string
+	for _, s := range stages {
+		topics = append(topics, s.Repartition)
+	}
+	for {
+		c, err := env.Reader.GroupOffsets(ctx, ApplicationID, topics)
+		sum := int64(0)
+		if err == nil {
+			for _, o := range c {
+				sum += o
+			}
+			if sum >= n {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for the app to process %d records through both hops (at %d, last error %v): %w", n, sum, err, ctx.Err())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
