@@ -86,7 +86,11 @@ func (k *kafkaSink) transact(ctx context.Context, recs []*outRec, offsets map[tp
 	if err := k.cl.EndTransaction(ctx, how); err != nil {
 		return fmt.Errorf("ending transaction (commit=%v): %w", commit, err)
 	}
-	return nil
+	parts := map[tp]bool{}
+	for _, r := range recs {
+		parts[tp{r.topic, r.p}] = true
+	}
+	return awaitMarkers(ctx, k.cl, parts)
 }
 
 // commitOffsets adds the group to the open transaction and stages the
@@ -474,9 +478,72 @@ func produceInputsTxn(ctx context.Context, brokers []string, sc Scenario, n name
 				if err := cl.EndTransaction(ctx, how); err != nil {
 					return 0, fmt.Errorf("ending upstream transaction on %s[%d]: %w", n.inputs[x], p, err)
 				}
+				if err := awaitMarkers(ctx, cl, map[tp]bool{{n.inputs[x], int32(p)}: true}); err != nil {
+					return 0, err
+				}
 				total += int64(len(krs))
 			}
 		}
 	}
 	return total, nil
+}
+
+// awaitMarkers waits until every partition in parts has its LSO at its high
+// watermark: the transaction just ended has its markers written. Brokers
+// write markers after EndTxn returns; starting the next transaction first
+// would let its records take the offsets the simulator expects the markers
+// at (seen on kfake).
+func awaitMarkers(ctx context.Context, cl *kgo.Client, parts map[tp]bool) error {
+	byTopic := map[string][]int32{}
+	for k := range parts {
+		byTopic[k.topic] = append(byTopic[k.topic], k.p)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var ends [2]map[tp]int64
+		for iso := int8(0); iso < 2; iso++ {
+			req := kmsg.NewPtrListOffsetsRequest()
+			req.IsolationLevel = iso
+			for _, topic := range sortedKeys(byTopic) {
+				rt := kmsg.NewListOffsetsRequestTopic()
+				rt.Topic = topic
+				for _, p := range byTopic[topic] {
+					rp := kmsg.NewListOffsetsRequestTopicPartition()
+					rp.Partition, rp.Timestamp = p, -1
+					rt.Partitions = append(rt.Partitions, rp)
+				}
+				req.Topics = append(req.Topics, rt)
+			}
+			resp, err := req.RequestWith(ctx, cl)
+			if err != nil {
+				return fmt.Errorf("waiting for transaction markers: %w", err)
+			}
+			ends[iso] = map[tp]int64{}
+			for _, t := range resp.Topics {
+				for _, p := range t.Partitions {
+					if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
+						return fmt.Errorf("waiting for transaction markers on %s[%d]: %w", t.Topic, p.Partition, err)
+					}
+					ends[iso][tp{t.Topic, p.Partition}] = p.Offset
+				}
+			}
+		}
+		done := true
+		for k := range parts {
+			if ends[1][k] != ends[0][k] {
+				done = false
+			}
+		}
+		if done {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("waiting for transaction markers: LSO still below the high watermark after 30s")
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for transaction markers: %w", ctx.Err())
+		case <-time.After(2 * time.Millisecond):
+		}
+	}
 }
