@@ -83,6 +83,7 @@ type manifest struct {
 	Keys        int                   `json:"keys"`
 	BaseMs      int64                 `json:"base_ms"`
 	SpanMs      int64                 `json:"span_ms"`
+	WindowMs    int64                 `json:"window_ms"` // where the newest 5% of every input starts
 	Topics      map[string]topicCount `json:"topics"`
 	LoadSeconds float64               `json:"load_seconds"`
 	Loaded      time.Time             `json:"loaded"`
@@ -100,7 +101,7 @@ func (m *manifest) total(topics []string) topicCount {
 
 // windowFrom is the window start covering the newest 5% of every input.
 func (m *manifest) windowFrom() time.Time {
-	return time.UnixMilli(m.BaseMs + m.SpanMs*95/100).UTC()
+	return time.UnixMilli(m.WindowMs).UTC()
 }
 
 func readManifest(path string) (*manifest, error) {
@@ -154,9 +155,12 @@ type loader struct {
 	n       names
 	brokers []string
 	keys    int
-	baseMs  int64
-	spanMs  int64
 	perIn   int64
+	// timestamps: of the first record, the newest, and the earliest of the
+	// inputs' records at position windowAt (the newest 5% start there).
+	baseMs, lastMs, windowMs int64
+	windowAt                 int64
+	clock                    int64
 
 	mu     sync.Mutex
 	counts map[string]topicCount
@@ -196,12 +200,12 @@ func load(ctx context.Context, brokers []string, spec loadSpec, logf func(string
 	n := pipelineNames()
 	perIn := spec.Records / 3
 	keys := int(max(perIn/10, 1))
-	// Timestamps span one hour ending 10 minutes ago: inside retention, not
-	// in the future.
-	span := int64(time.Hour / time.Millisecond)
-	base := time.Now().Add(-70*time.Minute).Truncate(time.Second).UnixMilli()
-	l := &loader{spec: spec, n: n, brokers: brokers, keys: keys, baseMs: base, spanMs: span, perIn: perIn,
-		counts: map[string]topicCount{}}
+	// Timestamps are the wall clock at production, as in a live pipeline:
+	// transaction markers carry the broker's wall clock, and ListOffsets by
+	// time finds the first batch, marker or not, at or after a time, so data
+	// stamped long before its markers would make every window start early.
+	l := &loader{spec: spec, n: n, brokers: brokers, keys: keys, perIn: perIn,
+		counts: map[string]topicCount{}, windowAt: perIn * 95 / 100}
 	for x := range 3 {
 		l.ts[x] = make([]int64, keys)
 		l.amt[x] = make([]int64, keys)
@@ -215,7 +219,7 @@ func load(ctx context.Context, brokers []string, spec loadSpec, logf func(string
 	if err := l.commitGroup(ctx); err != nil {
 		return nil, err
 	}
-	return &manifest{Spec: spec, Keys: keys, BaseMs: base, SpanMs: span, Topics: l.counts,
+	return &manifest{Spec: spec, Keys: keys, BaseMs: l.baseMs, SpanMs: l.lastMs - l.baseMs, WindowMs: l.windowMs, Topics: l.counts,
 		LoadSeconds: time.Since(started).Seconds(), Loaded: time.Now().UTC()}, nil
 }
 
@@ -261,10 +265,18 @@ func (l *loader) schemaRecords() []*kgo.Record {
 
 func customer(k int) string { return "cust-" + fmt.Sprintf("%08d", k) }
 
-// tsOf is input x's i-th record timestamp: evenly over the span, so the
-// newest 5% of the span holds the newest 5% of each input.
+// tsOf is input x's i-th record timestamp: the wall clock, never going
+// back.
 func (l *loader) tsOf(x int, i int64) int64 {
-	return l.baseMs + i*l.spanMs/max(l.perIn, 1) + int64(x)
+	l.clock = max(l.clock, time.Now().UnixMilli())
+	if l.baseMs == 0 {
+		l.baseMs = l.clock
+	}
+	l.lastMs = l.clock
+	if i == l.windowAt && (l.windowMs == 0 || l.clock < l.windowMs) {
+		l.windowMs = l.clock
+	}
+	return l.clock
 }
 
 func (l *loader) produce(ctx context.Context, logf func(string, ...any)) error {
@@ -402,6 +414,9 @@ func (l *loader) commitGroup(ctx context.Context) error {
 		return err
 	}
 	defer adm.Close()
+	if err := settle(ctx, adm, l.n.audited()); err != nil {
+		return err
+	}
 	req := kmsg.NewPtrOffsetCommitRequest()
 	req.Group = l.n.app
 	req.Generation = -1
@@ -434,4 +449,38 @@ func (l *loader) commitGroup(ctx context.Context) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// settle waits until every partition's LSO reached its high watermark:
+// brokers write transaction markers after EndTxn has returned.
+func settle(ctx context.Context, adm *tk.Admin, topics []string) error {
+	deadline := time.Now().Add(2 * time.Minute)
+	for _, t := range topics {
+		for {
+			lso, err := adm.ListOffsets(ctx, t, -1, tk.ReadCommitted)
+			if err != nil {
+				return err
+			}
+			hw, err := adm.ListOffsets(ctx, t, -1, tk.ReadUncommitted)
+			if err != nil {
+				return err
+			}
+			short := false
+			for p, h := range hw {
+				short = short || lso[p] < h
+			}
+			if !short {
+				break
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("loader: %s: last stable offsets %v stay below the high watermarks %v", t, lso, hw)
+			}
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+	}
+	return nil
 }

@@ -91,13 +91,16 @@ type benchOptions struct {
 	KafkaVersion  string
 	Heap          string
 	Lossaudit     string // prebuilt binary; empty builds ./cmd/lossaudit
+	Profile       string // directory for pprof profiles of in-process audits
+	Hold          bool   // keep the brokers running at the end until interrupted
 }
 
 func (o *benchOptions) flags() *flag.FlagSet {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.Int64Var(&o.Records, "n", 10_000_000, "input records to load, over the three inputs")
 	fs.StringVar(&o.Dir, "dir", filepath.Join(os.TempDir(), "lossaudit-bench"), "working directory: cluster data, audit stores, reports, results")
-	fs.BoolVar(&o.Reuse, "reuse", false, "reuse the data loaded by an earlier run in -dir when it has the same -n, -partitions, -rf and -compression (restarts the brokers on it) instead of reloading")
+	fs.BoolVar(&o.Reuse, "reuse", false, "reuse the brokers and data of a run still holding them (-hold) in -dir when it loaded the same -n, -partitions, -rf and -compression, instead of starting brokers and loading")
+	fs.BoolVar(&o.Hold, "hold", false, "after the measurements keep the brokers running (their addresses in <dir>/brokers.txt) until interrupted, for -reuse by later runs")
 	fs.StringVar(&o.Out, "out", "", "markdown file for the results table (default <dir>/results-<n>.md)")
 	fs.IntVar(&o.Partitions, "partitions", 6, "partitions per topic")
 	fs.IntVar(&o.RF, "rf", 3, "replication factor")
@@ -108,6 +111,7 @@ func (o *benchOptions) flags() *flag.FlagSet {
 	fs.StringVar(&o.KafkaVersion, "kafka-version", "", "Apache Kafka version (default: testbed/kafka's)")
 	fs.StringVar(&o.Heap, "heap", "1g", "broker JVM heap")
 	fs.StringVar(&o.Lossaudit, "lossaudit", "", "lossaudit binary to time (default: go build ./cmd/lossaudit into -dir)")
+	fs.StringVar(&o.Profile, "profile", "", "after the measurements, run the full and the windowed audit in a child with pprof CPU and allocation profiles written to this directory")
 	return fs
 }
 
@@ -142,13 +146,29 @@ func bench(ctx context.Context, o benchOptions, stdout, stderr io.Writer) (*repo
 	}
 	clusterDir := filepath.Join(o.Dir, "cluster")
 	manifestPath := filepath.Join(o.Dir, "manifest.json")
+	brokersPath := filepath.Join(o.Dir, "brokers.txt")
+	n := pipelineNames()
 	var man *manifest
+	var brokers []string
 	if o.Reuse {
-		if m, err := readManifest(manifestPath); err == nil && m.Spec == spec {
-			man = m
-			logf("reusing the data loaded at %s (%d records)", m.Loaded.Format(time.RFC3339), m.Spec.Records)
-		} else {
-			logf("no reusable data in %s: loading", o.Dir)
+		m, err := readManifest(manifestPath)
+		b, berr := os.ReadFile(brokersPath)
+		switch {
+		case err != nil || berr != nil:
+			logf("no held cluster in %s: starting one and loading", o.Dir)
+		case m.Spec != spec:
+			logf("the held cluster in %s holds other data (%+v): starting one and loading", o.Dir, m.Spec)
+		default:
+			bs := strings.Split(strings.TrimSpace(string(b)), ",")
+			cctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+			err := checkLoaded(cctx, bs, n, m)
+			cancel()
+			if err != nil {
+				logf("the held cluster in %s does not answer (%v): starting one and loading", o.Dir, err)
+			} else {
+				man, brokers = m, bs
+				logf("reusing the held cluster %s with the data loaded at %s", b, m.Loaded.Format(time.RFC3339))
+			}
 		}
 	}
 	if man == nil {
@@ -156,23 +176,28 @@ func bench(ctx context.Context, o benchOptions, stdout, stderr io.Writer) (*repo
 			return nil, err
 		}
 		_ = os.Remove(manifestPath)
-	}
-	logf("starting 3 brokers in %s", clusterDir)
-	cl, err := tk.Start(ctx, tk.Options{Dir: clusterDir, Version: o.KafkaVersion, Heap: o.Heap,
-		Props: map[string]string{"log.retention.hours": "168", "num.io.threads": "4", "num.network.threads": "3"}})
-	if err != nil {
-		return nil, err
-	}
-	defer stopCluster(cl, logf)
-	readyCtx, cancel := context.WithTimeout(ctx, 3*time.Minute)
-	err = cl.WaitReady(readyCtx)
-	cancel()
-	if err != nil {
-		return nil, err
-	}
-	brokers := cl.Bootstrap()
-	n := pipelineNames()
-	if man == nil {
+		_ = os.Remove(brokersPath)
+		logf("starting 3 brokers in %s", clusterDir)
+		cl, err := tk.Start(ctx, tk.Options{Dir: clusterDir, Version: o.KafkaVersion, Heap: o.Heap,
+			Props: map[string]string{"log.retention.hours": "168", "num.io.threads": "4", "num.network.threads": "3"}})
+		if err != nil {
+			return nil, err
+		}
+		defer stopCluster(cl, logf)
+		if o.Hold {
+			defer func() {
+				logf("holding the brokers %s for -reuse; interrupt to stop them", strings.Join(brokers, ","))
+				<-ctx.Done()
+				_ = os.Remove(brokersPath)
+			}()
+		}
+		readyCtx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+		err = cl.WaitReady(readyCtx)
+		cancel()
+		if err != nil {
+			return nil, err
+		}
+		brokers = cl.Bootstrap()
 		logf("loading %d input records (%d partitions, rf %d, %s)", spec.Records, spec.Partitions, spec.RF, spec.Compression)
 		if man, err = load(ctx, brokers, spec, logf); err != nil {
 			return nil, err
@@ -180,9 +205,10 @@ func bench(ctx context.Context, o benchOptions, stdout, stderr io.Writer) (*repo
 		if err := man.write(manifestPath); err != nil {
 			return nil, err
 		}
+		if err := os.WriteFile(brokersPath, []byte(strings.Join(brokers, ",")+"\n"), 0o644); err != nil {
+			return nil, err
+		}
 		logf("loaded in %.0fs", man.LoadSeconds)
-	} else if err := checkLoaded(ctx, brokers, n, man); err != nil {
-		return nil, err
 	}
 	bin := o.Lossaudit
 	if bin == "" {
@@ -245,6 +271,11 @@ func bench(ctx context.Context, o benchOptions, stdout, stderr io.Writer) (*repo
 			res.Name += tag
 			rep.Results = append(rep.Results, res)
 			rep.Findings = append(rep.Findings, findings)
+		}
+	}
+	if o.Profile != "" {
+		if err := profileRuns(ctx, o.Profile, cfgPath, man, logf); err != nil {
+			return nil, err
 		}
 	}
 	rep.Markdown = markdown(o, man, rep.Results)
@@ -384,4 +415,29 @@ func runAudit(ctx context.Context, bin, cfgPath, dir string, m *manifest, window
 		return res, 0, errors.New("the audit was partial")
 	}
 	return res, rj.RowCount + len(rj.Partitions), nil
+}
+
+// profileRuns runs the profile subcommand for the full and the windowed audit.
+func profileRuns(ctx context.Context, dir, cfgPath string, m *manifest, logf func(string, ...any)) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	for _, w := range []string{"full", "window"} {
+		args := []string{"profile", "-c", cfgPath, "-cpuprofile", filepath.Join(dir, "cpu-"+w+".out"),
+			"-memprofile", filepath.Join(dir, "mem-"+w+".out")}
+		if w == "window" {
+			args = append(args, "-from", m.windowFrom().Format(time.RFC3339Nano))
+		}
+		var out bytes.Buffer
+		wall, rss, err := timed(ctx, &out, self, args...)
+		if err != nil {
+			return err
+		}
+		logf("profile %s: %s wall, peak RSS %.0f MiB: %s", w, wall.Round(time.Millisecond), mib(rss), strings.TrimSpace(out.String()))
+	}
+	return nil
 }
