@@ -129,6 +129,19 @@ func TestCleanRun(t *testing.T) {
 	verify(t, res, nil)
 }
 
+// TestKafka4 runs the clean scenario on the 4.x line (brokers and Kafka
+// Streams 4.1.2) whatever the environment selects, so every run covers both lines.
+func TestKafka4(t *testing.T) {
+	res := RunScenario(t, Scenario{KafkaVersion: Kafka4, StreamsVersion: Kafka4})
+	if got := res.Env.Cluster.Version(); got != Kafka4 {
+		t.Fatalf("cluster runs %s, want %s", got, Kafka4)
+	}
+	if len(res.Truth.StreamsVersions) != 1 || res.Truth.StreamsVersions[0] != Kafka4 {
+		t.Fatalf("app reported Kafka Streams %v, want %s", res.Truth.StreamsVersions, Kafka4)
+	}
+	verify(t, res, nil)
+}
+
 // TestLagDraining stops the application cleanly in the middle of the load:
 // what it processed must be complete and everything else counted as pending.
 func TestLagDraining(t *testing.T) {

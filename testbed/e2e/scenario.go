@@ -31,14 +31,20 @@ const (
 	SchemasTopic  = "_schemas"
 )
 
+// Kafka4 is the 4.x release TestKafka4 runs (brokers and Kafka Streams).
+const Kafka4 = "4.1.2"
+
 // Inputs are the input topics in join order (a, b, c).
 var Inputs = [3]string{"in-a", "in-b", "in-c"}
 
 // Scenario describes one end-to-end run.
 type Scenario struct {
-	Records   int // per input; default 600
-	Rate      int // records per second per input; default 100
-	Customers int // distinct selected keys; default 40
+	// KafkaVersion and StreamsVersion override LOSSAUDIT_KAFKA_VERSION and
+	// LOSSAUDIT_STREAMS_VERSION (defaults 3.9.2 and 3.6.2).
+	KafkaVersion, StreamsVersion string
+	Records                      int // per input; default 600
+	Rate                         int // records per second per input; default 100
+	Customers                    int // distinct selected keys; default 40
 	// DropBeforeStore and DropBeforeOutput inject loss in the application (see streamsapp.Options).
 	DropBeforeStore  map[string][]string
 	DropBeforeOutput []string
@@ -131,7 +137,7 @@ func RunScenario(t *testing.T, sc Scenario) *Result {
 	})
 
 	start := time.Now()
-	c, err := kafka.Start(ctx, kafka.Options{Dir: filepath.Join(env.Dir, "kafka")})
+	c, err := kafka.Start(ctx, kafka.Options{Version: sc.KafkaVersion, Dir: filepath.Join(env.Dir, "kafka")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,7 +183,7 @@ func RunScenario(t *testing.T, sc Scenario) *Result {
 	if err != nil {
 		t.Fatal(err)
 	}
-	app, err := streamsapp.New(ctx, streamsapp.Options{Bootstrap: c.Bootstrap(), ApplicationID: ApplicationID,
+	app, err := streamsapp.New(ctx, streamsapp.Options{Version: sc.StreamsVersion, Bootstrap: c.Bootstrap(), ApplicationID: ApplicationID,
 		Inputs: Inputs, Output: Output, SchemasTopic: SchemasTopic, Dir: filepath.Join(env.Dir, "app"),
 		DropBeforeStore: sc.DropBeforeStore, DropBeforeOutput: sc.DropBeforeOutput, SessionTimeout: 10 * time.Second,
 		PurgeInterval: sc.PurgeInterval})
@@ -198,7 +204,7 @@ func RunScenario(t *testing.T, sc Scenario) *Result {
 	if err := app.WaitRunning(ctx); err != nil {
 		t.Fatal(err)
 	}
-	env.timed("streams "+streamsapp.Version()+" running", start)
+	env.timed("streams "+app.Version()+" running", start)
 
 	start = time.Now()
 	loadErr := make(chan error, 1)

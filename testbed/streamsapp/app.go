@@ -188,6 +188,9 @@ func New(ctx context.Context, o Options) (*App, error) {
 	return &App{o: o, cp: cp}, nil
 }
 
+// Version returns the Kafka Streams version the application runs on.
+func (a *App) Version() string { return a.o.Version }
+
 // TopologyFile is where the application writes Topology#describe() at start.
 func (a *App) TopologyFile() string { return filepath.Join(a.o.Dir, "topology.txt") }
 

@@ -1,7 +1,7 @@
 // Command install downloads the Apache Kafka broker jars and builds the Kafka
 // Streams test application into the testbed cache (see ../install.sh).
 //
-// Usage: go run ./testbed/scripts/install [-kafka 3.9.2,4.1.2] [-streams 3.6.2]
+// Usage: go run ./testbed/scripts/install [-kafka 3.9.2,4.1.2] [-streams 3.6.2,4.1.2]
 package main
 
 import (
@@ -12,13 +12,15 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lossaudit/lossaudit/testbed/e2e"
 	"github.com/lossaudit/lossaudit/testbed/kafka"
 	"github.com/lossaudit/lossaudit/testbed/streamsapp"
 )
 
 func main() {
-	kv := flag.String("kafka", kafka.Version(), "comma-separated Apache Kafka broker versions to install")
-	sv := flag.String("streams", streamsapp.Version(), "comma-separated Kafka Streams versions to build the application for")
+	// The e2e suite runs the selected versions plus the 4.x line (TestKafka4).
+	kv := flag.String("kafka", kafka.Version()+","+e2e.Kafka4, "comma-separated Apache Kafka broker versions to install")
+	sv := flag.String("streams", streamsapp.Version()+","+e2e.Kafka4, "comma-separated Kafka Streams versions to build the application for")
 	flag.Parse()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
