@@ -79,6 +79,10 @@ type Options struct {
 	MaxRetries int
 	// RetryBackoff is the first backoff; it doubles up to MaxRetryBackoff.
 	RetryBackoff, MaxRetryBackoff time.Duration
+	// StableWait bounds how long GroupOffsets waits for transactions
+	// committing the group's offsets to be decided (default
+	// DefaultStableWait).
+	StableWait time.Duration
 }
 
 // Client reads topics with read_committed semantics. It is safe for
@@ -133,6 +137,9 @@ func New(o Options) (*Client, error) {
 	}
 	if o.ClientID == "" {
 		o.ClientID = DefaultClientID
+	}
+	if o.StableWait <= 0 {
+		o.StableWait = DefaultStableWait
 	}
 	dialer := &net.Dialer{Timeout: o.Timeout}
 	c := &Client{

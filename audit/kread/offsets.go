@@ -155,7 +155,17 @@ func (c *Client) OffsetsForTime(ctx context.Context, topic string, t time.Time) 
 // topics with a single OffsetFetch (sent to the group's coordinator). It
 // never joins the group and never commits. Partitions without a committed
 // offset are absent from the result.
+//
+// It first waits until the transactions committing the group's offsets at
+// the time of the call are decided (see awaitStableOffsets): under
+// exactly-once, Kafka Streams' commitTransaction returns, and repartition
+// topics are purged, before the commit marker makes the new offsets
+// visible, so an unstable read would show a purge past the committed offset
+// that is not there.
 func (c *Client) GroupOffsets(ctx context.Context, group string, topics []string) (map[TP]int64, error) {
+	if _, err := c.awaitStableOffsets(ctx, group, c.o.StableWait); err != nil {
+		return nil, err
+	}
 	req := &offsetfetch.Request{GroupID: group}
 	for _, t := range topics {
 		parts, err := c.Partitions(ctx, t)

@@ -1,0 +1,157 @@
+package kread
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	tkafka "github.com/lossaudit/lossaudit/testbed/kafka"
+)
+
+// The expected partitions were computed with Java:
+// (s.hashCode() == Integer.MIN_VALUE ? 0 : Math.abs(s.hashCode())) % 50,
+// which is what Kafka's group coordinator uses.
+func TestOffsetsPartitionMatchesKafka(t *testing.T) {
+	tests := []struct {
+		group string
+		want  int32
+	}{
+		{"hello", 22},
+		{"polygenelubricants", 0}, // hashCode is Integer.MIN_VALUE
+		{"Hello World", 26},       // negative hashCode
+		{"lossaudit-demo", 10},
+		{"myapp", 1},
+		{"日本語-app", 5}, // UTF-16 code units, not bytes
+	}
+	for _, tt := range tests {
+		if got := offsetsPartition(tt.group, 50); got != tt.want {
+			t.Errorf("offsetsPartition(%q, 50) = %d, want %d", tt.group, got, tt.want)
+		}
+	}
+}
+
+// TestRealKafkaGroupOffsetsWaitForStable leaves a transaction holding an
+// offset commit for the group open on a real broker: GroupOffsets must not
+// return the offsets as they are (the new commit may be about to land)
+// but wait, and fail naming the group once the wait is over; after the
+// transaction commits it returns the new offset. kfake has no
+// __consumer_offsets topic, so this needs Apache Kafka.
+func TestRealKafkaGroupOffsetsWaitForStable(t *testing.T) {
+	cl := startRealKafka(t, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	adm, err := tkafka.NewAdmin(cl.Bootstrap())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer adm.Close()
+	if err := adm.CreateTopics(ctx, tkafka.TopicSpec{Name: "in", Partitions: 1}); err != nil {
+		t.Fatal(err)
+	}
+	const group = "stable-app"
+	prod, err := kgo.NewClient(kgo.SeedBrokers(cl.Bootstrap()...), kgo.TransactionalID("stable-txn"),
+		kgo.DefaultProduceTopic("in"), kgo.TransactionTimeout(2*time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prod.Close()
+	txnCommit := func(off int64) {
+		t.Helper()
+		pid, epoch, err := prod.ProducerID(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		add := kmsg.NewPtrAddOffsetsToTxnRequest()
+		add.TransactionalID, add.ProducerID, add.ProducerEpoch, add.Group = "stable-txn", pid, epoch, group
+		if r, err := add.RequestWith(ctx, prod); err != nil || r.ErrorCode != 0 {
+			t.Fatalf("AddOffsetsToTxn: %v %v", err, r)
+		}
+		req := kmsg.NewPtrTxnOffsetCommitRequest()
+		req.TransactionalID, req.Group, req.ProducerID, req.ProducerEpoch = "stable-txn", group, pid, epoch
+		req.Generation, req.MemberID = -1, ""
+		tp := kmsg.NewTxnOffsetCommitRequestTopic()
+		tp.Topic = "in"
+		p := kmsg.NewTxnOffsetCommitRequestTopicPartition()
+		p.Partition, p.Offset, p.LeaderEpoch = 0, off, -1
+		tp.Partitions = append(tp.Partitions, p)
+		req.Topics = append(req.Topics, tp)
+		if r, err := req.RequestWith(ctx, prod); err != nil || r.Topics[0].Partitions[0].ErrorCode != 0 {
+			t.Fatalf("TxnOffsetCommit: %v %+v", err, r)
+		}
+	}
+	// First commit: offset 1, committed.
+	if err := prod.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := prod.ProduceSync(ctx, &kgo.Record{Value: []byte("x")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	txnCommit(1)
+	if err := prod.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		t.Fatal(err)
+	}
+	r, err := New(Options{Brokers: cl.Bootstrap(), Timeout: 10 * time.Second, StableWait: 3 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	g, err := r.GroupOffsets(ctx, group, []string{"in"})
+	if err != nil || g[TP{"in", 0}] != 1 {
+		t.Fatalf("after the first commit: %v %v, want in[0]=1", g, err)
+	}
+	// Second commit: offset 2, left open.
+	if err := prod.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := prod.ProduceSync(ctx, &kgo.Record{Value: []byte("y")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	txnCommit(2)
+	start := time.Now()
+	_, err = r.GroupOffsets(ctx, group, []string{"in"})
+	if !errors.Is(err, ErrUnstableOffsets) || !strings.Contains(err.Error(), group) {
+		t.Fatalf("with an offset commit pending: err = %v, want ErrUnstableOffsets naming %s", err, group)
+	}
+	if waited := time.Since(start); waited < 3*time.Second {
+		t.Errorf("gave up after %s, before the 3s wait", waited)
+	}
+	if err := prod.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		t.Fatal(err)
+	}
+	g, err = r.GroupOffsets(ctx, group, []string{"in"})
+	if err != nil || g[TP{"in", 0}] != 2 {
+		t.Fatalf("after the second commit: %v %v, want in[0]=2", g, err)
+	}
+}
+
+// startRealKafka starts an Apache Kafka cluster of n nodes for one test,
+// when LOSSAUDIT_REAL_KAFKA=1 and Java and Maven are installed.
+func startRealKafka(t *testing.T, n int) *tkafka.Cluster {
+	t.Helper()
+	if os.Getenv("LOSSAUDIT_REAL_KAFKA") != "1" {
+		t.Skip("set LOSSAUDIT_REAL_KAFKA=1 to run against a real Kafka broker")
+	}
+	for _, tool := range []string{"java", "mvn"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("%s not installed: %v", tool, err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cl, err := tkafka.Start(ctx, tkafka.Options{Dir: t.TempDir(), Nodes: n, Version: os.Getenv("LOSSAUDIT_KAFKA_VERSION")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cl.Close() })
+	if err := cl.WaitReady(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return cl
+}
