@@ -672,7 +672,7 @@ func (r *run) check() error {
 	}
 	sum := &r.res.Summary
 	var rows []finding.Row
-	var fps []uint64 // the evidence record's value fingerprint, per row
+	var seen []seenAt // per row: where the repartition topic still holds the evidence record
 	byName := map[string]int{}
 	for i, in := range r.o.Inputs {
 		byName[in.Name] = i
@@ -688,7 +688,8 @@ func (r *run) check() error {
 		rows, kr = c.check(v, rows)
 		for j := n; j < len(rows); j++ {
 			rows[j].Key = append([]byte(nil), rows[j].Key...)
-			fps = append(fps, v.Inputs[byName[rows[j].Input]].Evidence.FP)
+			in := v.Inputs[byName[rows[j].Input]]
+			seen = append(seen, seenAt{in.Seen, in.SeenPartition, in.SeenOffset})
 		}
 		sum.Stages[finding.StageChangelog].KeysChecked += int64(kr.checkedChangelog)
 		sum.Stages[finding.StageOutput].KeysChecked += int64(kr.checkedOutput)
@@ -707,12 +708,27 @@ func (r *run) check() error {
 		row := &rows[j]
 		sum.Stages[row.Stage].Findings[row.Kind]++
 		if row.Stage == finding.StageChangelog {
-			row.Detail, err = r.repartitionDetail(row, byName[row.Input], fps[j])
-			if err != nil {
-				return err
-			}
+			row.Detail = r.repartitionDetail(byName[row.Input], seen[j])
 		}
 	}
+	// The index yields keys in hash order; rows come out in key order (by
+	// length, then bytes), each key's rows in the order the check made them.
+	order := make([]int, len(rows))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(a, b int) bool {
+		ka, kb := rows[order[a]].Key, rows[order[b]].Key
+		if len(ka) != len(kb) {
+			return len(ka) < len(kb)
+		}
+		return string(ka) < string(kb)
+	})
+	sorted := make([]finding.Row, len(rows))
+	for i, j := range order {
+		sorted[i] = rows[j]
+	}
+	rows = sorted
 	if withheld > 0 {
 		sum.Partial = true
 	}
@@ -720,17 +736,21 @@ func (r *run) check() error {
 	return nil
 }
 
+// seenAt is where a repartition topic still holds a processed copy of an
+// evidence record, if it does.
+type seenAt struct {
+	ok        bool
+	partition int32
+	offset    int64
+}
+
 // repartitionDetail says whether the lost update can still be seen in the
 // repartition topic (it reached the first hop and was lost before the
 // store) or not (purged, or never written).
-func (r *run) repartitionDetail(row *finding.Row, x int, fp uint64) (string, error) {
+func (r *run) repartitionDetail(x int, s seenAt) string {
 	in := r.o.Inputs[x]
-	p, off, ok, err := r.o.Store.RepartitionSeen(uint8(x), row.Key, row.Timestamp, fp)
-	if err != nil {
-		return "", err
+	if s.ok {
+		return fmt.Sprintf("seen in repartition topic %s[%d]@%d, lost before the store", in.RepartitionTopic, s.partition, s.offset)
 	}
-	if ok {
-		return fmt.Sprintf("seen in repartition topic %s[%d]@%d, lost before the store", in.RepartitionTopic, p, off), nil
-	}
-	return fmt.Sprintf("repartition topic %s no longer holds it (purged) or never did", in.RepartitionTopic), nil
+	return fmt.Sprintf("repartition topic %s no longer holds it (purged) or never did", in.RepartitionTopic)
 }

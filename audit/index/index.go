@@ -1,38 +1,54 @@
-// Package index is lossaudit's on-disk evidence store: an embedded Badger
-// database holding, per selected key, the input records that count, the
-// repartition records still readable, and the newest committed and aborted
-// timestamps of the changelogs and the output. Memory stays bounded however
-// many keys a pipeline has: writes are batched blind writes, and the check
-// reads everything back in one ordered pass, key by key.
+// Package index is lossaudit's on-disk evidence store: per selected key,
+// the input records that count, the repartition records still readable,
+// and the newest committed and aborted timestamps of the changelogs and the
+// output. Memory stays bounded however many keys a pipeline has: entries
+// are collected in a chunk of fixed size, sorted and written out as a run
+// file when it fills (an external merge sort), and the check reads all runs
+// back in one merged, ordered pass, key by key.
+//
+// An earlier version kept the entries in Badger; with one entry per record
+// read, its memtable inserts (a skiplist search per entry) cost more CPU
+// than reading the data from Kafka. The evidence is written once and read
+// once in order, which is what a sort does best.
 package index
 
 import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
-
-	badger "github.com/dgraph-io/badger/v4"
-	"github.com/dgraph-io/badger/v4/options"
+	"sync/atomic"
+	"syscall"
 )
 
 // Store is an open index directory. It is safe for concurrent use; Close
 // must be called exactly once.
 type Store struct {
-	db  *badger.DB
-	dir string
+	dir   string
+	lock  *os.File
+	chunk int64
+	runs  []string     // sorted run files of the last completed writer
+	seq   atomic.Int64 // run file counter
 }
 
 // Options tune the store; the zero value is sensible.
 type Options struct {
-	// MemTableSize bounds each in-memory table (default 32 MiB).
-	MemTableSize int64
-	// IndexCacheSize bounds the cache of table indexes (default 32 MiB).
-	IndexCacheSize int64
+	// ChunkBytes is the memory for collecting and sorting entries before
+	// they are written out as one sorted run (default 32 MiB). Up to three
+	// chunks can be in memory at once (one filling, one waiting, one being
+	// written).
+	ChunkBytes int64
 }
 
-// Open opens (creating if needed) the index in dir. Another process using
-// the same directory is reported clearly instead of as a lock error.
+const (
+	lockName  = "LOCK"
+	runPrefix = "run-"
+	runSuffix = ".sorted"
+)
+
+// Open opens (creating if needed) the index in dir. Another process (or
+// another Open) using the same directory is reported clearly.
 func Open(dir string, o Options) (*Store, error) {
 	if dir == "" {
 		return nil, errors.New("index: store directory is empty")
@@ -40,51 +56,57 @@ func Open(dir string, o Options) (*Store, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("index: creating store directory %s: %w", dir, err)
 	}
-	if o.MemTableSize == 0 {
-		o.MemTableSize = 32 << 20
+	if o.ChunkBytes <= 0 {
+		o.ChunkBytes = 32 << 20
 	}
-	if o.IndexCacheSize == 0 {
-		o.IndexCacheSize = 32 << 20
-	}
-	opts := badger.DefaultOptions(dir).
-		WithLogger(nil).
-		WithCompression(options.None).
-		WithBlockCacheSize(0).
-		WithIndexCacheSize(o.IndexCacheSize).
-		WithMemTableSize(o.MemTableSize).
-		WithNumMemtables(2).
-		WithNumLevelZeroTables(4).
-		WithNumLevelZeroTablesStall(8).
-		WithValueLogFileSize(64 << 20).
-		WithNumCompactors(2).
-		WithDetectConflicts(false).
-		WithMetricsEnabled(false)
-	db, err := badger.Open(opts)
+	f, err := os.OpenFile(filepath.Join(dir, lockName), os.O_CREATE|os.O_RDWR, 0o644)
 	if err != nil {
-		if strings.Contains(err.Error(), "Cannot acquire directory lock") {
-			return nil, fmt.Errorf("index: store directory %s is in use by another lossaudit run (or a crashed one left its lock): %w", dir, err)
-		}
 		return nil, fmt.Errorf("index: opening store directory %s: %w", dir, err)
 	}
-	return &Store{db: db, dir: dir}, nil
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, fmt.Errorf("index: store directory %s is in use by another lossaudit run: %w", dir, err)
+		}
+		return nil, fmt.Errorf("index: locking store directory %s: %w", dir, err)
+	}
+	s := &Store{dir: dir, lock: f, chunk: o.ChunkBytes}
+	// Runs of an earlier, interrupted or completed run are stale.
+	if err := s.Reset(); err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
 }
 
 // Dir returns the directory the store lives in.
 func (s *Store) Dir() string { return s.dir }
 
-// Close flushes and closes the store.
+// Close releases the directory.
 func (s *Store) Close() error {
-	if err := s.db.Close(); err != nil {
+	if err := s.lock.Close(); err != nil {
 		return fmt.Errorf("index: closing %s: %w", s.dir, err)
 	}
 	return nil
 }
 
-// Reset drops the evidence of the previous run, keeping the cross-run
-// history.
+// Reset drops the evidence of the previous run.
 func (s *Store) Reset() error {
-	if err := s.db.DropPrefix([]byte{prefixRun}); err != nil {
+	ents, err := os.ReadDir(s.dir)
+	if err != nil {
 		return fmt.Errorf("index: clearing previous run in %s: %w", s.dir, err)
 	}
+	for _, e := range ents {
+		if n := e.Name(); strings.HasPrefix(n, runPrefix) && strings.HasSuffix(n, runSuffix) {
+			if err := os.Remove(filepath.Join(s.dir, n)); err != nil {
+				return fmt.Errorf("index: clearing previous run in %s: %w", s.dir, err)
+			}
+		}
+	}
+	s.runs = nil
 	return nil
+}
+
+func (s *Store) newRunPath() string {
+	return filepath.Join(s.dir, fmt.Sprintf("%s%06d%s", runPrefix, s.seq.Add(1), runSuffix))
 }

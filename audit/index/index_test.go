@@ -49,6 +49,13 @@ func TestScanGroupsEvidenceByKey(t *testing.T) {
 	// a key that is not valid UTF-8 and a longer key sharing a prefix.
 	must(w.Input(2, []byte{0xff, 0x00}, 1, 0, 0, 1))
 	must(w.Input(0, []byte("k10"), 7, 0, 0, 1))
+	// key "k3": the evidence's copy is still in the repartition topic below
+	// the committed offset; key "k4": only a tail copy of an older record.
+	must(w.Input(0, []byte("k3"), 100, 0, 1, 11))
+	must(w.Repartition(0, []byte("k3"), 100, 11, false, 0, 40))
+	must(w.Input(0, []byte("k4"), 300, 0, 1, 11))
+	must(w.Input(0, []byte("k4"), 100, 0, 0, 12))
+	must(w.Repartition(0, []byte("k4"), 100, 12, true, 0, 41))
 	must(w.Flush())
 
 	got := map[string]KeyView{}
@@ -63,8 +70,8 @@ func TestScanGroupsEvidenceByKey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(order) != 4 {
-		t.Fatalf("scanned keys %q, want 4 keys", order)
+	if len(order) != 6 {
+		t.Fatalf("scanned keys %q, want 6 keys", order)
 	}
 	k1 := got["k1"]
 	wantIn := InputView{Has: true, Evidence: InputRecord{TS: 200, Partition: 1, Offset: 7, FP: 23}, Candidates: 4, TailMatched: 1}
@@ -90,12 +97,15 @@ func TestScanGroupsEvidenceByKey(t *testing.T) {
 		t.Errorf("prefix-sharing or binary keys mixed up: %+v %+v", got["k10"], got["\xff\x00"])
 	}
 
-	p, o, ok, err := s.RepartitionSeen(0, []byte("k1"), 100, 11)
-	if err != nil || !ok || p != 0 || o != 40 {
-		t.Errorf("RepartitionSeen(processed copy) = %d %d %v %v, want 0 40 true", p, o, ok, err)
+	if k1.Inputs[0].Seen {
+		t.Errorf("k1 evidence (ts 200) has no repartition copy, but Seen = %+v", k1.Inputs[0])
 	}
-	if _, _, ok, _ := s.RepartitionSeen(0, []byte("k1"), 300, 33); ok {
-		t.Error("RepartitionSeen found a tail record; only processed copies count")
+	k3 := got["k3"].Inputs[0]
+	if !k3.Has || !k3.Seen || k3.SeenPartition != 0 || k3.SeenOffset != 40 {
+		t.Errorf("k3 input 0 = %+v, want its evidence seen in the repartition topic at [0]@40", k3)
+	}
+	if got["k4"].Inputs[0].Seen {
+		t.Error("a tail copy of the evidence counted as seen; only processed copies count")
 	}
 }
 
@@ -144,5 +154,88 @@ func TestRejectsHugeKey(t *testing.T) {
 	defer w.Cancel()
 	if err := w.Input(0, make([]byte, maxKeyLen+1), 1, 0, 0, 0); err == nil {
 		t.Error("a key longer than the index supports was accepted")
+	}
+}
+
+// TestManyRunsMatchOneRun writes the same entries through tiny chunks
+// (hundreds of runs, merged in several passes) and through one chunk, in
+// different orders and from several goroutines: the scans must agree
+// entry for entry.
+func TestManyRunsMatchOneRun(t *testing.T) {
+	write := func(s *Store, reverse bool, workers int) {
+		w := s.NewWriter()
+		done := make(chan error, workers)
+		for g := range workers {
+			go func() {
+				for i := range 3000 {
+					j := i
+					if reverse {
+						j = 2999 - i
+					}
+					if j%workers != g {
+						continue
+					}
+					key := fmt.Appendf(nil, "key-%d", j%700)
+					if err := w.Input(uint8(j%2), key, int64(j%50), int32(j%3), int64(j), uint64(j%5)); err != nil {
+						done <- err
+						return
+					}
+					if err := w.Changelog(uint8(j%2), key, int64(j%60), int64(j), j%7 == 0, j%11 == 0); err != nil {
+						done <- err
+						return
+					}
+					if err := w.Repartition(uint8(j%2), key, int64(j%50), uint64(j%5), j%13 == 0, int32(j%3), int64(j)); err != nil {
+						done <- err
+						return
+					}
+				}
+				done <- nil
+			}()
+		}
+		for range workers {
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := w.Flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	scan := func(s *Store) []string {
+		var out []string
+		if err := s.Scan(2, func(v *KeyView) error {
+			out = append(out, fmt.Sprintf("%s %+v %+v %+v", v.Key, v.Inputs, v.Changelog, v.Output))
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	one, err := Open(t.TempDir(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer one.Close()
+	write(one, false, 1)
+	many, err := Open(t.TempDir(), Options{ChunkBytes: 512})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer many.Close()
+	write(many, true, 4)
+	if len(many.runs) > maxRunsMerged || len(one.runs) != 1 {
+		t.Errorf("runs: %d (tiny chunks), %d (one chunk)", len(many.runs), len(one.runs))
+	}
+	a, b := scan(one), scan(many)
+	if len(a) != 700 {
+		t.Fatalf("scanned %d keys, want 700", len(a))
+	}
+	for i := range a {
+		if i >= len(b) || a[i] != b[i] {
+			t.Fatalf("key %d differs:\none run:   %s\nmany runs: %s", i, a[i], b[min(i, len(b)-1)])
+		}
+	}
+	if len(b) != len(a) {
+		t.Fatalf("many runs scanned %d keys, one run %d", len(b), len(a))
 	}
 }

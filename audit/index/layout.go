@@ -3,21 +3,22 @@ package index
 import (
 	"encoding/binary"
 	"fmt"
+
+	"github.com/cespare/xxhash/v2"
 )
 
 // The index is key-major: every entry about one selected key sorts next to
-// every other entry about it, so a single sequential pass over the store
-// sees, key after key, all the evidence the check needs. An entry key is
+// every other entry about it, so a single sequential pass over the sorted
+// entries sees, key after key, all the evidence the check needs. An entry
+// key is
 //
-//	'r' | keylen u16 | key | section u8 | input u8 | section fields...
+//	hash u64 | keylen u16 | key | section u8 | input u8 | section fields...
 //
 // with big-endian fixed-width numbers so that byte order is numeric order.
-// Timestamps and offsets that should come newest-first are stored inverted
-// (^v), which makes the first entry of a section its newest.
-const (
-	prefixRun     = 'r' // data of the current run, dropped at the start of the next
-	prefixHistory = 'h' // per-partition facts kept across runs
-)
+// hash (xxhash64 of the key) leads so that sorting mostly compares one
+// integer; keys therefore come in hash order, not key order. Timestamps and
+// offsets that should come newest-first are stored inverted (^v), which
+// makes the first entry of a section its newest.
 
 // section identifies what an entry records about a key.
 type section uint8
@@ -35,33 +36,39 @@ const (
 // bytes of arbitrary length, but a 64 KiB selected key is not a real one.
 const maxKeyLen = 1<<16 - 1
 
+// headLen is the bytes of an entry key before the selected key.
+const headLen = 8 + 2
+
 // flagTombstone marks a changelog or output record whose value was null.
 const flagTombstone = 1
 
-func keyHead(key []byte, sec section, input uint8, extra int) ([]byte, error) {
+func checkKey(key []byte) error {
 	if len(key) > maxKeyLen {
-		return nil, fmt.Errorf("selected key of %d bytes is longer than the index supports (%d)", len(key), maxKeyLen)
+		return fmt.Errorf("selected key of %d bytes is longer than the index supports (%d)", len(key), maxKeyLen)
 	}
-	b := make([]byte, 0, 1+2+len(key)+2+extra)
-	b = append(b, prefixRun)
+	return nil
+}
+
+// appendHead appends the entry key prefix for key, section and input.
+func appendHead(b []byte, key []byte, sec section, input uint8) []byte {
+	b = binary.BigEndian.AppendUint64(b, xxhash.Sum64(key))
 	b = binary.BigEndian.AppendUint16(b, uint16(len(key)))
 	b = append(b, key...)
-	b = append(b, byte(sec), input)
-	return b, nil
+	return append(b, byte(sec), input)
 }
 
 // splitKey parses an entry key into the selected key, section, input and the
-// section-specific rest. ok is false for keys that are not run entries.
+// section-specific rest. ok is false for malformed keys.
 func splitKey(k []byte) (key []byte, sec section, input uint8, rest []byte, ok bool) {
-	if len(k) < 3 || k[0] != prefixRun {
+	if len(k) < headLen {
 		return nil, 0, 0, nil, false
 	}
-	n := int(binary.BigEndian.Uint16(k[1:3]))
-	if len(k) < 3+n+2 {
+	n := int(binary.BigEndian.Uint16(k[8:headLen]))
+	if len(k) < headLen+n+2 {
 		return nil, 0, 0, nil, false
 	}
-	key = k[3 : 3+n]
-	return key, section(k[3+n]), k[3+n+1], k[3+n+2:], true
+	key = k[headLen : headLen+n]
+	return key, section(k[headLen+n]), k[headLen+n+1], k[headLen+n+2:], true
 }
 
 func inv(v int64) uint64 { return ^uint64(v) }
