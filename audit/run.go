@@ -17,6 +17,7 @@ import (
 	"github.com/cespare/xxhash/v2"
 
 	"github.com/lossaudit/lossaudit/audit/finding"
+	"github.com/lossaudit/lossaudit/audit/history"
 	"github.com/lossaudit/lossaudit/audit/index"
 	"github.com/lossaudit/lossaudit/audit/kread"
 )
@@ -97,6 +98,15 @@ type Options struct {
 	Progress   Progress
 	// Now is the clock (default time.Now).
 	Now func() time.Time
+	// History, when set, compares this run's snapshot with the previous
+	// run's (truncated, offset_reset) and records it for the next run.
+	History History
+}
+
+// History keeps partition snapshots across runs; *history.Store has it.
+type History interface {
+	Compare(group string, now []history.Partition) ([]finding.PartitionFinding, error)
+	Record(group string, now []history.Partition, at time.Time) error
 }
 
 type snapshot struct {
@@ -137,6 +147,11 @@ func Run(ctx context.Context, o Options) (*finding.Result, error) {
 		return nil, err
 	}
 	res.Summary.Finished = now()
+	if o.History != nil {
+		if err := o.History.Record(o.Group, r.historySnapshot(), started); err != nil {
+			return nil, err
+		}
+	}
 	return res, nil
 }
 
@@ -193,6 +208,9 @@ func (r *run) do(ctx context.Context) error {
 		return err
 	}
 	r.partitionFindings()
+	if err := r.compareHistory(); err != nil {
+		return err
+	}
 	if err := r.o.Store.Reset(); err != nil {
 		return err
 	}
@@ -753,4 +771,38 @@ func (r *run) repartitionDetail(x int, s seenAt) string {
 		return fmt.Sprintf("seen in repartition topic %s[%d]@%d, lost before the store", in.RepartitionTopic, s.partition, s.offset)
 	}
 	return fmt.Sprintf("repartition topic %s no longer holds it (purged) or never did", in.RepartitionTopic)
+}
+
+// historySnapshot lists what this run saw of every audited partition.
+func (r *run) historySnapshot() []history.Partition {
+	var out []history.Partition
+	add := func(topic string, s snapshot) {
+		for _, p := range s.parts {
+			of := s.offsets[p]
+			hp := history.Partition{Topic: topic, Partition: p, LogStart: of.LogStart, LSO: of.LSO, HighWatermark: of.HighWatermark}
+			hp.Committed, hp.HasCommitted = r.group[kread.TP{Topic: topic, Partition: p}]
+			out = append(out, hp)
+		}
+	}
+	for i, in := range r.o.Inputs {
+		add(in.Topic, r.inputs[i])
+		add(in.RepartitionTopic, r.reparts[i])
+		add(in.ChangelogTopic, r.changelogs[i])
+	}
+	add(r.o.Output, r.output)
+	return out
+}
+
+// compareHistory adds the findings that only a comparison with the
+// previous run can show (truncated, offset_reset).
+func (r *run) compareHistory() error {
+	if r.o.History == nil {
+		return nil
+	}
+	fs, err := r.o.History.Compare(r.o.Group, r.historySnapshot())
+	if err != nil {
+		return err
+	}
+	r.res.Summary.Partitions = append(r.res.Summary.Partitions, fs...)
+	return nil
 }

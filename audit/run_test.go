@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/lossaudit/lossaudit/audit/finding"
+	"github.com/lossaudit/lossaudit/audit/history"
 	"github.com/lossaudit/lossaudit/audit/index"
 	"github.com/lossaudit/lossaudit/audit/kread"
 )
@@ -362,5 +363,38 @@ func TestRunMissingTopicIsAnError(t *testing.T) {
 	_, err := Run(context.Background(), tp.opt)
 	if err == nil || !errors.Is(err, kread.ErrUnknownTopic) || !strings.Contains(err.Error(), "app-storeB-changelog") {
 		t.Fatalf("err = %v, want an unknown-topic error naming app-storeB-changelog", err)
+	}
+}
+
+func TestRunComparesWithThePreviousRun(t *testing.T) {
+	tp := newTestPipeline(t)
+	hist, err := history.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hist.Close()
+	tp.opt.History = hist
+	for i := range 10 {
+		tp.process(0, 0, fmt.Sprintf("k%d", i), int64(100+i), "v", false, false)
+	}
+	if res := tp.run(t); len(res.Summary.Partitions) != 0 {
+		t.Fatalf("first run: partition findings %+v, want none", res.Summary.Partitions)
+	}
+	// Between runs: the output partition 1 loses its last two records (an
+	// unclean leader election) and the group's offset on inA[0] moves back.
+	out := tp.f.parts["out"][1]
+	if len(out.recs) < 2 {
+		t.Fatalf("fixture: out[1] has %d records", len(out.recs))
+	}
+	out.recs = out.recs[:len(out.recs)-2]
+	tp.f.group[kread.TP{Topic: "inA", Partition: 0}] = 3
+	res := tp.run(t)
+	var got []string
+	for _, p := range res.Summary.Partitions {
+		got = append(got, fmt.Sprintf("%s %s[%d]", p.Kind, p.Topic, p.Partition))
+	}
+	want := []string{"offset_reset inA[0]", "truncated out[1]"}
+	if strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Errorf("second run partition findings = %v, want %v", got, want)
 	}
 }

@@ -10,9 +10,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 
 	"github.com/lossaudit/lossaudit/audit"
 	"github.com/lossaudit/lossaudit/audit/finding"
+	"github.com/lossaudit/lossaudit/audit/history"
 	"github.com/lossaudit/lossaudit/audit/index"
 	"github.com/lossaudit/lossaudit/audit/kread"
 	"github.com/lossaudit/lossaudit/audit/pipeline"
@@ -162,6 +164,12 @@ func Run(ctx context.Context, cfg *config.Config, o Options) (*finding.Result, *
 	if err != nil {
 		return nil, nil, err
 	}
+	defer store.Close()
+	hist, err := history.Open(filepath.Join(cfg.Store.Dir, "history"))
+	if err != nil {
+		return nil, nil, err
+	}
+	defer hist.Close()
 	res, err := audit.Run(ctx, audit.Options{
 		Kafka:         client,
 		Store:         store,
@@ -173,10 +181,8 @@ func Run(ctx context.Context, cfg *config.Config, o Options) (*finding.Result, *
 		To:            cfg.Window.To,
 		SettleTimeout: cfg.Audit.SettleTimeout,
 		Progress:      o.Progress,
+		History:       hist,
 	})
-	if cerr := store.Close(); cerr != nil && err == nil {
-		err = cerr
-	}
 	if err != nil {
 		return nil, nil, err
 	}

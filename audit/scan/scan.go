@@ -177,20 +177,20 @@ func FormatTS(ms int64) string {
 
 // jsonRow is the --json line of one partition.
 type jsonRow struct {
-	Topic         string  `json:"topic"`
-	Partition     int32   `json:"partition"`
-	LogStart      int64   `json:"log_start"`
-	LSO           int64   `json:"lso"`
-	HighWatermark int64   `json:"high_watermark"`
-	From          int64   `json:"from_offset"`
-	To            int64   `json:"to_offset"`
-	Committed     int64   `json:"committed"`
-	Aborted       int64   `json:"aborted"`
-	Control       int64   `json:"control"`
-	DecodeErrors  int64   `json:"decode_errors"`
+	Topic         string `json:"topic"`
+	Partition     int32  `json:"partition"`
+	LogStart      int64  `json:"log_start"`
+	LSO           int64  `json:"lso"`
+	HighWatermark int64  `json:"high_watermark"`
+	From          int64  `json:"from_offset"`
+	To            int64  `json:"to_offset"`
+	Committed     int64  `json:"committed"`
+	Aborted       int64  `json:"aborted"`
+	Control       int64  `json:"control"`
+	DecodeErrors  int64  `json:"decode_errors"`
 	*Decoding
-	FirstTS       *string `json:"first_ts"`
-	LastTS        *string `json:"last_ts"`
+	FirstTS *string `json:"first_ts"`
+	LastTS  *string `json:"last_ts"`
 }
 
 // WriteJSON writes one JSON object per partition per line. first_ts and

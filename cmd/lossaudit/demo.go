@@ -75,7 +75,13 @@ func runDemo(ctx context.Context, stdout, stderr io.Writer, dir string, seed int
 	if err := os.WriteFile(topo, []byte(truth.Topology), 0o644); err != nil {
 		return withCode(exitIncomplete, fmt.Errorf("demo: writing %s: %w", topo, err))
 	}
-	cfg := truth.Config(brokers, filepath.Join(dir, "index"))
+	// Each demo runs on a new in-process cluster: the history an earlier
+	// demo left in the store would compare two different clusters.
+	storeDir := filepath.Join(dir, "index")
+	if err := os.RemoveAll(storeDir); err != nil {
+		return withCode(exitIncomplete, fmt.Errorf("demo: clearing %s: %w", storeDir, err))
+	}
+	cfg := truth.Config(brokers, storeDir)
 	for i := range cfg.Pipeline.Inputs {
 		in := &cfg.Pipeline.Inputs[i]
 		in.Store, in.RepartitionTopic, in.ChangelogTopic = "", "", ""
