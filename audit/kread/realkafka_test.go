@@ -3,8 +3,6 @@ package kread
 import (
 	"context"
 	"fmt"
-	"os"
-	"os/exec"
 	"sync"
 	"testing"
 	"time"
@@ -17,27 +15,11 @@ import (
 // TestRealKafkaCommittedAbortedOpen runs the transaction scenario of
 // TestReadCommittedAbortedOpen against a real Apache Kafka broker (kfake is
 // not Kafka). It needs Java and Maven and starts a JVM, so it only runs
-// with LOSSAUDIT_REAL_KAFKA=1.
+// unless LOSSAUDIT_REAL_KAFKA=0.
 func TestRealKafkaCommittedAbortedOpen(t *testing.T) {
-	if os.Getenv("LOSSAUDIT_REAL_KAFKA") != "1" {
-		t.Skip("set LOSSAUDIT_REAL_KAFKA=1 to run against a real Kafka broker")
-	}
-	for _, tool := range []string{"java", "mvn"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("%s not installed: %v", tool, err)
-		}
-	}
+	cl := tkafka.StartForTest(t, 1)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	cl, err := tkafka.Start(ctx, tkafka.Options{Dir: t.TempDir(), Nodes: 1, Version: os.Getenv("LOSSAUDIT_KAFKA_VERSION")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	if err := cl.WaitReady(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("Apache Kafka %s", cl.Version())
 	adm, err := tkafka.NewAdmin(cl.Bootstrap())
 	if err != nil {
 		t.Fatal(err)
@@ -89,21 +71,11 @@ func TestRealKafkaCommittedAbortedOpen(t *testing.T) {
 
 // TestRealKafkaBrokerKilledMidScan kills and restarts brokers of a 3-node
 // Apache Kafka cluster while a scan with tiny fetches runs: nothing may be
-// lost or repeated. Opt-in like the test above.
+// lost or repeated. Skipped like the test above.
 func TestRealKafkaBrokerKilledMidScan(t *testing.T) {
-	if os.Getenv("LOSSAUDIT_REAL_KAFKA") != "1" {
-		t.Skip("set LOSSAUDIT_REAL_KAFKA=1 to run against a real Kafka broker")
-	}
+	cl := tkafka.StartForTest(t, 3)
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
-	cl, err := tkafka.Start(ctx, tkafka.Options{Dir: t.TempDir(), Nodes: 3, Version: os.Getenv("LOSSAUDIT_KAFKA_VERSION")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	if err := cl.WaitReady(ctx); err != nil {
-		t.Fatal(err)
-	}
 	adm, err := tkafka.NewAdmin(cl.Bootstrap())
 	if err != nil {
 		t.Fatal(err)

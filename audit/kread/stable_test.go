@@ -3,8 +3,6 @@ package kread
 import (
 	"context"
 	"errors"
-	"os"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -44,7 +42,7 @@ func TestOffsetsPartitionMatchesKafka(t *testing.T) {
 // transaction commits it returns the new offset. kfake has no
 // __consumer_offsets topic, so this needs Apache Kafka.
 func TestRealKafkaGroupOffsetsWaitForStable(t *testing.T) {
-	cl := startRealKafka(t, 1)
+	cl := tkafka.StartForTest(t, 1)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	adm, err := tkafka.NewAdmin(cl.Bootstrap())
@@ -129,29 +127,4 @@ func TestRealKafkaGroupOffsetsWaitForStable(t *testing.T) {
 	if err != nil || g[TP{"in", 0}] != 2 {
 		t.Fatalf("after the second commit: %v %v, want in[0]=2", g, err)
 	}
-}
-
-// startRealKafka starts an Apache Kafka cluster of n nodes for one test,
-// when LOSSAUDIT_REAL_KAFKA=1 and Java and Maven are installed.
-func startRealKafka(t *testing.T, n int) *tkafka.Cluster {
-	t.Helper()
-	if os.Getenv("LOSSAUDIT_REAL_KAFKA") != "1" {
-		t.Skip("set LOSSAUDIT_REAL_KAFKA=1 to run against a real Kafka broker")
-	}
-	for _, tool := range []string{"java", "mvn"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("%s not installed: %v", tool, err)
-		}
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	cl, err := tkafka.Start(ctx, tkafka.Options{Dir: t.TempDir(), Nodes: n, Version: os.Getenv("LOSSAUDIT_KAFKA_VERSION")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cl.Close() })
-	if err := cl.WaitReady(ctx); err != nil {
-		t.Fatal(err)
-	}
-	return cl
 }

@@ -9,7 +9,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -101,14 +100,11 @@ type Stage struct {
 	Input, Topic, Store, Repartition, Changelog string
 }
 
-// Skip skips t when Java or Maven are not installed.
+// Skip skips t when tests against real Kafka are turned off
+// (LOSSAUDIT_REAL_KAFKA=0) or Java or Maven are not installed.
 func Skip(t testing.TB) {
 	t.Helper()
-	for _, tool := range []string{"java", "mvn"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("%s not installed: %v", tool, err)
-		}
-	}
+	kafka.SkipUnlessAvailable(t)
 }
 
 // RunScenario starts a 3-node cluster, creates the topics, starts the Kafka

@@ -2,20 +2,15 @@ package kafka
 
 import (
 	"context"
-	"os/exec"
 	"testing"
 	"time"
 )
 
-// startTestCluster starts a cluster for this package's tests, skipping when
-// Java or Maven are not installed.
+// startTestCluster starts a cluster for this package's tests, skipped as
+// SkipUnlessAvailable says.
 func startTestCluster(t *testing.T) *Cluster {
 	t.Helper()
-	for _, tool := range []string{"java", "mvn"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("%s not installed: %v", tool, err)
-		}
-	}
+	SkipUnlessAvailable(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	c, err := Start(ctx, Options{Dir: t.TempDir()})

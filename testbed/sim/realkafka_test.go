@@ -1,9 +1,6 @@
 package sim
 
 import (
-	"context"
-	"os"
-	"os/exec"
 	"testing"
 	"time"
 
@@ -11,29 +8,10 @@ import (
 )
 
 // startRealKafka starts a one-node Apache Kafka (Java and the Maven jars
-// needed), only with LOSSAUDIT_REAL_KAFKA=1.
+// needed), unless LOSSAUDIT_REAL_KAFKA=0.
 func startRealKafka(t *testing.T) []string {
 	t.Helper()
-	if os.Getenv("LOSSAUDIT_REAL_KAFKA") != "1" {
-		t.Skip("set LOSSAUDIT_REAL_KAFKA=1 to run against a real Kafka broker")
-	}
-	for _, tool := range []string{"java", "mvn"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("%s not installed: %v", tool, err)
-		}
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	cl, err := tkafka.Start(ctx, tkafka.Options{Dir: t.TempDir(), Nodes: 1, Version: os.Getenv("LOSSAUDIT_KAFKA_VERSION")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cl.Close() })
-	if err := cl.WaitReady(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("Apache Kafka %s at %v", cl.Version(), cl.Bootstrap())
-	return cl.Bootstrap()
+	return tkafka.StartForTest(t, 1).Bootstrap()
 }
 
 // TestRealKafka runs the simulator against real Apache Kafka (kfake is not
