@@ -25,6 +25,9 @@ type Options struct {
 	Dir     string            // working directory (data, configs, logs); required
 	Heap    string            // JVM -Xmx per node; default "384m"
 	Props   map[string]string // extra or overriding server.properties entries
+	// ClusterID is the KRaft cluster id to format the storage with;
+	// default a random one.
+	ClusterID string
 }
 
 // Node is one combined broker+controller process.
@@ -71,7 +74,10 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 	if err != nil {
 		return nil, fmt.Errorf("starting kafka cluster: %w", err)
 	}
-	c := &Cluster{opts: o, libs: libs, clusterID: newClusterID()}
+	if o.ClusterID == "" {
+		o.ClusterID = newClusterID()
+	}
+	c := &Cluster{opts: o, libs: libs, clusterID: o.ClusterID}
 	for i := 0; i < o.Nodes; i++ {
 		n := &Node{ID: i + 1, BrokerPort: ports[2*i], ControllerPort: ports[2*i+1],
 			Dir: filepath.Join(o.Dir, fmt.Sprintf("node%d", i+1))}
@@ -248,7 +254,7 @@ func (c *Cluster) format(ctx context.Context) error {
 		go func() {
 			defer wg.Done()
 			args := append(c.javaArgs(n, "256m"), "kafka.tools.StorageTool", "format",
-				"-t", c.clusterID, "-c", filepath.Join(n.Dir, "server.properties"), "--ignore-formatted")
+				"--cluster-id="+c.clusterID, "-c", filepath.Join(n.Dir, "server.properties"), "--ignore-formatted")
 			cmd := exec.CommandContext(ctx, "java", args...)
 			cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 			out, err := cmd.CombinedOutput()
@@ -449,7 +455,9 @@ func freePorts(n int) ([]int, error) {
 	return ports, nil
 }
 
-// newClusterID returns a random KRaft cluster id (base64url of 16 bytes, 22 chars).
+// newClusterID returns a random KRaft cluster id (base64url of 16 bytes, 22
+// chars). One in 64 starts with '-': it is passed as --cluster-id=ID so the
+// storage tool's argument parser does not take it for an option.
 func newClusterID() string {
 	var b [16]byte
 	_, _ = rand.Read(b[:])

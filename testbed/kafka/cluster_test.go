@@ -91,3 +91,22 @@ func TestMajor(t *testing.T) {
 		}
 	}
 }
+
+// A cluster id starting with '-' (one in 64 random ids) must still format
+// the storage: the storage tool once read it as an option and failed.
+func TestFormatClusterIDStartingWithDash(t *testing.T) {
+	SkipUnlessAvailable(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	c, err := Start(ctx, Options{Dir: t.TempDir(), Nodes: 1, ClusterID: "-AAAAAAAAAAAAAAAAAAAAA"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.WaitReady(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if c.ClusterID() != "-AAAAAAAAAAAAAAAAAAAAA" {
+		t.Errorf("cluster id = %q", c.ClusterID())
+	}
+}
