@@ -35,7 +35,7 @@ type Store struct {
 // Options tune the store; the zero value is sensible.
 type Options struct {
 	// ChunkBytes is the memory for collecting and sorting entries before
-	// they are written out as one sorted run (default 32 MiB). Up to three
+	// they are written out as one sorted run (default 24 MiB). Up to three
 	// chunks can be in memory at once (one filling, one waiting, one being
 	// written).
 	ChunkBytes int64
@@ -57,7 +57,7 @@ func Open(dir string, o Options) (*Store, error) {
 		return nil, fmt.Errorf("index: creating store directory %s: %w", dir, err)
 	}
 	if o.ChunkBytes <= 0 {
-		o.ChunkBytes = 32 << 20
+		o.ChunkBytes = 24 << 20
 	}
 	f, err := os.OpenFile(filepath.Join(dir, lockName), os.O_CREATE|os.O_RDWR, 0o644)
 	if err != nil {

@@ -51,7 +51,7 @@ func (s *Store) NewWriter() *Writer {
 
 // maxRunsMerged bounds the run files merged at once (open files and read
 // buffers); more runs are first merged into fewer.
-const maxRunsMerged = 64
+const maxRunsMerged = 128
 
 // Flush writes out everything pending and ends the writer; a later Scan
 // reads what it wrote.

@@ -98,6 +98,28 @@ type counts struct {
 // removes its producer id; a transactional batch whose producer id is in
 // the set is aborted as a whole; control batches are never data.
 func (d *decoder) decode(rs protocol.RecordReader, aborted []fetch.ResponseTransaction, next, to int64, wantAborted bool) ([]Record, counts, int64, error) {
+	return d.decodeEmit(rs, aborted, next, to, wantAborted, nil)
+}
+
+// Emitting early: a fetch of a well-compressed partition can hold hundreds
+// of thousands of records; holding them all (their bytes, and the records
+// pointing at them) before the callback sees any made memory grow with
+// partition_max_bytes times the compression ratio times the concurrency.
+const (
+	emitRecords = 4096    // hand records out once this many are collected ...
+	emitBytes   = 1 << 20 // ... or their keys and values hold this many bytes
+)
+
+// decodeEmit is decode that, when emit is not nil, hands records out to
+// emit whenever emitRecords or emitBytes are collected (after a whole batch),
+// and returns only the rest. On an error after some records were handed
+// out, the counts and next offset returned describe exactly those, so that
+// a retry resumes after them.
+func (d *decoder) decodeEmit(rs protocol.RecordReader, aborted []fetch.ResponseTransaction, next, to int64, wantAborted bool, emit func([]Record) error) ([]Record, counts, int64, error) {
+	var (
+		flushedCnt  counts
+		flushedNext = next
+	)
 	d.arena = d.arena[:0]
 	d.raw = d.raw[:0]
 	d.out = d.out[:0]
@@ -141,7 +163,7 @@ func (d *decoder) decode(rs protocol.RecordReader, aborted []fetch.ResponseTrans
 		}
 		abortMarker := false
 		if err := d.readBatch(b, control, &abortMarker); err != nil {
-			return nil, cnt, next, fmt.Errorf("decoding batch at offset %d: %w", base, err)
+			return nil, flushedCnt, flushedNext, fmt.Errorf("decoding batch at offset %d: %w", base, err)
 		}
 		// kafka-go does not expose lastOffsetDelta; the last record's offset
 		// (or the base offset of an empty batch) serves: a transaction's first
@@ -188,8 +210,22 @@ func (d *decoder) decode(rs protocol.RecordReader, aborted []fetch.ResponseTrans
 				cnt.control++
 			}
 		}
+		if emit != nil && (len(d.raw) >= emitRecords || len(d.arena) >= emitBytes) {
+			if len(d.raw) > 0 {
+				if err := emit(d.records()); err != nil {
+					return nil, flushedCnt, flushedNext, &callbackError{err}
+				}
+			}
+			flushedCnt, flushedNext = cnt, next
+			d.arena, d.raw, d.out = d.arena[:0], d.raw[:0], d.out[:0]
+		}
 	}
+	return d.records(), cnt, next, nil
+}
 
+// records turns the collected raw records into what the callback gets.
+func (d *decoder) records() []Record {
+	d.out = d.out[:0]
 	for _, r := range d.raw {
 		d.out = append(d.out, Record{
 			Topic: d.topic, Partition: d.partition, Offset: r.offset, Timestamp: r.ts,
@@ -197,7 +233,7 @@ func (d *decoder) decode(rs protocol.RecordReader, aborted []fetch.ResponseTrans
 			Kind: r.kind, ProducerID: r.pid,
 		})
 	}
-	return d.out, cnt, next, nil
+	return d.out
 }
 
 // slice returns the arena bytes of a key or value: nil for null, a non-nil

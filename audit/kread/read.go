@@ -176,6 +176,21 @@ func (c *Client) Read(ctx context.Context, ranges []Range, o ReadOptions, fn fun
 	return collect(), firstErr
 }
 
+// advance counts records of [t.next, next) as read.
+func (t *task) advance(cnt counts, next int64) {
+	s := &t.stats
+	if cnt.committed > 0 {
+		if s.Committed == 0 {
+			s.FirstTS = cnt.firstTS
+		}
+		s.LastTS = cnt.lastTS
+	}
+	s.Committed += cnt.committed
+	s.Aborted += cnt.aborted
+	s.Control += cnt.control
+	t.next = next
+}
+
 // callbackError carries the caller's own error out of step unchanged.
 type callbackError struct{ err error }
 
@@ -278,8 +293,14 @@ func (c *Client) fetchOnce(ctx context.Context, t *task, o ReadOptions, fn func(
 		return false, 0, fmt.Errorf("fetch: %w", codeErr(p.ErrorCode))
 	}
 
-	recs, cnt, next, err := t.dec.decode(p.RecordSet.Records, p.AbortedTransactions, t.next, t.rng.To, o.Aborted)
+	recs, cnt, next, err := t.dec.decodeEmit(p.RecordSet.Records, p.AbortedTransactions, t.next, t.rng.To, o.Aborted, fn)
 	if err != nil {
+		// Records handed out before the error count as read: a retry
+		// resumes after them.
+		if next > t.next {
+			t.advance(cnt, next)
+			c.progress(t, o)
+		}
 		return false, 0, err
 	}
 	if next > t.next {
@@ -288,17 +309,7 @@ func (c *Client) fetchOnce(ctx context.Context, t *task, o ReadOptions, fn func(
 				return false, 0, &callbackError{err}
 			}
 		}
-		s := &t.stats
-		if cnt.committed > 0 {
-			if s.Committed == 0 {
-				s.FirstTS = cnt.firstTS
-			}
-			s.LastTS = cnt.lastTS
-		}
-		s.Committed += cnt.committed
-		s.Aborted += cnt.aborted
-		s.Control += cnt.control
-		t.next = next
+		t.advance(cnt, next)
 		t.failures, t.empties, t.atLSO = 0, 0, 0
 		t.maxBytes = c.o.PartitionMaxBytes
 		c.progress(t, o)

@@ -460,3 +460,58 @@ func TestReadCallbackErrorStopsTheRead(t *testing.T) {
 		t.Fatalf("err = %v, want the callback's error", err)
 	}
 }
+
+// TestReadHandsOutLargeFetchesInPieces reads, in one fetch, far more
+// records than one callback gets (emitRecords): committed and aborted
+// transactions must come out exactly, in pieces, in offset order.
+func TestReadHandsOutLargeFetchesInPieces(t *testing.T) {
+	const topic = "big"
+	c := newCluster(t, 1, 1, topic)
+	m := newModel()
+	vals := func(prefix string, n int) []string {
+		out := make([]string, n)
+		for i := range out {
+			out[i] = fmt.Sprintf("%s-%05d", prefix, i)
+		}
+		return out
+	}
+	p := newProducer(t, c, m, topic, "big-txn")
+	for _, step := range []struct {
+		prefix string
+		n      int
+		commit bool
+	}{{"a", 3*emitRecords + 17, true}, {"b", emitRecords + 5, false}, {"c", 2 * emitRecords, true}} {
+		p.begin()
+		p.send(0, vals(step.prefix, step.n)...)
+		p.end(step.commit)
+	}
+	ctx := ctxT(t)
+	r := newReader(t, c, func(o *Options) { o.PartitionMaxBytes = 64 << 20; o.FetchMaxBytes = 64 << 20 })
+	offs, err := r.Offsets(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, withAborted := range []bool{false, true} {
+		col := newCollector()
+		calls := 0
+		rg := []Range{{Topic: topic, Partition: 0, From: 0, To: offs[0].LSO}}
+		stats, err := r.Read(ctx, rg, ReadOptions{Aborted: withAborted}, col.fn(func(int, []Record) { calls++ }))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(col.errs) > 0 {
+			t.Fatal(strings.Join(col.errs, "\n"))
+		}
+		tp := TP{topic, 0}
+		want, wst := m.expect(0, 0, offs[0].LSO, withAborted)
+		checkRecords(t, tp, col.recs[tp], want)
+		if got := stats[tp]; got.Committed != wst.Committed || got.Aborted != wst.Aborted || got.Next != wst.Next {
+			t.Errorf("withAborted=%v stats %+v, want committed %d aborted %d next %d", withAborted, got, wst.Committed, wst.Aborted, wst.Next)
+		}
+		// Handed out after whole batches: a callback may exceed emitRecords
+		// by one batch, but one fetch must not become one callback.
+		if calls < 2 {
+			t.Errorf("withAborted=%v: %d records in %d callbacks, want them in pieces", withAborted, len(want), calls)
+		}
+	}
+}
