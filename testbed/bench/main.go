@@ -383,7 +383,7 @@ func runAudit(ctx context.Context, bin, cfgPath, dir string, m *manifest, window
 		return result{}, 0, err
 	}
 	args := []string{"audit", "-c", cfgPath, "-q"}
-	res := result{Name: "lossaudit audit", Command: "lossaudit audit -c audit.yaml -q"}
+	res := result{Name: "lossaudit audit", Command: envPrefix() + "lossaudit audit -c audit.yaml -q"}
 	n := pipelineNames()
 	res.Records, res.Bytes = m.total(n.audited()).Records, m.total(n.audited()).Bytes
 	if windowed {
@@ -440,4 +440,17 @@ func profileRuns(ctx context.Context, dir, cfgPath string, m *manifest, logf fun
 		logf("profile %s: %s wall, peak RSS %.0f MiB: %s", w, wall.Round(time.Millisecond), mib(rss), strings.TrimSpace(out.String()))
 	}
 	return nil
+}
+
+// envPrefix lists the environment that changes how the audit runs
+// (LOSSAUDIT_* configuration, Go runtime memory settings), so the table
+// says which settings were measured.
+func envPrefix() string {
+	var b strings.Builder
+	for _, kv := range os.Environ() {
+		if strings.HasPrefix(kv, "LOSSAUDIT_") || strings.HasPrefix(kv, "GOMEMLIMIT=") || strings.HasPrefix(kv, "GOGC=") {
+			b.WriteString(kv + " ")
+		}
+	}
+	return b.String()
 }
