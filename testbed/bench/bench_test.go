@@ -1,0 +1,74 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestMain lets the test binary serve as the harness's child readers: the
+// harness re-executes itself (os.Executable) with "rawread".
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == "rawread" {
+		if err := rawReadMain(context.Background(), os.Args[2:]); err != nil {
+			fmt.Fprintln(os.Stderr, "rawread:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// TestSmoke runs the whole harness on a small load (30k input records)
+// against real brokers: every reader must read everything, and the audit
+// (full and windowed) must find nothing on the consistent pipeline.
+func TestSmoke(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts three Kafka brokers")
+	}
+	if _, err := exec.LookPath("java"); err != nil {
+		t.Skip("needs java for the Kafka brokers")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	o := benchOptions{Records: 30000, Dir: t.TempDir(), Partitions: 3, RF: 3, Compression: "zstd",
+		CommitRecords: 2000, Repeat: 1, Heap: "384m"}
+	var logs strings.Builder
+	rep, err := bench(ctx, o, io.Discard, &logs)
+	if err != nil {
+		t.Fatalf("harness: %v\n%s", err, logs.String())
+	}
+	if got := rep.Manifest.Spec.Records; got != 30000 {
+		t.Errorf("manifest says %d records loaded, want 30000", got)
+	}
+	var inputs int64
+	for _, in := range pipelineNames().inputs {
+		inputs += rep.Manifest.Topics[in].Records
+	}
+	if inputs != 30000 {
+		t.Errorf("inputs hold %d records, want 30000", inputs)
+	}
+	names := map[string]bool{}
+	for _, r := range rep.Results {
+		names[r.Name] = true
+		if r.Wall <= 0 || r.MaxRSS <= 0 {
+			t.Errorf("%s: wall %v, peak RSS %d: not measured", r.Name, r.Wall, r.MaxRSS)
+		}
+	}
+	for _, want := range []string{"franz-go", "lossaudit audit", "lossaudit audit --from (newest 5%)"} {
+		if !names[want] {
+			t.Errorf("no result for %s (have %v)", want, names)
+		}
+	}
+	if len(rep.Findings) != 2 || rep.Findings[0] != 0 || rep.Findings[1] != 0 {
+		t.Errorf("audit findings per run = %v, want [0 0]", rep.Findings)
+	}
+	if !strings.Contains(rep.Markdown, "| lossaudit audit |") {
+		t.Errorf("markdown table lacks the audit row:\n%s", rep.Markdown)
+	}
+}
