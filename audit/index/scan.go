@@ -271,10 +271,19 @@ type merger struct {
 
 type runHeap []*runReader
 
-func (h runHeap) Len() int           { return len(h) }
-func (h runHeap) Less(i, j int) bool { return bytes.Compare(h[i].k, h[j].k) < 0 }
-func (h runHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *runHeap) Push(x any)        { *h = append(*h, x.(*runReader)) }
+func (h runHeap) Len() int { return len(h) }
+func (h runHeap) Less(i, j int) bool {
+	// Entry keys start with the key's hash: compare it as an integer first.
+	a, b := h[i].k, h[j].k
+	if len(a) >= 8 && len(b) >= 8 {
+		if x, y := binary.BigEndian.Uint64(a), binary.BigEndian.Uint64(b); x != y {
+			return x < y
+		}
+	}
+	return bytes.Compare(a, b) < 0
+}
+func (h runHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *runHeap) Push(x any)   { *h = append(*h, x.(*runReader)) }
 func (h *runHeap) Pop() any {
 	old := *h
 	x := old[len(old)-1]

@@ -3,6 +3,7 @@ package index
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -165,15 +166,19 @@ func (w *Writer) write(c *chunk) {
 	if failed {
 		return
 	}
-	slices.SortFunc(c.ents, func(a, b ent) int {
-		if a.h != b.h {
-			if a.h < b.h {
-				return -1
-			}
-			return 1
+	// By hash first (integer compares only), then each run of equal hashes
+	// (one key's entries, or a rare collision) by the bytes.
+	slices.SortFunc(c.ents, func(a, b ent) int { return cmp.Compare(a.h, b.h) })
+	for i := 0; i < len(c.ents); {
+		j := i + 1
+		for j < len(c.ents) && c.ents[j].h == c.ents[i].h {
+			j++
 		}
-		return bytes.Compare(c.key(a), c.key(b))
-	})
+		if j-i > 1 {
+			slices.SortFunc(c.ents[i:j], func(a, b ent) int { return bytes.Compare(c.key(a)[8:], c.key(b)[8:]) })
+		}
+		i = j
+	}
 	path := w.s.newRunPath()
 	err := writeRun(path, func(emit func(k, v []byte) error) error {
 		for _, e := range c.ents {
