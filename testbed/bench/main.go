@@ -93,6 +93,7 @@ type benchOptions struct {
 	Lossaudit     string // prebuilt binary; empty builds ./cmd/lossaudit
 	Profile       string // directory for pprof profiles of in-process audits
 	Hold          bool   // keep the brokers running at the end until interrupted
+	AuditEnv      stringList
 }
 
 func (o *benchOptions) flags() *flag.FlagSet {
@@ -112,6 +113,7 @@ func (o *benchOptions) flags() *flag.FlagSet {
 	fs.StringVar(&o.Heap, "heap", "1g", "broker JVM heap")
 	fs.StringVar(&o.Lossaudit, "lossaudit", "", "lossaudit binary to time (default: go build ./cmd/lossaudit into -dir)")
 	fs.StringVar(&o.Profile, "profile", "", "after the measurements, run the full and the windowed audit in a child with pprof CPU and allocation profiles written to this directory")
+	fs.Var(&o.AuditEnv, "audit-env", "KEY=VALUE added to the environment of lossaudit audit only (repeatable), e.g. GOMEMLIMIT=384MiB or LOSSAUDIT_KAFKA_PARTITION_MAX_BYTES=1048576")
 	return fs
 }
 
@@ -264,7 +266,7 @@ func bench(ctx context.Context, o benchOptions, stdout, stderr io.Writer) (*repo
 				continue
 			}
 			logf("%s%s", name, tag)
-			res, findings, err := runAudit(ctx, bin, cfgPath, o.Dir, man, windowed)
+			res, findings, err := runAudit(ctx, bin, cfgPath, o.Dir, man, windowed, o.AuditEnv)
 			if err != nil {
 				return nil, err
 			}
@@ -377,13 +379,13 @@ func auditYAML(brokers []string, n names, dir string) string {
 
 // runAudit times `lossaudit audit` on a fresh store directory and returns
 // the number of findings (rows plus partition findings) it reported.
-func runAudit(ctx context.Context, bin, cfgPath, dir string, m *manifest, windowed bool) (result, int, error) {
+func runAudit(ctx context.Context, bin, cfgPath, dir string, m *manifest, windowed bool, env []string) (result, int, error) {
 	store := filepath.Join(dir, "store")
 	if err := os.RemoveAll(store); err != nil {
 		return result{}, 0, err
 	}
 	args := []string{"audit", "-c", cfgPath, "-q"}
-	res := result{Name: "lossaudit audit", Command: envPrefix() + "lossaudit audit -c audit.yaml -q"}
+	res := result{Name: "lossaudit audit", Command: envPrefix() + strings.Join(append(env, ""), " ") + "lossaudit audit -c audit.yaml -q"}
 	n := pipelineNames()
 	res.Records, res.Bytes = m.total(n.audited()).Records, m.total(n.audited()).Bytes
 	if windowed {
@@ -394,7 +396,7 @@ func runAudit(ctx context.Context, bin, cfgPath, dir string, m *manifest, window
 		res.Note = "records/MB columns: the whole topics"
 	}
 	var out bytes.Buffer
-	wall, rss, err := timed(ctx, &out, bin, args...)
+	wall, rss, err := timed(ctx, &out, env, bin, args...)
 	res.Wall, res.MaxRSS = wall, rss
 	if err != nil {
 		return res, 0, fmt.Errorf("%w\n%s", err, out.String())
@@ -433,7 +435,7 @@ func profileRuns(ctx context.Context, dir, cfgPath string, m *manifest, logf fun
 			args = append(args, "-from", m.windowFrom().Format(time.RFC3339Nano))
 		}
 		var out bytes.Buffer
-		wall, rss, err := timed(ctx, &out, self, args...)
+		wall, rss, err := timed(ctx, &out, nil, self, args...)
 		if err != nil {
 			return err
 		}

@@ -31,8 +31,11 @@ func (r result) mbPerSec() float64  { return float64(r.Bytes) / (1 << 20) / r.Wa
 
 // timed runs a command, returning its wall time and peak RSS (wait4
 // rusage ru_maxrss of the child). stdout goes to out.
-func timed(ctx context.Context, out io.Writer, name string, args ...string) (time.Duration, int64, error) {
+func timed(ctx context.Context, out io.Writer, env []string, name string, args ...string) (time.Duration, int64, error) {
 	cmd := exec.CommandContext(ctx, name, args...)
+	if len(env) > 0 {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	cmd.Stdout = out
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -88,7 +91,7 @@ func kcatRead(ctx context.Context, brokers string, topics []string, want int64) 
 	var peak int64
 	lc := &lineCounter{}
 	for _, t := range topics {
-		wall, rss, err := timed(ctx, lc, "kcat", "-C", "-b", brokers, "-t", t, "-o", "beginning", "-e", "-q",
+		wall, rss, err := timed(ctx, lc, nil, "kcat", "-C", "-b", brokers, "-t", t, "-o", "beginning", "-e", "-q",
 			"-X", "isolation.level=read_committed", "-f", "%S\n")
 		total += wall
 		peak = max(peak, rss)
@@ -163,7 +166,7 @@ func selfRead(ctx context.Context, brokers string, topics []string, want int64) 
 	for _, t := range topics {
 		args = append(args, "-topic", t)
 	}
-	wall, rss, err := timed(ctx, &out, self, args...)
+	wall, rss, err := timed(ctx, &out, nil, self, args...)
 	var rep rawReadReport
 	if err == nil {
 		err = json.Unmarshal(out.Bytes(), &rep)
