@@ -4,8 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"strconv"
 	"time"
 	"unicode/utf16"
+
+	kafka "github.com/segmentio/kafka-go"
+	"github.com/segmentio/kafka-go/protocol/listoffsets"
+	"github.com/segmentio/kafka-go/protocol/metadata"
 )
 
 // OffsetsTopic is the internal topic holding consumer groups' committed
@@ -41,36 +47,109 @@ func offsetsPartition(group string, partitions int) int32 {
 // flag (v7) exists for this, but kafka-go speaks OffsetFetch up to v5. This
 // wait gives the same guarantee with any broker version.
 //
-// It reports whether it could check: a cluster that does not expose the
-// offsets topic (or an ACL that hides it) leaves the offsets as read.
+// kafka-go's Transport leaves internal topics out of its routing table, so
+// the ListOffsets requests are sent straight to the partition's leader as
+// the metadata names it. It reports whether it could check: a cluster
+// without the offsets topic (no group ever committed, or kfake) or an ACL
+// that hides it leaves the offsets as read. Any other failure is an error:
+// a silent skip would bring back the false purged_past_commit it prevents.
 func (c *Client) awaitStableOffsets(ctx context.Context, group string, wait time.Duration) (bool, error) {
-	parts, err := c.Partitions(ctx, OffsetsTopic)
-	if err != nil || len(parts) == 0 {
-		return false, nil
-	}
-	p := offsetsPartition(group, len(parts))
-	before, err := c.offsetsOf(ctx, OffsetsTopic, []int32{p})
-	if err != nil {
-		return false, nil
-	}
-	target := before[p].HighWatermark
 	deadline := time.Now().Add(wait)
-	for {
-		now, err := c.offsetsOf(ctx, OffsetsTopic, []int32{p})
-		if err != nil {
+	var target int64 = -1
+	for attempt := 0; ; attempt++ {
+		lso, hw, ok, err := c.offsetsTopicEnds(ctx, group)
+		switch {
+		case err != nil && attempt < c.o.MaxRetries && time.Now().Before(deadline):
+			// A leader move: look the leader up again.
+			if err := sleep(ctx, c.backoff(attempt)); err != nil {
+				return false, err
+			}
+			continue
+		case err != nil:
 			return false, fmt.Errorf("waiting for stable offsets of group %q: %w", group, err)
+		case !ok:
+			return false, nil
 		}
-		if now[p].LSO >= target {
+		if target < 0 {
+			target = hw
+		}
+		if lso >= target {
 			return true, nil
 		}
 		if time.Now().After(deadline) {
-			return true, fmt.Errorf("%w: group %q: %s[%d] last stable offset %d stayed below %d for %s (a transaction committing offsets is hanging)",
-				ErrUnstableOffsets, group, OffsetsTopic, p, now[p].LSO, target, wait)
+			return true, fmt.Errorf("%w: group %q: %s last stable offset %d stayed below %d for %s (a transaction committing offsets is hanging)",
+				ErrUnstableOffsets, group, OffsetsTopic, lso, target, wait)
 		}
 		if err := sleep(ctx, 50*time.Millisecond); err != nil {
 			return true, err
 		}
 	}
+}
+
+// offsetsTopicEnds returns the last stable offset and high watermark of the
+// group's __consumer_offsets partition, asking its leader directly. ok is
+// false when the cluster does not show that topic.
+func (c *Client) offsetsTopicEnds(ctx context.Context, group string) (lso, hw int64, ok bool, err error) {
+	m, err := c.meta(ctx)
+	if err != nil {
+		return 0, 0, false, err
+	}
+	var parts []metadata.ResponsePartition
+	for _, t := range m.Topics {
+		if t.Name == OffsetsTopic {
+			if t.ErrorCode != 0 {
+				return 0, 0, false, nil // not visible (authorization) or not there
+			}
+			parts = t.Partitions
+		}
+	}
+	if len(parts) == 0 {
+		return 0, 0, false, nil
+	}
+	p := offsetsPartition(group, len(parts))
+	leader := int32(-1)
+	for _, rp := range parts {
+		if rp.PartitionIndex == p {
+			leader = rp.LeaderID
+		}
+	}
+	addr := ""
+	for _, b := range m.Brokers {
+		if b.NodeID == leader {
+			addr = net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port)))
+		}
+	}
+	if addr == "" {
+		return 0, 0, false, fmt.Errorf("%s[%d] has no leader (%d)", OffsetsTopic, p, leader)
+	}
+	ask := func(isolation int8) (int64, error) {
+		req := &listoffsets.Request{ReplicaID: -1, IsolationLevel: isolation, Topics: []listoffsets.RequestTopic{{
+			Topic: OffsetsTopic, Partitions: []listoffsets.RequestPartition{{Partition: p, CurrentLeaderEpoch: -1, Timestamp: latest}},
+		}}}
+		rctx, cancel := context.WithTimeout(ctx, c.o.Timeout)
+		defer cancel()
+		r, err := c.tr.RoundTrip(rctx, kafka.TCP(addr), req)
+		if err != nil {
+			return 0, fmt.Errorf("asking leader %s of %s[%d]: %w", addr, OffsetsTopic, p, err)
+		}
+		res, ok := r.(*listoffsets.Response)
+		if !ok || len(res.Topics) != 1 || len(res.Topics[0].Partitions) != 1 {
+			return 0, fmt.Errorf("asking leader %s of %s[%d]: unexpected response %T", addr, OffsetsTopic, p, r)
+		}
+		rp := res.Topics[0].Partitions[0]
+		if err := codeErr(rp.ErrorCode); err != nil {
+			return 0, fmt.Errorf("asking leader %s of %s[%d]: %w", addr, OffsetsTopic, p, err)
+		}
+		return rp.Offset, nil
+	}
+	// High watermark first, then the LSO, so that LSO <= HW.
+	if hw, err = ask(readUncommitted); err != nil {
+		return 0, 0, false, err
+	}
+	if lso, err = ask(readCommitted); err != nil {
+		return 0, 0, false, err
+	}
+	return lso, hw, true, nil
 }
 
 // ErrUnstableOffsets is wrapped by GroupOffsets when a transaction

@@ -3,6 +3,7 @@ package kread
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -42,7 +43,7 @@ func TestOffsetsPartitionMatchesKafka(t *testing.T) {
 // transaction commits it returns the new offset. kfake has no
 // __consumer_offsets topic, so this needs Apache Kafka.
 func TestRealKafkaGroupOffsetsWaitForStable(t *testing.T) {
-	cl := tkafka.StartForTest(t, 1)
+	cl := tkafka.StartForTest(t, 3)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	adm, err := tkafka.NewAdmin(cl.Bootstrap())
@@ -52,6 +53,42 @@ func TestRealKafkaGroupOffsetsWaitForStable(t *testing.T) {
 	defer adm.Close()
 	if err := adm.CreateTopics(ctx, tkafka.TopicSpec{Name: "in", Partitions: 1}); err != nil {
 		t.Fatal(err)
+	}
+	// Groups spread over __consumer_offsets partitions led by all three
+	// brokers: kafka-go does not route requests for internal topics, so a
+	// request not sent to the leader explicitly fails with NOT_LEADER and
+	// GroupOffsets would stall in retries.
+	plain, err := kgo.NewClient(kgo.SeedBrokers(cl.Bootstrap()...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer plain.Close()
+	rd, err := New(Options{Brokers: cl.Bootstrap(), Timeout: 10 * time.Second, StableWait: 3 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rd.Close()
+	for i := range 9 {
+		g := fmt.Sprintf("spread-%d", i)
+		commit := kmsg.NewPtrOffsetCommitRequest()
+		commit.Group, commit.Generation, commit.MemberID = g, -1, ""
+		ct := kmsg.NewOffsetCommitRequestTopic()
+		ct.Topic = "in"
+		cp := kmsg.NewOffsetCommitRequestTopicPartition()
+		cp.Partition, cp.Offset, cp.LeaderEpoch = 0, int64(i), -1
+		ct.Partitions = append(ct.Partitions, cp)
+		commit.Topics = append(commit.Topics, ct)
+		if r, err := commit.RequestWith(ctx, plain); err != nil || r.Topics[0].Partitions[0].ErrorCode != 0 {
+			t.Fatalf("committing for %s: %v %+v", g, err, r)
+		}
+		start := time.Now()
+		got, err := rd.GroupOffsets(ctx, g, []string{"in"})
+		if err != nil || got[TP{"in", 0}] != int64(i) {
+			t.Fatalf("group %s: %v %v, want in[0]=%d", g, got, err, i)
+		}
+		if d := time.Since(start); d > 2*time.Second {
+			t.Errorf("group %s (offsets partition %d): GroupOffsets took %s; the stability check must ask the partition's leader directly", g, offsetsPartition(g, 50), d)
+		}
 	}
 	const group = "stable-app"
 	prod, err := kgo.NewClient(kgo.SeedBrokers(cl.Bootstrap()...), kgo.TransactionalID("stable-txn"),
