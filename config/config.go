@@ -146,8 +146,6 @@ type Audit struct {
 	// SettleTimeout bounds the wait for open transactions to end before a
 	// downstream snapshot.
 	SettleTimeout time.Duration
-	// Workers bounds parallel work; 0 means GOMAXPROCS.
-	Workers int
 }
 
 // Error is a usage or configuration problem; the CLI exits 2 on it.

@@ -76,7 +76,7 @@ func Defaults() map[string]any {
 		"kafka.sasl.username":            "",
 		"kafka.sasl.password":            "",
 		"kafka.fetch_max_bytes":          52428800,
-		"kafka.partition_max_bytes":      4194304,
+		"kafka.partition_max_bytes":      1048576,
 		"kafka.concurrency":              8,
 		"kafka.timeout":                  "30s",
 		"schema.registry_url":            "",
@@ -94,7 +94,6 @@ func Defaults() map[string]any {
 		"report.csv":                     "loss-report.csv",
 		"report.json":                    "",
 		"audit.settle_timeout":           "60s",
-		"audit.workers":                  0,
 	}
 }
 
@@ -201,7 +200,6 @@ func Load(opts LoadOptions) (*Config, error) {
 	c.Report.CSV = g.str("report.csv")
 	c.Report.JSON = g.str("report.json")
 	c.Audit.SettleTimeout = g.duration("audit.settle_timeout")
-	c.Audit.Workers = g.int("audit.workers")
 	if g.err != nil {
 		return nil, g.err
 	}

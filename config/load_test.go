@@ -136,8 +136,8 @@ func TestDefaultsOfExtraKeys(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Kafka.FetchMaxBytes != 52428800 || c.Kafka.PartitionMaxBytes != 4194304 || c.Kafka.Concurrency != 8 ||
-		c.Kafka.Timeout != 30*time.Second || c.Audit.SettleTimeout != 60*time.Second || c.Audit.Workers != 0 ||
+	if c.Kafka.FetchMaxBytes != 52428800 || c.Kafka.PartitionMaxBytes != 1048576 || c.Kafka.Concurrency != 8 ||
+		c.Kafka.Timeout != 30*time.Second || c.Audit.SettleTimeout != 60*time.Second ||
 		c.Schema.SchemasTopic != "_schemas" || c.Report.JSON != "" || c.Kafka.TLS.Enabled || c.Kafka.SASL.Mechanism != "" {
 		t.Errorf("unexpected defaults:\n%s", c.Redacted())
 	}
@@ -151,7 +151,6 @@ func TestEnvOverridesEveryKind(t *testing.T) {
 		"LOSSAUDIT_KAFKA_FETCH_MAX_BYTES":   "1048576",
 		"LOSSAUDIT_KAFKA_CONCURRENCY":       "3",
 		"LOSSAUDIT_AUDIT_SETTLE_TIMEOUT":    "2m",
-		"LOSSAUDIT_AUDIT_WORKERS":           "4",
 		"LOSSAUDIT_KAFKA_SASL_MECHANISM":    "scram-sha-256",
 		"LOSSAUDIT_KAFKA_SASL_USERNAME":     "u",
 		"LOSSAUDIT_KAFKA_SASL_PASSWORD":     "p",
@@ -171,7 +170,7 @@ func TestEnvOverridesEveryKind(t *testing.T) {
 		t.Errorf("brokers = %q, want %q", c.Kafka.Brokers, want)
 	}
 	if !c.Kafka.TLS.Enabled || c.Kafka.FetchMaxBytes != 1048576 || c.Kafka.Concurrency != 3 ||
-		c.Audit.SettleTimeout != 2*time.Minute || c.Audit.Workers != 4 || c.Kafka.SASL.Mechanism != MechanismScramSHA256 {
+		c.Audit.SettleTimeout != 2*time.Minute || c.Kafka.SASL.Mechanism != MechanismScramSHA256 {
 		t.Errorf("env not applied:\n%s", c.Redacted())
 	}
 	wantInputs := []Input{

@@ -196,7 +196,6 @@ func (c *Config) Redacted() string {
 	line("report.csv", c.Report.CSV)
 	line("report.json", c.Report.JSON)
 	line("audit.settle_timeout", c.Audit.SettleTimeout)
-	line("audit.workers", c.Audit.Workers)
 	return b.String()
 }
 

@@ -86,9 +86,6 @@ func (c *Config) Validate() error {
 	if c.Audit.SettleTimeout < 0 {
 		return errorf("audit.settle_timeout", "must not be negative, is %s", c.Audit.SettleTimeout)
 	}
-	if c.Audit.Workers < 0 {
-		return errorf("audit.workers", "must not be negative (0 means one per CPU), is %d", c.Audit.Workers)
-	}
 	return nil
 }
 

@@ -42,7 +42,7 @@ const (
 	DefaultTimeout           = 30 * time.Second
 	DefaultConcurrency       = 8
 	DefaultFetchMaxBytes     = 52428800
-	DefaultPartitionMaxBytes = 4194304
+	DefaultPartitionMaxBytes = 1048576
 	DefaultMaxRetries        = 20
 	DefaultRetryBackoff      = 100 * time.Millisecond
 	DefaultMaxRetryBackoff   = 2 * time.Second

@@ -115,8 +115,11 @@ func TestRealKafkaBrokerKilledMidScan(t *testing.T) {
 	}
 	col := newCollector()
 	var wg sync.WaitGroup
+	var killMu sync.Mutex // the hook runs on several partitions' goroutines
 	kills := 0
 	stats, err := r.Read(ctx, ranges, ReadOptions{}, col.fn(func(call int, _ []Record) {
+		killMu.Lock()
+		defer killMu.Unlock()
 		if call%25 != 0 || kills >= 3 {
 			return
 		}

@@ -9,12 +9,23 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 
 	"github.com/spf13/cobra"
 )
 
+// defaultMemoryLimit is the soft limit of the Go heap unless GOMEMLIMIT
+// says otherwise. The audit's working set is bounded (fetch buffers, the
+// index's sort chunks); without a limit the garbage collector lets the
+// heap grow to twice the live data between cycles, and peak RSS with it
+// (measured at 10M input records: ~1 GiB without, ~390 MiB with).
+const defaultMemoryLimit = 384 << 20
+
 func main() {
+	if os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(defaultMemoryLimit)
+	}
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
