@@ -418,3 +418,85 @@ func WaitProgress(ctx context.Context, env *Env, n int64) error {
 		}
 	}
 }
+
+// WaitOpenTransaction waits until the application has a transaction open
+// on one of its output, changelog or repartition partitions (last stable
+// offset below the high watermark), so that a fault injected right after
+// it strikes in the middle of a transaction instead of between two.
+func WaitOpenTransaction(ctx context.Context, env *Env) error {
+	stages, err := ParseStages(env.App.TopologyFile())
+	if err != nil {
+		return err
+	}
+	topics := []string{Output}
+	for _, s := range stages {
+		topics = append(topics, s.Changelog, s.Repartition)
+	}
+	for {
+		for _, t := range topics {
+			offs, err := env.Reader.Offsets(ctx, t)
+			if err != nil {
+				continue
+			}
+			for _, o := range offs {
+				if o.LSO < o.HighWatermark {
+					return nil
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for the app to have a transaction open: %w", ctx.Err())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+// WaitTail waits until the application is behind on its inputs and has
+// committed repartition records that its second hop has not processed yet:
+// stopped then, it leaves an unprocessed repartition tail behind.
+func WaitTail(ctx context.Context, env *Env) error {
+	stages, err := ParseStages(env.App.TopologyFile())
+	if err != nil {
+		return err
+	}
+	var topics []string
+	for _, s := range stages {
+		topics = append(topics, s.Repartition)
+	}
+	topics = append(topics, Inputs[:]...)
+	behind := func(committed map[kread.TP]int64, topic string) bool {
+		offs, err := env.Reader.Offsets(ctx, topic)
+		if err != nil {
+			return false
+		}
+		for p, o := range offs {
+			if c, ok := committed[kread.TP{Topic: topic, Partition: p}]; !ok || o.LSO > c {
+				if o.LSO > 0 {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	for {
+		committed, err := env.Reader.GroupOffsets(ctx, ApplicationID, topics)
+		if err == nil {
+			tail, lag := false, false
+			for _, s := range stages {
+				tail = tail || behind(committed, s.Repartition)
+			}
+			for _, in := range Inputs {
+				lag = lag || behind(committed, in)
+			}
+			if tail && lag {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for an unprocessed repartition tail while inputs still flow: %w", ctx.Err())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}

@@ -16,6 +16,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/lossaudit/lossaudit/testbed/proc"
 )
 
 // Options configures a local cluster. Zero values take the defaults noted.
@@ -38,9 +40,7 @@ type Node struct {
 	Dir            string // node directory: server.properties, data/, server.log
 	LogFile        string
 
-	mu   sync.Mutex
-	cmd  *exec.Cmd
-	done chan struct{} // closed when the current process has exited
+	proc proc.Process
 }
 
 // Cluster is a running (or partly stopped) local KRaft cluster.
@@ -273,10 +273,8 @@ func (c *Cluster) StartNode(id int) error {
 	if err != nil {
 		return err
 	}
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.cmd != nil {
-		return fmt.Errorf("starting kafka node %d: already running (pid %d)", id, n.cmd.Process.Pid)
+	if n.proc.Running() {
+		return fmt.Errorf("starting kafka node %d: already running", id)
 	}
 	logf, err := os.OpenFile(n.LogFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
@@ -288,23 +286,7 @@ func (c *Cluster) StartNode(id int) error {
 	cmd.Stdout, cmd.Stderr = logf, logf
 	// The JVM dies with the test process even if the test binary is killed.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		logf.Close()
-		return fmt.Errorf("starting kafka node %d: %w", id, err)
-	}
-	done := make(chan struct{})
-	n.cmd, n.done = cmd, done
-	go func() {
-		_ = cmd.Wait()
-		logf.Close()
-		n.mu.Lock()
-		if n.cmd == cmd {
-			n.cmd = nil
-		}
-		n.mu.Unlock()
-		close(done)
-	}()
-	return nil
+	return n.proc.Start(fmt.Sprintf("kafka node %d", id), cmd, logf)
 }
 
 // Running reports whether node id has a live process.
@@ -313,9 +295,7 @@ func (c *Cluster) Running(id int) bool {
 	if err != nil {
 		return false
 	}
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return n.cmd != nil
+	return n.proc.Running()
 }
 
 // signal sends sig to node id and waits up to wait for it to exit; on timeout
@@ -325,26 +305,7 @@ func (c *Cluster) signal(id int, sig syscall.Signal, wait time.Duration) error {
 	if err != nil {
 		return err
 	}
-	n.mu.Lock()
-	cmd, done := n.cmd, n.done
-	n.mu.Unlock()
-	if cmd == nil {
-		return nil
-	}
-	if err := cmd.Process.Signal(sig); err != nil && !errors.Is(err, os.ErrProcessDone) {
-		return fmt.Errorf("signalling kafka node %d with %v: %w", id, sig, err)
-	}
-	select {
-	case <-done:
-		return nil
-	case <-time.After(wait):
-	}
-	_ = cmd.Process.Kill()
-	<-done
-	if sig == syscall.SIGKILL {
-		return nil
-	}
-	return fmt.Errorf("kafka node %d did not stop within %v after %v; killed", id, wait, sig)
+	return n.proc.Signal(fmt.Sprintf("kafka node %d", id), sig, wait)
 }
 
 // StopNode shuts node id down cleanly (SIGTERM) and waits for it, killing it after 60 s.
@@ -365,11 +326,7 @@ func (c *Cluster) RestartNode(id int) error {
 func (c *Cluster) KillAll() error {
 	var errs []error
 	for _, n := range c.Nodes {
-		n.mu.Lock()
-		if n.cmd != nil {
-			_ = n.cmd.Process.Kill()
-		}
-		n.mu.Unlock()
+		n.proc.KillNow()
 	}
 	for _, n := range c.Nodes {
 		errs = append(errs, c.KillNode(n.ID))

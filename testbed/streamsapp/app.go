@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/lossaudit/lossaudit/testbed/kafka"
+	"github.com/lossaudit/lossaudit/testbed/proc"
 )
 
 // DefaultVersion is the Kafka Streams version of the user story.
@@ -155,9 +156,9 @@ type App struct {
 	o  Options
 	cp string
 
+	proc proc.Process
+
 	mu       sync.Mutex
-	cmd      *exec.Cmd
-	done     chan struct{}
 	logStart int64 // size of the log when the current process started
 }
 
@@ -260,9 +261,7 @@ func millis(d time.Duration) string {
 
 // Start starts the application process; an error if it is running.
 func (a *App) Start() error {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.cmd != nil {
+	if a.proc.Running() {
 		return errors.New("starting streams app: already running")
 	}
 	logf, err := os.OpenFile(a.LogFile(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
@@ -274,7 +273,9 @@ func (a *App) Start() error {
 		logf.Close()
 		return fmt.Errorf("starting streams app: %w", err)
 	}
+	a.mu.Lock()
 	a.logStart = st.Size()
+	a.mu.Unlock()
 	cmd := exec.Command("java", "-Xmx"+a.o.Heap, "-Xms64m", "-XX:+UseSerialGC",
 		"-Djava.io.tmpdir="+a.o.Dir, // native libraries (rocksdb, zstd, snappy) are unpacked here
 		"-Dorg.slf4j.simpleLogger.defaultLogLevel=info",
@@ -287,53 +288,14 @@ func (a *App) Start() error {
 	cmd.Env = a.env()
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		logf.Close()
-		return fmt.Errorf("starting streams app: %w", err)
-	}
-	done := make(chan struct{})
-	a.cmd, a.done = cmd, done
-	go func() {
-		_ = cmd.Wait()
-		logf.Close()
-		a.mu.Lock()
-		if a.cmd == cmd {
-			a.cmd = nil
-		}
-		a.mu.Unlock()
-		close(done)
-	}()
-	return nil
+	return a.proc.Start("streams app", cmd, logf)
 }
 
 // Running reports whether the process is alive.
-func (a *App) Running() bool {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.cmd != nil
-}
+func (a *App) Running() bool { return a.proc.Running() }
 
 func (a *App) signal(sig syscall.Signal, wait time.Duration) error {
-	a.mu.Lock()
-	cmd, done := a.cmd, a.done
-	a.mu.Unlock()
-	if cmd == nil {
-		return nil
-	}
-	if err := cmd.Process.Signal(sig); err != nil && !errors.Is(err, os.ErrProcessDone) {
-		return fmt.Errorf("signalling streams app with %v: %w", sig, err)
-	}
-	select {
-	case <-done:
-		return nil
-	case <-time.After(wait):
-	}
-	_ = cmd.Process.Kill()
-	<-done
-	if sig == syscall.SIGKILL {
-		return nil
-	}
-	return fmt.Errorf("streams app did not stop within %v after %v; killed", wait, sig)
+	return a.proc.Signal("streams app", sig, wait)
 }
 
 // Stop shuts the application down cleanly (SIGTERM; KafkaStreams#close), killing it after 60 s.
@@ -346,8 +308,9 @@ func (a *App) Kill() error { return a.signal(syscall.SIGKILL, 10*time.Second) }
 func (a *App) WaitRunning(ctx context.Context) error {
 	for {
 		a.mu.Lock()
-		running, from := a.cmd != nil, a.logStart
+		from := a.logStart
 		a.mu.Unlock()
+		running := a.proc.Running()
 		if !running {
 			return fmt.Errorf("streams app exited:\n%s", a.LogTail(40))
 		}
