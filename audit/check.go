@@ -23,9 +23,9 @@ type checker struct {
 
 // keyResult is what the check concluded for one key.
 type keyResult struct {
-	rows []finding.Row
-	// audited and pending count, per input, the candidate records that were
-	// audited and those still in the repartition tail.
+	// checkedChangelog and checkedOutput count the (input, key) pairs
+	// checked at each stage; withheld counts rows held back because a
+	// partition they depend on never settled.
 	checkedChangelog, checkedOutput int
 	withheld                        int
 }
@@ -74,7 +74,6 @@ func (c *checker) check(v *index.KeyView, dst []finding.Row) ([]finding.Row, key
 			dst = append(dst, row)
 		}
 	}
-	res.rows = dst
 	return dst, res
 }
 

@@ -15,7 +15,6 @@ import (
 // fakeSource answers from a map, or with a fixed error, and counts calls.
 type fakeSource struct {
 	name    string
-	backed  bool
 	schemas map[uint32]string
 	err     error // returned for every id when set
 	calls   atomic.Int32
