@@ -45,6 +45,9 @@ type Stats struct {
 	// start offset had moved past them (retention, DeleteRecords); the
 	// caller should report them.
 	Gaps int64
+	// Retries counts failed fetches of the range that were retried (leader
+	// moves, brokers restarting, connection failures).
+	Retries int64
 	// Next is the first offset not read. It equals the range's To when the
 	// range was read completely; it is smaller when reading stopped at the
 	// partition's last stable offset (a transaction still open) or on error.
@@ -222,6 +225,7 @@ func (c *Client) step(ctx context.Context, t *task, o ReadOptions, fn func([]Rec
 		return false, c.readErr(t, err)
 	}
 	t.failures++
+	t.stats.Retries++
 	if t.failures >= c.o.MaxRetries {
 		return false, c.readErr(t, fmt.Errorf("giving up after %d attempts: %w", t.failures, err))
 	}
