@@ -1,8 +1,11 @@
 // Package finding holds the vocabulary of an audit result: the kinds of
 // anomaly lossaudit can report, the per-(input, key) rows of the loss
-// report, the partition-level findings and the run summary. It is shared by
-// the check that produces findings and the reports that print them, and has
-// no behaviour of its own beyond naming and ordering.
+// report with their structured evidence, the partition-level findings, the
+// reasons a verdict is inconclusive and the run summary. The detectors
+// produce these values and the reports render them; the words a user reads
+// are written only by the reports. Besides naming, the package owns one
+// behaviour: the order of rows and partition findings (SortRows,
+// SortPartitions), so that every report lists them alike.
 package finding
 
 import "time"
@@ -21,6 +24,10 @@ const (
 	// transactions.
 	Aborted Kind = "aborted"
 )
+
+// Kinds lists the per-key finding kinds of the Kafka Streams audit, in the
+// order reports list them.
+var Kinds = []Kind{Missing, Stale, Aborted}
 
 // Stage names where along the pipeline an update went missing.
 type Stage string
@@ -48,28 +55,41 @@ func (s Stage) Order() int {
 // (input, selected key) did not arrive at Stage. Topic/Partition/Offset name
 // the input record carrying that update, i.e. what to replay.
 type Row struct {
-	Kind      Kind   `json:"finding"`
-	Stage     Stage  `json:"stage"`
-	Input     string `json:"input"`
-	Key       []byte `json:"-"`
-	Topic     string `json:"topic"`
-	Partition int32  `json:"partition"`
-	Offset    int64  `json:"offset"`
+	Kind      Kind
+	Stage     Stage
+	Input     string
+	Key       []byte
+	Topic     string
+	Partition int32
+	Offset    int64
 	// Timestamp is the input record's timestamp in Unix milliseconds.
-	Timestamp int64 `json:"-"`
+	Timestamp int64
 	// ExpectedTS is the timestamp the stage should have reached (Unix ms).
-	ExpectedTS int64 `json:"-"`
+	ExpectedTS int64
 	// ObservedTS is the newest timestamp the stage holds (Unix ms); only
 	// meaningful when HasObserved is true.
-	ObservedTS  int64  `json:"-"`
-	HasObserved bool   `json:"-"`
-	Detail      string `json:"detail"`
+	ObservedTS  int64
+	HasObserved bool
+	// Witness, on changelog rows, says whether the repartition topic still
+	// holds a processed copy of the lost update; nil on other rows.
+	Witness *Witness
+}
+
+// Witness is what the repartition topic holds of a lost update: when Seen,
+// the copy at Partition/Offset of Topic proves the update crossed the first
+// hop and was lost before the store; otherwise the topic no longer holds it
+// (purged) or never did.
+type Witness struct {
+	Topic     string
+	Seen      bool
+	Partition int32
+	Offset    int64
 }
 
 // PartitionKind names a partition-level anomaly.
 type PartitionKind string
 
-// The partition-level finding kinds of CONTRACT.md.
+// The partition-level finding kinds.
 const (
 	// PurgedPastCommit: a repartition partition's log start offset is above
 	// the group's committed offset (the KAFKA-17635 signature): records
@@ -81,63 +101,210 @@ const (
 	// partition are withheld.
 	StuckLSO PartitionKind = "stuck_lso"
 	// OffsetReset: the group's committed offset is below what an earlier
-	// run recorded, or the application restarted from earliest/latest.
+	// run recorded, or has disappeared.
 	OffsetReset PartitionKind = "offset_reset"
 	// Truncated: a partition's log end moved backwards between runs
 	// (unclean leader election, last-replica-standing shutdown).
 	Truncated PartitionKind = "truncated"
+	// PoisonPill: the group's committed offset on an input partition points
+	// at a record that does not decode, so an application failing on
+	// deserialization errors is stuck there.
+	PoisonPill PartitionKind = "poison_pill"
 )
 
-// PartitionFinding is an anomaly of one topic partition, with its evidence
-// as human-readable text plus the offsets involved.
+// PartitionKinds lists every partition-level kind, in the order reports
+// list them.
+var PartitionKinds = []PartitionKind{PurgedPastCommit, StuckLSO, OffsetReset, Truncated, PoisonPill}
+
+// PartitionFinding is an anomaly of one topic partition. Exactly the
+// evidence field matching Kind is set.
 type PartitionFinding struct {
-	Kind      PartitionKind    `json:"kind"`
-	Topic     string           `json:"topic"`
-	Partition int32            `json:"partition"`
-	Evidence  string           `json:"evidence"`
-	Offsets   map[string]int64 `json:"offsets,omitempty"`
+	Kind      PartitionKind
+	Topic     string
+	Partition int32
+
+	Purge      *PurgeEvidence
+	Stuck      *StuckEvidence
+	Reset      *ResetEvidence
+	Truncation *TruncationEvidence
+	Poison     *PoisonEvidence
+}
+
+// PurgeEvidence proves purged_past_commit: the log starts above the offset
+// the group committed.
+type PurgeEvidence struct {
+	Group     string
+	LogStart  int64
+	Committed int64
+}
+
+// StuckEvidence proves stuck_lso: the LSO stayed below the high watermark
+// seen when the group offsets were read for the whole settle timeout.
+type StuckEvidence struct {
+	LSO                int64
+	StartHighWatermark int64
+	HighWatermark      int64
+	Waited             time.Duration
+}
+
+// ResetEvidence proves offset_reset: the group had committed PrevCommitted
+// at PrevRun and now has Committed (HasCommitted false: none at all).
+type ResetEvidence struct {
+	Group         string
+	PrevCommitted int64
+	PrevRun       time.Time
+	Committed     int64
+	HasCommitted  bool
+}
+
+// TruncationEvidence proves truncated: the high watermark was
+// PrevHighWatermark at PrevRun and is lower now.
+type TruncationEvidence struct {
+	PrevHighWatermark int64
+	PrevRun           time.Time
+	HighWatermark     int64
+}
+
+// PoisonEvidence names the undecodable record the group's committed offset
+// points at.
+type PoisonEvidence struct {
+	Group string
+	// Offset is the record's offset (the committed offset).
+	Offset int64
+	// Error is the decoder's description of the problem.
+	Error string
 }
 
 // InputCounts are the per-input counters of the summary.
 type InputCounts struct {
-	Scanned       int64 `json:"scanned"`
-	Audited       int64 `json:"audited"`
-	Pending       int64 `json:"pending"`
-	NullKey       int64 `json:"dropped_null_key"`
-	NullValue     int64 `json:"dropped_null_value"`
-	DecodeErrors  int64 `json:"decode_errors"`
-	OutsideWindow int64 `json:"outside_window"`
+	Scanned       int64
+	Audited       int64
+	Pending       int64
+	NullKey       int64
+	NullValue     int64
+	DecodeErrors  int64
+	OutsideWindow int64
 }
 
 // StageCounts are the per-stage counters of the summary.
 type StageCounts struct {
-	KeysChecked int64          `json:"keys_checked"`
-	Findings    map[Kind]int64 `json:"findings"`
+	KeysChecked int64
+	Findings    map[Kind]int64
+}
+
+// PartialReason says why a run is partial.
+type PartialReason string
+
+// The reasons a run is partial.
+const (
+	// PartialStuck: some changelog or output partitions have a hanging
+	// transaction; findings that depend on them are withheld.
+	PartialStuck PartialReason = "stuck_lso"
+)
+
+// InconclusiveReason says why an input could not be checked.
+type InconclusiveReason string
+
+// The reasons a verdict is inconclusive.
+const (
+	// NoCommittedOffsets: the group has no committed offset on any
+	// partition of the input, so nothing counts as processed.
+	NoCommittedOffsets InconclusiveReason = "no_committed_offsets"
+	// MostlyUndecodable: most processed records of the input could not be
+	// decoded or their key could not be selected.
+	MostlyUndecodable InconclusiveReason = "mostly_undecodable"
+	// NothingAudited: the input had records, but none of them could be
+	// audited (all pending, dropped or outside the window).
+	NothingAudited InconclusiveReason = "nothing_audited"
+	// EmptyWindow: no input record falls inside the audit window.
+	EmptyWindow InconclusiveReason = "empty_window"
+	// NoRecords: no audit window, and no input holds any record.
+	NoRecords InconclusiveReason = "no_records"
+)
+
+// Inconclusive is one reason the run cannot vouch for an input.
+type Inconclusive struct {
+	Reason InconclusiveReason
+	// Input is the input's name; "" for a reason about the whole run
+	// (EmptyWindow, NoRecords).
+	Input string
+	// Group is the consumer group (NoCommittedOffsets).
+	Group string
+	// Counts are the input's counters when the verdict was reached.
+	Counts InputCounts
+	// Field is the configured field path that failed to decode and
+	// Nearest the writer schema's field paths closest to it
+	// (MostlyUndecodable, when the errors are missing fields).
+	Field   string
+	Nearest []string
+	// TopError is the most frequent decode error class.
+	TopError string
+	// Window is the audit window and DataFrom/DataTo the time range of
+	// the data found (EmptyWindow); a zero DataFrom means no data.
+	Window           Window
+	DataFrom, DataTo time.Time
+}
+
+// ReadIssue is what reading one partition met that the user should know:
+// offsets skipped because retention or a purge passed them while reading
+// (Gaps), and failed fetches that were retried (Retries).
+type ReadIssue struct {
+	Topic     string
+	Partition int32
+	Gaps      int64
+	Retries   int64
+}
+
+// SchemaSource says how a schema source fared: Down with the error when it
+// failed, ServedBy naming the source that answered instead.
+type SchemaSource struct {
+	Source   string
+	Error    string
+	ServedBy string
+}
+
+// Window is the audit window; zero times are unbounded.
+type Window struct {
+	From, To time.Time
 }
 
 // Summary is everything a run reports besides the per-key rows.
 type Summary struct {
-	Started    time.Time               `json:"started"`
-	Finished   time.Time               `json:"finished"`
-	Partial    bool                    `json:"partial"`
-	PartialWhy string                  `json:"partial_reason,omitempty"`
-	Inputs     map[string]*InputCounts `json:"inputs"`
+	Started  time.Time
+	Finished time.Time
+	// Partial is set when findings were withheld; Reason says why and
+	// Withheld how many rows.
+	Partial       bool
+	PartialReason PartialReason
+	Withheld      int64
+	// Inconclusive lists why some inputs (or the run) could not be checked.
+	Inconclusive []Inconclusive
+	Inputs       map[string]*InputCounts
 	// InputOrder lists input names in configured (join) order.
-	InputOrder []string               `json:"input_order"`
-	Stages     map[Stage]*StageCounts `json:"stages"`
-	Partitions []PartitionFinding     `json:"partition_findings"`
+	InputOrder []string
+	Stages     map[Stage]*StageCounts
+	// Partitions are in report order (SortPartitions).
+	Partitions []PartitionFinding
+	// Reads lists partitions whose reads met gaps or retries.
+	Reads []ReadIssue
+	// SchemaSources lists schema sources that failed during the run.
+	SchemaSources []SchemaSource
+	// Window is the audit window.
+	Window Window
 	// DecodeErrorsBySchema counts decode/extract errors per schema id and kind.
-	DecodeErrorsBySchema map[string]int64 `json:"decode_errors_by_schema,omitempty"`
+	DecodeErrorsBySchema map[string]int64
 	// DecodeErrorSamples quotes the first few decode errors with the
 	// coordinates of their records.
-	DecodeErrorSamples []DecodeErrorSample `json:"decode_error_samples,omitempty"`
-	Timings            map[string]string   `json:"timings,omitempty"`
+	DecodeErrorSamples []DecodeErrorSample
+	// Timings are the durations of the run's phases.
+	Timings map[string]time.Duration
 }
 
 // Result is the whole outcome of one audit.
 type Result struct {
 	Summary Summary
-	Rows    []Row
+	// Rows are in report order (SortRows).
+	Rows []Row
 }
 
 // HasFindings reports whether the result has any per-key or partition-level
@@ -146,10 +313,27 @@ func (r *Result) HasFindings() bool {
 	return len(r.Rows) > 0 || len(r.Summary.Partitions) > 0
 }
 
+// Complete reports whether the run may vouch for its findings being all
+// there is: neither partial nor inconclusive.
+func (r *Result) Complete() bool {
+	return !r.Summary.Partial && len(r.Summary.Inconclusive) == 0
+}
+
+// Pending returns the records of all inputs that are not yet processed.
+func (s *Summary) Pending() int64 {
+	var n int64
+	for _, c := range s.Inputs {
+		if c != nil {
+			n += c.Pending
+		}
+	}
+	return n
+}
+
 // DecodeErrorSample is one undecodable input record and why.
 type DecodeErrorSample struct {
-	Topic     string `json:"topic"`
-	Partition int32  `json:"partition"`
-	Offset    int64  `json:"offset"`
-	Error     string `json:"error"`
+	Topic     string
+	Partition int32
+	Offset    int64
+	Error     string
 }

@@ -1,47 +1,43 @@
 // Package history keeps, across audit runs, what each run saw of every
 // audited partition (log start, last stable offset, high watermark, the
 // group's committed offset), in an embedded Badger database under the
-// store directory. Comparing a run's snapshot with the previous one finds
-// what no single snapshot can show: a partition whose log end moved
-// backwards (truncated: unclean leader election, a last-replica-standing
-// shutdown) and a consumer group whose committed offset moved backwards or
-// vanished (offset_reset). It is small (one entry per partition) and read
-// and written at random, which is what Badger is for.
+// store directory. It only stores: comparing a run's snapshot with the
+// previous one (the truncated and offset_reset detectors) is done by the
+// engine's detectors. It is small (one entry per partition) and read and
+// written at random, which is what Badger is for.
 package history
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
-	"sort"
 	"strings"
 	"time"
 
 	badger "github.com/dgraph-io/badger/v4"
 	"github.com/dgraph-io/badger/v4/options"
 
-	"github.com/lossaudit/lossaudit/audit/finding"
+	"github.com/lossaudit/lossaudit/audit/internal/snapshot"
+	"github.com/lossaudit/lossaudit/audit/kread"
 )
 
-// Partition is what one run saw of one partition.
-type Partition struct {
-	Topic     string `json:"topic"`
-	Partition int32  `json:"partition"`
-	// LogStart, LSO and HighWatermark are the partition's offsets.
-	LogStart      int64 `json:"log_start"`
-	LSO           int64 `json:"lso"`
-	HighWatermark int64 `json:"high_watermark"`
-	// Committed is the group's committed offset; HasCommitted is false
-	// for partitions the group does not consume (changelogs, output) or
-	// has never committed.
-	Committed    int64 `json:"committed"`
-	HasCommitted bool  `json:"has_committed"`
+// Entry is what an earlier run saw of one partition, and when.
+type Entry struct {
+	snapshot.Partition
+	At time.Time
 }
 
-type entry struct {
-	Partition
-	At time.Time `json:"at"`
+// stored is the on-disk form of an Entry (JSON; the field names are the
+// format of stores written by earlier versions).
+type stored struct {
+	Topic         string    `json:"topic"`
+	Partition     int32     `json:"partition"`
+	LogStart      int64     `json:"log_start"`
+	LSO           int64     `json:"lso"`
+	HighWatermark int64     `json:"high_watermark"`
+	Committed     int64     `json:"committed"`
+	HasCommitted  bool      `json:"has_committed"`
+	At            time.Time `json:"at"`
 }
 
 // Store is an open history database. Close must be called exactly once.
@@ -88,78 +84,37 @@ func key(group, topic string, partition int32) []byte {
 	return fmt.Appendf(nil, "p\x00%s\x00%s\x00%d", group, topic, partition)
 }
 
-// Compare returns the partition findings of now against the previous
-// run's snapshot of the same group: truncated when a partition's high
-// watermark is below the one seen before, offset_reset when the group's
-// committed offset is below the one seen before or has disappeared.
-// Partitions without a previous snapshot yield nothing.
-func (s *Store) Compare(group string, now []Partition) ([]finding.PartitionFinding, error) {
-	var out []finding.PartitionFinding
+// Load returns the latest snapshot of every partition recorded for group.
+func (s *Store) Load(group string) (map[kread.TP]Entry, error) {
+	out := map[kread.TP]Entry{}
+	prefix := fmt.Appendf(nil, "p\x00%s\x00", group)
 	err := s.db.View(func(txn *badger.Txn) error {
-		for _, p := range now {
-			item, err := txn.Get(key(group, p.Topic, p.Partition))
-			if errors.Is(err, badger.ErrKeyNotFound) {
-				continue
+		it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix, PrefetchValues: true, PrefetchSize: 64})
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			var st stored
+			if err := it.Item().Value(func(v []byte) error { return json.Unmarshal(v, &st) }); err != nil {
+				return fmt.Errorf("entry %q: %w", it.Item().Key(), err)
 			}
-			if err != nil {
-				return err
-			}
-			var prev entry
-			if err := item.Value(func(v []byte) error { return json.Unmarshal(v, &prev) }); err != nil {
-				return fmt.Errorf("%s[%d]: %w", p.Topic, p.Partition, err)
-			}
-			out = append(out, compare(group, prev, p)...)
+			out[kread.TP{Topic: st.Topic, Partition: st.Partition}] = Entry{At: st.At, Partition: snapshot.Partition{
+				Topic: st.Topic, Partition: st.Partition, LogStart: st.LogStart, LSO: st.LSO, HighWatermark: st.HighWatermark,
+				Committed: st.Committed, HasCommitted: st.HasCommitted}}
 		}
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("history: comparing with the previous run in %s: %w", s.dir, err)
+		return nil, fmt.Errorf("history: reading the previous run of %s in %s: %w", group, s.dir, err)
 	}
-	sort.SliceStable(out, func(i, j int) bool {
-		if out[i].Topic != out[j].Topic {
-			return out[i].Topic < out[j].Topic
-		}
-		return out[i].Partition < out[j].Partition
-	})
 	return out, nil
 }
 
-func compare(group string, prev entry, now Partition) []finding.PartitionFinding {
-	var out []finding.PartitionFinding
-	when := prev.At.UTC().Format(time.RFC3339)
-	if now.HighWatermark < prev.HighWatermark {
-		out = append(out, finding.PartitionFinding{
-			Kind: finding.Truncated, Topic: now.Topic, Partition: now.Partition,
-			Evidence: fmt.Sprintf("high watermark moved back from %d (run at %s) to %d: %d acknowledged offsets are gone (unclean leader election, a last-replica-standing shutdown, or the topic was recreated)",
-				prev.HighWatermark, when, now.HighWatermark, prev.HighWatermark-now.HighWatermark),
-			Offsets: map[string]int64{"previous_high_watermark": prev.HighWatermark, "high_watermark": now.HighWatermark},
-		})
-	}
-	switch {
-	case prev.HasCommitted && !now.HasCommitted:
-		out = append(out, finding.PartitionFinding{
-			Kind: finding.OffsetReset, Topic: now.Topic, Partition: now.Partition,
-			Evidence: fmt.Sprintf("group %s had committed offset %d (run at %s) and now has none: its offsets were deleted or expired, and it will restart from auto.offset.reset",
-				group, prev.Committed, when),
-			Offsets: map[string]int64{"previous_committed": prev.Committed},
-		})
-	case prev.HasCommitted && now.HasCommitted && now.Committed < prev.Committed:
-		out = append(out, finding.PartitionFinding{
-			Kind: finding.OffsetReset, Topic: now.Topic, Partition: now.Partition,
-			Evidence: fmt.Sprintf("committed offset of group %s moved back from %d (run at %s) to %d: records were (or will be) processed again",
-				group, prev.Committed, when, now.Committed),
-			Offsets: map[string]int64{"previous_committed": prev.Committed, "committed": now.Committed},
-		})
-	}
-	return out
-}
-
 // Record stores now as the latest snapshot of the group's partitions.
-func (s *Store) Record(group string, now []Partition, at time.Time) error {
+func (s *Store) Record(group string, now []snapshot.Partition, at time.Time) error {
 	wb := s.db.NewWriteBatch()
 	defer wb.Cancel()
 	for _, p := range now {
-		v, err := json.Marshal(entry{Partition: p, At: at})
+		v, err := json.Marshal(stored{Topic: p.Topic, Partition: p.Partition, LogStart: p.LogStart, LSO: p.LSO,
+			HighWatermark: p.HighWatermark, Committed: p.Committed, HasCommitted: p.HasCommitted, At: at})
 		if err != nil {
 			return err
 		}

@@ -1,10 +1,10 @@
-// Package index is lossaudit's on-disk evidence store: per selected key,
-// the input records that count, the repartition records still readable,
-// and the newest committed and aborted timestamps of the changelogs and the
-// output. Memory stays bounded however many keys a pipeline has: entries
+// Package index is lossaudit's on-disk evidence store: entries about keys,
+// written in any order and read back grouped by key. It stores and orders;
+// what an entry means is its caller's business (a tag byte, sortable fields
+// and a value). Memory stays bounded however many keys there are: entries
 // are collected in a chunk of fixed size, sorted and written out as a run
-// file when it fills (an external merge sort), and the check reads all runs
-// back in one merged, ordered pass, key by key.
+// file when it fills (an external merge sort), and Scan reads all runs back
+// in one merged, ordered pass, key by key.
 //
 // An earlier version kept the entries in Badger; with one entry per record
 // read, its memtable inserts (a skiplist search per entry) cost more CPU

@@ -11,215 +11,92 @@ import (
 	"os"
 )
 
-// InputRecord locates one input record in its topic.
-type InputRecord struct {
-	TS        int64
-	Partition int32
-	Offset    int64
-	FP        uint64
+// Entry is one stored entry of a key: the tag and fields it was added
+// with, and its value. The slices are valid until the cursor moves.
+type Entry struct {
+	Tag    byte
+	Fields []byte
+	Value  []byte
 }
 
-// InputView summarises one input's candidate records for a key.
-type InputView struct {
-	// Has is true when at least one candidate record is not pending at the
-	// second hop; Evidence is then the newest such record (max by ts,
-	// partition, offset).
-	Has      bool
-	Evidence InputRecord
-	// Candidates counts the candidate records of this input for the key;
-	// TailMatched counts those whose copy is still in the repartition
-	// topic's unprocessed tail (pending, not audited).
-	Candidates  int64
-	TailMatched int64
-	// Seen is true when the repartition topic still holds a processed
-	// (below the committed offset) copy of the evidence record (same key,
-	// timestamp and fingerprint), at SeenPartition and SeenOffset.
-	Seen          bool
-	SeenPartition int32
-	SeenOffset    int64
+// Cursor walks the entries of one key during Scan, in order: by tag, then
+// by fields bytewise. Entries added twice are yielded twice.
+type Cursor struct {
+	m    *merger
+	cur  []byte // key part (hash, length, key) of the key being walked
+	e    Entry
+	err  error
+	peek bool // the merger's current entry is this key's next, not yet yielded
+	done bool // no more entries for this key
 }
 
-// StageView summarises what one changelog, or the output, holds for a key.
-type StageView struct {
-	// Has is true when a committed record exists; TS, Offset and Tombstone
-	// describe the newest one (by timestamp, then offset).
-	Has       bool
-	TS        int64
-	Offset    int64
-	Tombstone bool
-	// HasAborted is true when an aborted record exists; AbortedTS is the
-	// newest aborted timestamp.
-	HasAborted bool
-	AbortedTS  int64
-}
-
-// KeyView is everything the index holds about one selected key. Its slices
-// are indexed by input and reused between keys: copy what must outlive the
-// callback.
-type KeyView struct {
-	Key       []byte
-	Inputs    []InputView
-	Changelog []StageView
-	Output    StageView
-}
-
-type tailID struct {
-	ts int64
-	fp uint64
-}
-
-type copyAt struct {
-	partition int32
-	offset    int64
-}
-
-// Scan calls fn once per selected key present in the index (in an order
-// fixed by the keys' hashes, not by the keys), with the view of inputs
-// 0..inputs-1. It reads the sorted runs sequentially and holds only one
-// key's evidence in memory at a time.
-func (s *Store) Scan(inputs int, fn func(v *KeyView) error) error {
-	view := &KeyView{Inputs: make([]InputView, inputs), Changelog: make([]StageView, inputs)}
-	tails := make([]map[tailID]struct{}, inputs)
-	copies := make([]map[tailID]copyAt, inputs)
-	for i := range tails {
-		tails[i] = map[tailID]struct{}{}
-		copies[i] = map[tailID]copyAt{}
+// Next moves to the key's next entry and reports whether there is one.
+func (c *Cursor) Next() bool {
+	if c.done || c.err != nil {
+		return false
 	}
-	reset := func(key []byte) {
-		view.Key = append(view.Key[:0], key...)
-		clear(view.Inputs)
-		clear(view.Changelog)
-		view.Output = StageView{}
-		for i := range tails {
-			clear(tails[i])
-			clear(copies[i])
+	if !c.peek {
+		if !c.m.step() {
+			c.err = c.m.err
+			c.done = true
+			return false
 		}
 	}
-	finish := func() error {
-		for x := range view.Inputs {
-			in := &view.Inputs[x]
-			if !in.Has {
-				continue
-			}
-			if c, ok := copies[x][tailID{in.Evidence.TS, in.Evidence.FP}]; ok {
-				in.Seen, in.SeenPartition, in.SeenOffset = true, c.partition, c.offset
-			}
-		}
-		return fn(view)
+	c.peek = false
+	k, v := c.m.k, c.m.v
+	if !bytes.Equal(keyPart(k), c.cur) {
+		c.peek = true // the next key's first entry
+		c.done = true
+		return false
 	}
+	_, tag, fields, ok := splitKey(k)
+	if !ok {
+		c.err = fmt.Errorf("index: malformed entry %x", k)
+		return false
+	}
+	c.e = Entry{Tag: tag, Fields: fields, Value: v}
+	return true
+}
+
+// Entry returns the entry Next moved to.
+func (c *Cursor) Entry() Entry { return c.e }
+
+// Scan calls fn once per key in the index, in an order fixed by the keys'
+// hashes (not by the keys), with a cursor over the key's entries. fn need
+// not walk every entry; the rest are skipped. Scan reads the sorted runs
+// sequentially and holds only the current entry in memory. key is valid
+// only during the call.
+func (s *Store) Scan(fn func(key []byte, c *Cursor) error) error {
 	m, err := openMerge(s.runs)
 	if err != nil {
 		return err
 	}
 	defer m.close()
-	have := false
-	var prev []byte
+	c := &Cursor{m: m}
+	var key []byte
+	if !m.step() {
+		return m.err
+	}
 	for {
-		k, v, ok, err := m.next()
-		if err != nil {
+		kp := keyPart(m.k)
+		if kp == nil {
+			return fmt.Errorf("index: malformed entry %x", m.k)
+		}
+		c.cur = append(c.cur[:0], kp...)
+		key = append(key[:0], kp[headLen:]...)
+		c.peek, c.done, c.err = true, false, nil
+		if err := fn(key, c); err != nil {
 			return err
 		}
-		if !ok {
-			break
+		for c.Next() {
 		}
-		key, sec, x, rest, ok := splitKey(k)
-		if !ok {
-			return fmt.Errorf("index: malformed entry %x", k)
+		if c.err != nil {
+			return c.err
 		}
-		if bytes.Equal(k, prev) && sec != secRepartition {
-			continue // the same entry written twice
-		}
-		prev = append(prev[:0], k...)
-		if int(x) >= inputs {
-			return fmt.Errorf("index: entry for input %d but the pipeline has %d inputs (was the store written by another configuration?)", x, inputs)
-		}
-		if !have || !bytes.Equal(key, view.Key) {
-			if have {
-				if err := finish(); err != nil {
-					return err
-				}
-			}
-			reset(key)
-			have = true
-		}
-		if err := apply(view, tails, copies, sec, x, rest, v); err != nil {
-			return fmt.Errorf("index: entry %x: %w", k, err)
+		if !c.peek {
+			return nil // the merge is exhausted
 		}
 	}
-	if have {
-		return finish()
-	}
-	return nil
-}
-
-func apply(view *KeyView, tails []map[tailID]struct{}, copies []map[tailID]copyAt, sec section, x uint8, rest, v []byte) error {
-	switch sec {
-	case secRepartition:
-		if len(rest) != 17 || len(v) != 12 {
-			return fmt.Errorf("repartition entry of %d+%d bytes", len(rest), len(v))
-		}
-		id := tailID{int64(binary.BigEndian.Uint64(rest[1:9])), binary.BigEndian.Uint64(rest[9:17])}
-		if rest[0] == 1 {
-			tails[x][id] = struct{}{}
-		} else {
-			// Copies with equal (key, ts, fingerprint): the first by
-			// (partition, offset), whatever order they were written in.
-			c := copyAt{int32(binary.BigEndian.Uint32(v[:4])), int64(binary.BigEndian.Uint64(v[4:]))}
-			if o, ok := copies[x][id]; !ok || c.partition < o.partition || (c.partition == o.partition && c.offset < o.offset) {
-				copies[x][id] = c
-			}
-		}
-	case secInput:
-		if len(rest) != 20 || len(v) != 8 {
-			return fmt.Errorf("input entry of %d+%d bytes", len(rest), len(v))
-		}
-		rec := InputRecord{
-			TS:        uninv(binary.BigEndian.Uint64(rest[0:8])),
-			Partition: int32(^binary.BigEndian.Uint32(rest[8:12])),
-			Offset:    uninv(binary.BigEndian.Uint64(rest[12:20])),
-			FP:        binary.BigEndian.Uint64(v),
-		}
-		in := &view.Inputs[x]
-		in.Candidates++
-		if _, pending := tails[x][tailID{rec.TS, rec.FP}]; pending {
-			in.TailMatched++
-			return nil
-		}
-		if !in.Has {
-			in.Has, in.Evidence = true, rec
-		}
-	case secChangelog, secOutput:
-		st := &view.Output
-		if sec == secChangelog {
-			st = &view.Changelog[x]
-		}
-		if st.Has {
-			return nil // entries come newest first
-		}
-		if len(rest) != 16 {
-			return fmt.Errorf("stage entry of %d bytes", len(rest))
-		}
-		st.Has = true
-		st.TS = uninv(binary.BigEndian.Uint64(rest[0:8]))
-		st.Offset = uninv(binary.BigEndian.Uint64(rest[8:16]))
-		st.Tombstone = len(v) == 1 && v[0]&flagTombstone != 0
-	case secChangelogAborted, secOutputAborted:
-		st := &view.Output
-		if sec == secChangelogAborted {
-			st = &view.Changelog[x]
-		}
-		if st.HasAborted {
-			return nil
-		}
-		if len(rest) != 8 {
-			return fmt.Errorf("aborted entry of %d bytes", len(rest))
-		}
-		st.HasAborted = true
-		st.AbortedTS = uninv(binary.BigEndian.Uint64(rest[0:8]))
-	default:
-		return fmt.Errorf("unknown section %#x", byte(sec))
-	}
-	return nil
 }
 
 // runReader reads one run file entry by entry.
@@ -264,6 +141,8 @@ func noEOF(err error) error {
 
 // merger yields the entries of several sorted runs in order.
 type merger struct {
+	k, v []byte // the entry step moved to
+	err  error
 	h    runHeap
 	last *runReader // the reader whose entry was returned last
 	all  []*runReader
@@ -312,6 +191,14 @@ func openMerge(runs []string) (*merger, error) {
 	}
 	heap.Init(&m.h)
 	return m, nil
+}
+
+// step moves to the smallest remaining entry, available in m.k and m.v
+// until the following call; false at the end or on error (m.err).
+func (m *merger) step() bool {
+	k, v, ok, err := m.next()
+	m.k, m.v, m.err = k, v, err
+	return ok
 }
 
 // next returns the smallest remaining entry; its slices are valid until

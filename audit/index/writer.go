@@ -110,9 +110,10 @@ func (w *Writer) removeRuns() {
 	w.runs = nil
 }
 
-// add appends one entry: key (selected key), section and input, then the
-// section fields, and the value.
-func (w *Writer) add(key []byte, sec section, x uint8, fields, val []byte) error {
+// Add stores one entry about key: its tag and fields (which order the
+// entries of a key, see the package notes) and its value. The slices are
+// copied.
+func (w *Writer) Add(key []byte, tag byte, fields, val []byte) error {
 	if err := checkKey(key); err != nil {
 		return err
 	}
@@ -127,7 +128,7 @@ func (w *Writer) add(key []byte, sec section, x uint8, fields, val []byte) error
 	}
 	c := w.cur
 	off := len(c.buf)
-	c.buf = appendHead(c.buf, key, sec, x)
+	c.buf = appendHead(c.buf, key, tag)
 	c.buf = append(c.buf, fields...)
 	klen := len(c.buf) - off
 	c.buf = append(c.buf, val...)
@@ -259,69 +260,4 @@ func (s *Store) mergeRuns(runs []string) (string, error) {
 		_ = os.Remove(r)
 	}
 	return path, nil
-}
-
-// Input records an input record of input x that is a candidate for the
-// audit (committed, processed at the first hop, in the window, with a
-// non-null value and selected key). fp is the value fingerprint used to
-// match the record's copy in the repartition topic.
-func (w *Writer) Input(x uint8, key []byte, ts int64, partition int32, offset int64, fp uint64) error {
-	var f [20]byte
-	binary.BigEndian.PutUint64(f[0:], inv(ts))
-	binary.BigEndian.PutUint32(f[8:], ^uint32(partition))
-	binary.BigEndian.PutUint64(f[12:], inv(offset))
-	var v [8]byte
-	binary.BigEndian.PutUint64(v[:], fp)
-	return w.add(key, secInput, x, f[:], v[:])
-}
-
-// Repartition records a committed record of input x's repartition topic.
-// tail is true when the record is at or above the group's committed offset
-// for its partition (not yet processed by the reduce).
-func (w *Writer) Repartition(x uint8, key []byte, ts int64, fp uint64, tail bool, partition int32, offset int64) error {
-	var f [17]byte
-	if tail {
-		f[0] = 1
-	}
-	binary.BigEndian.PutUint64(f[1:], uint64(ts))
-	binary.BigEndian.PutUint64(f[9:], fp)
-	var v [12]byte
-	binary.BigEndian.PutUint32(v[:4], uint32(partition))
-	binary.BigEndian.PutUint64(v[4:], uint64(offset))
-	return w.add(key, secRepartition, x, f[:], v[:])
-}
-
-// Changelog records a record of input x's changelog topic; aborted marks
-// one that belongs to an aborted transaction, tombstone one whose value is
-// null.
-func (w *Writer) Changelog(x uint8, key []byte, ts, offset int64, aborted, tombstone bool) error {
-	if aborted {
-		return w.aborted(secChangelogAborted, x, key, ts)
-	}
-	return w.committed(secChangelog, x, key, ts, offset, tombstone)
-}
-
-// Output records a record of the output topic.
-func (w *Writer) Output(key []byte, ts, offset int64, aborted, tombstone bool) error {
-	if aborted {
-		return w.aborted(secOutputAborted, 0, key, ts)
-	}
-	return w.committed(secOutput, 0, key, ts, offset, tombstone)
-}
-
-func (w *Writer) committed(sec section, x uint8, key []byte, ts, offset int64, tombstone bool) error {
-	var f [16]byte
-	binary.BigEndian.PutUint64(f[0:], inv(ts))
-	binary.BigEndian.PutUint64(f[8:], inv(offset))
-	var flags [1]byte
-	if tombstone {
-		flags[0] |= flagTombstone
-	}
-	return w.add(key, sec, x, f[:], flags[:])
-}
-
-func (w *Writer) aborted(sec section, x uint8, key []byte, ts int64) error {
-	var f [8]byte
-	binary.BigEndian.PutUint64(f[:], inv(ts))
-	return w.add(key, sec, x, f[:], nil)
 }

@@ -14,8 +14,7 @@ import (
 var CSVHeader = []string{"finding", "stage", "input", "key", "topic", "partition", "offset", "timestamp", "expected_ts", "observed_ts", "detail"}
 
 // WriteCSV writes the loss report: the header, then one record per row in
-// the order given (call SortRows first, or use WriteResultCSV/WriteCSVFile,
-// which sort). Keys are rendered by FormatKey, timestamps by FormatTS, and
+// the order given (a Result's rows are in report order, finding.SortRows). Keys are rendered by FormatKey, timestamps by FormatTS, and
 // observed_ts is empty when the stage holds nothing for the key.
 //
 // Fields are quoted per RFC 4180 (encoding/csv: a field is quoted when it
@@ -47,7 +46,7 @@ func WriteCSV(w io.Writer, rows []finding.Row) error {
 		if r.HasObserved {
 			rec[9] = FormatTS(r.ObservedTS)
 		}
-		rec[10] = r.Detail
+		rec[10] = Detail(r)
 		if err := cw.Write(rec); err != nil {
 			return fmt.Errorf("writing CSV row %d: %w", i+1, err)
 		}
@@ -59,11 +58,10 @@ func WriteCSV(w io.Writer, rows []finding.Row) error {
 	return nil
 }
 
-// WriteResultCSV writes the rows of res as the loss report, sorted by
-// SortRows with the configured input order; res is not modified.
+// WriteResultCSV writes the rows of res as the loss report.
 func WriteResultCSV(w io.Writer, res *finding.Result) error {
 	if res == nil {
 		return errNilResult
 	}
-	return WriteCSV(w, sortedCopy(res))
+	return WriteCSV(w, res.Rows)
 }

@@ -13,12 +13,17 @@
 //     round-trip); everything else is base64.
 //   - Timestamps are RFC 3339 in UTC with exactly three fractional digits,
 //     e.g. 2026-11-29T10:15:02.123Z (FormatTS).
-//   - Rows are ordered by stage in pipeline order, input in configured order,
-//     key bytewise, then offset (SortRows).
+//   - Rows come in the result's order (finding.SortRows: stage in pipeline
+//     order, input in configured order, key bytewise, then offset), and
+//     partition findings in finding.SortPartitions order; the reports do
+//     not reorder them.
+//   - Every word a user reads about a finding is written here (words.go),
+//     from the detectors' structured evidence.
 //
-// Partial runs: a partial audit (Summary.Partial) never replaces a complete
-// report. Its files are written to the configured path with the suffix
-// ".partial" (ReportPath), the summary's verdict line says PARTIAL AUDIT, and
-// the JSON says "partial": true. The CSV itself has no room to say so
-// without breaking CSV parsers, hence the file name.
+// Incomplete runs: a partial or inconclusive audit (not Result.Complete)
+// never replaces a complete report. Its files are written to the
+// configured path with the suffix ".partial" (ReportPath), the summary's
+// verdict line says PARTIAL AUDIT or INCONCLUSIVE, and the JSON's verdict
+// says so too. The CSV itself has no room to say so without breaking CSV
+// parsers, hence the file name.
 package report

@@ -26,8 +26,9 @@ func ReportPath(path string, partial bool) string {
 	return path
 }
 
-// WriteCSVFile writes the loss report of res (sorted, see WriteResultCSV)
-// atomically to ReportPath(path, res.Summary.Partial) and returns that path.
+// WriteCSVFile writes the loss report of res atomically to ReportPath(path,
+// !res.Complete()) and returns that path: a partial or inconclusive run's
+// report goes beside the complete one, never over it.
 // After a complete run it removes a leftover path + ".partial" from an
 // earlier partial run, so the directory never shows a stale partial report
 // beside a newer complete one.
@@ -44,11 +45,11 @@ func writeReportFile(path string, res *finding.Result, write func(io.Writer) err
 	if res == nil {
 		return "", errNilResult
 	}
-	out := ReportPath(path, res.Summary.Partial)
+	out := ReportPath(path, !res.Complete())
 	if err := WriteFileAtomic(out, write); err != nil {
 		return "", err
 	}
-	if !res.Summary.Partial {
+	if res.Complete() {
 		if err := os.Remove(path + PartialSuffix); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return out, fmt.Errorf("removing stale partial report %s: %w", path+PartialSuffix, err)
 		}

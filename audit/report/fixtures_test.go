@@ -56,7 +56,8 @@ func baseSummary() finding.Summary {
 			finding.StageChangelog: {KeysChecked: 123456, Findings: map[finding.Kind]int64{}},
 			finding.StageOutput:    {KeysChecked: 45678, Findings: map[finding.Kind]int64{}},
 		},
-		Timings: map[string]string{"check": "13.7s", "snapshot": "1.012s", "read": "3m10.5s", "a later phase": "12ms"},
+		Timings: map[string]time.Duration{"check": 13700 * time.Millisecond, "snapshot": 1012 * time.Millisecond,
+			"read": 190500 * time.Millisecond, "a later phase": 12 * time.Millisecond},
 	}
 }
 
@@ -72,21 +73,21 @@ func findingRows() []finding.Row {
 	return []finding.Row{
 		{Kind: finding.Stale, Stage: finding.StageOutput, Input: "a", Key: []byte("cust-2"), Topic: "topicA", Partition: 1, Offset: 77,
 			Timestamp: ms(10, 15, 2, 123), ExpectedTS: ms(10, 15, 2, 123), ObservedTS: ms(10, 14, 59, 0), HasObserved: true,
-			Detail: "output holds an older join result"},
+		},
 		{Kind: finding.Missing, Stage: finding.StageChangelog, Input: "c", Key: []byte("cust-1"), Topic: "topicC", Partition: 0, Offset: 5,
-			Timestamp: ms(10, 15, 3, 0), ExpectedTS: ms(10, 15, 3, 0), Detail: "repartition purged"},
+			Timestamp: ms(10, 15, 3, 0), ExpectedTS: ms(10, 15, 3, 0), Witness: &finding.Witness{Topic: "app-C-repartition"}},
 		{Kind: finding.Missing, Stage: finding.StageChangelog, Input: "a", Key: []byte("cust-10"), Topic: "topicA", Partition: 2, Offset: 1234567,
-			Timestamp: ms(10, 15, 2, 5), ExpectedTS: ms(10, 15, 2, 5), Detail: "seen in the repartition topic, lost before the store"},
+			Timestamp: ms(10, 15, 2, 5), ExpectedTS: ms(10, 15, 2, 5), Witness: &finding.Witness{Topic: "app-A-repartition", Seen: true, Partition: 2, Offset: 88}},
 		{Kind: finding.Aborted, Stage: finding.StageChangelog, Input: "b", Key: []byte{0xff, 0x00, 0x10}, Topic: "topicB", Partition: 3, Offset: 9,
 			Timestamp: ms(10, 16, 0, 999), ExpectedTS: ms(10, 16, 0, 999), ObservedTS: ms(10, 1, 0, 0), HasObserved: true,
-			Detail: "newer update only in aborted transaction, producer id 4001"},
+			Witness: &finding.Witness{Topic: "app-B-repartition, \"quoted\""}},
 		{Kind: finding.Stale, Stage: finding.StageChangelog, Input: "a", Key: []byte("cust-1"), Topic: "topicA", Partition: 0, Offset: 42,
 			Timestamp: ms(10, 15, 1, 0), ExpectedTS: ms(10, 15, 1, 0), ObservedTS: ms(10, 0, 0, 0), HasObserved: true,
-			Detail: `quoted "detail", with comma`},
+			Witness: &finding.Witness{Topic: "app-A-repartition", Seen: true, Partition: 0, Offset: 7}},
 		{Kind: finding.Missing, Stage: finding.StageChangelog, Input: "a", Key: []byte("b64:not-really"), Topic: "topicA", Partition: 0, Offset: 3,
-			Timestamp: ms(10, 15, 0, 0), ExpectedTS: ms(10, 15, 0, 0), Detail: "repartition purged"},
+			Timestamp: ms(10, 15, 0, 0), ExpectedTS: ms(10, 15, 0, 0), Witness: &finding.Witness{Topic: "app-A-repartition"}},
 		{Kind: finding.Missing, Stage: finding.StageChangelog, Input: "a", Key: []byte("Zürich, \"HQ\"\nline2"), Topic: "topicA", Partition: 1, Offset: 8,
-			Timestamp: ms(10, 15, 0, 0), ExpectedTS: ms(10, 15, 0, 0), Detail: "repartition purged"},
+			Timestamp: ms(10, 15, 0, 0), ExpectedTS: ms(10, 15, 0, 0), Witness: &finding.Witness{Topic: "app-A-repartition"}},
 	}
 }
 
@@ -100,19 +101,19 @@ func findingsResult() *finding.Result {
 		{Topic: "topicA", Partition: 2, Offset: 17, Error: "schema 7: field customerId: missing"},
 		{Topic: "topicA", Partition: 0, Offset: 99, Error: "schema 7: field customerId: missing\x1b[0m"},
 	}
-	return &finding.Result{Summary: s, Rows: findingRows()}
+	rows := findingRows()
+	finding.SortRows(rows, s.InputOrder)
+	return &finding.Result{Summary: s, Rows: rows}
 }
 
 // partitionsResult is a complete audit with partition-level findings only.
 func partitionsResult() *finding.Result {
 	s := baseSummary()
 	s.Partitions = []finding.PartitionFinding{
-		{Kind: finding.StuckLSO, Topic: "myapp-KSTREAM-REDUCE-STATE-STORE-0000000009-changelog", Partition: 2,
-			Evidence: "LSO 5,000 stayed below high watermark 5,210 for 60s (hanging transaction); per-key findings on this partition withheld",
-			Offsets:  map[string]int64{"lso": 5000, "high_watermark": 5210}},
 		{Kind: finding.PurgedPastCommit, Topic: "myapp-KSTREAM-REDUCE-STATE-STORE-0000000002-repartition", Partition: 1,
-			Evidence: "log start offset 1,200 is above the committed offset 1,000: 200 records deleted before processing (KAFKA-17635)",
-			Offsets:  map[string]int64{"committed": 1000, "log_start": 1200}},
+			Purge: &finding.PurgeEvidence{Group: "myapp", LogStart: 1200, Committed: 1000}},
+		{Kind: finding.StuckLSO, Topic: "myapp-KSTREAM-REDUCE-STATE-STORE-0000000009-changelog", Partition: 2,
+			Stuck: &finding.StuckEvidence{LSO: 5000, StartHighWatermark: 5210, HighWatermark: 5300, Waited: time.Minute}},
 	}
 	return &finding.Result{Summary: s}
 }
@@ -121,7 +122,7 @@ func partitionsResult() *finding.Result {
 func partialResult() *finding.Result {
 	s := baseSummary()
 	s.Partial = true
-	s.PartialWhy = "reading topicC: cluster unreachable after 5 retries"
+	s.PartialReason = finding.PartialStuck
 	s.Inputs["c"] = &finding.InputCounts{Scanned: 1000}
 	s.Finished = time.Time{}
 	s.Stages[finding.StageChangelog].Findings = map[finding.Kind]int64{finding.Missing: 1}

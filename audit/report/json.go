@@ -29,30 +29,36 @@ const (
 	// VerdictPartial: the audit did not complete (exit 3); findings, if
 	// any, are those found so far.
 	VerdictPartial = "partial"
+	// VerdictInconclusive: the audit ran, but could not check some inputs
+	// (exit 3); see "inconclusive".
+	VerdictInconclusive = "inconclusive"
 )
 
 var errNilResult = errors.New("report: no result to write")
 
-// Verdict returns VerdictPartial, VerdictFindings or VerdictClean for res.
+// Verdict returns VerdictPartial, VerdictInconclusive, VerdictFindings or
+// VerdictClean for res, in that precedence.
 func Verdict(res *finding.Result) string {
 	switch {
 	case res == nil:
 		return VerdictPartial
 	case res.Summary.Partial:
 		return VerdictPartial
+	case len(res.Summary.Inconclusive) > 0:
+		return VerdictInconclusive
 	case res.HasFindings():
 		return VerdictFindings
 	}
 	return VerdictClean
 }
 
-// jsonReport is the JSON report. Schema (all names snake_case; every field
+// jsonReport is the JSON report (docs/reference.md). Schema (all names snake_case; every field
 // is always present unless marked optional; timestamps are RFC 3339 UTC
 // strings with milliseconds, like the CSV):
 //
 //	{
 //	  "version": 1,
-//	  "verdict": "clean" | "findings" | "partial",
+//	  "verdict": "clean" | "findings" | "partial" | "inconclusive",
 //	  "partial": bool,
 //	  "partial_reason": string,            // "" unless partial
 //	  "started": timestamp, "finished": timestamp,   // "" when unknown
@@ -64,10 +70,16 @@ func Verdict(res *finding.Result) string {
 //	  "stages": [{                         // pipeline order
 //	    "stage": "changelog" | "output", "keys_checked": n,
 //	    "findings": {"missing": n, "stale": n, "aborted": n, ...} }],
+//	  "inconclusive": [{                   // optional: why inputs could not be checked
+//	    "reason": "no_committed_offsets" | "mostly_undecodable" | "nothing_audited" | "empty_window" | "no_records",
+//	    "input": string,                   // "" for the whole run
+//	    "detail": string }],
 //	  "partition_findings": [{             // by topic, partition, kind
-//	    "kind": "purged_past_commit" | "stuck_lso" | "offset_reset" | "truncated",
+//	    "kind": "purged_past_commit" | "stuck_lso" | "offset_reset" | "truncated" | "poison_pill",
 //	    "topic": string, "partition": n, "evidence": string,
 //	    "offsets": {name: n} }],           // optional
+//	  "read_issues": [{                    // optional: partitions whose reads met gaps or retries
+//	    "topic": string, "partition": n, "gaps": n, "retries": n }],
 //	  "decode_errors_by_schema": {string: n},   // optional
 //	  "decode_error_samples": [{               // optional: the first few
 //	    "topic": string, "partition": n, "offset": n, "error": string }],
@@ -83,26 +95,62 @@ func Verdict(res *finding.Result) string {
 //	    "detail": string }]
 //	}
 type jsonReport struct {
-	Version       int                         `json:"version"`
-	Verdict       string                      `json:"verdict"`
-	Partial       bool                        `json:"partial"`
-	PartialReason string                      `json:"partial_reason"`
-	Started       string                      `json:"started"`
-	Finished      string                      `json:"finished"`
-	InputOrder    []string                    `json:"input_order"`
-	Inputs        []jsonInput                 `json:"inputs"`
-	Stages        []jsonStage                 `json:"stages"`
-	Partitions    []finding.PartitionFinding  `json:"partition_findings"`
-	DecodeErrors  map[string]int64            `json:"decode_errors_by_schema,omitempty"`
-	DecodeSamples []finding.DecodeErrorSample `json:"decode_error_samples,omitempty"`
-	Timings       map[string]string           `json:"timings,omitempty"`
-	RowCount      int                         `json:"row_count"`
+	Version       int                `json:"version"`
+	Verdict       string             `json:"verdict"`
+	Partial       bool               `json:"partial"`
+	PartialReason string             `json:"partial_reason"`
+	Started       string             `json:"started"`
+	Finished      string             `json:"finished"`
+	InputOrder    []string           `json:"input_order"`
+	Inputs        []jsonInput        `json:"inputs"`
+	Stages        []jsonStage        `json:"stages"`
+	Inconclusive  []jsonInconclusive `json:"inconclusive,omitempty"`
+	Partitions    []jsonPartition    `json:"partition_findings"`
+	ReadIssues    []jsonReadIssue    `json:"read_issues,omitempty"`
+	DecodeErrors  map[string]int64   `json:"decode_errors_by_schema,omitempty"`
+	DecodeSamples []jsonDecodeSample `json:"decode_error_samples,omitempty"`
+	Timings       map[string]string  `json:"timings,omitempty"`
+	RowCount      int                `json:"row_count"`
 	// "rows" follows, streamed by writeJSONStream.
 }
 
 type jsonInput struct {
-	Name string `json:"name"`
-	finding.InputCounts
+	Name          string `json:"name"`
+	Scanned       int64  `json:"scanned"`
+	Audited       int64  `json:"audited"`
+	Pending       int64  `json:"pending"`
+	NullKey       int64  `json:"dropped_null_key"`
+	NullValue     int64  `json:"dropped_null_value"`
+	DecodeErrors  int64  `json:"decode_errors"`
+	OutsideWindow int64  `json:"outside_window"`
+}
+
+type jsonInconclusive struct {
+	Reason finding.InconclusiveReason `json:"reason"`
+	Input  string                     `json:"input"`
+	Detail string                     `json:"detail"`
+}
+
+type jsonPartition struct {
+	Kind      finding.PartitionKind `json:"kind"`
+	Topic     string                `json:"topic"`
+	Partition int32                 `json:"partition"`
+	Evidence  string                `json:"evidence"`
+	Offsets   map[string]int64      `json:"offsets,omitempty"`
+}
+
+type jsonReadIssue struct {
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+	Gaps      int64  `json:"gaps"`
+	Retries   int64  `json:"retries"`
+}
+
+type jsonDecodeSample struct {
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+	Offset    int64  `json:"offset"`
+	Error     string `json:"error"`
 }
 
 type jsonStage struct {
@@ -126,7 +174,7 @@ type jsonRow struct {
 }
 
 // WriteJSON writes res as the JSON report whose schema is documented on
-// jsonReport (see README-section.md): the summary plus every row, in the
+// jsonReport and in docs/reference.md: the summary plus every row, in the
 // CSV's order. res is not modified. The output is indented and ends with a
 // newline.
 func WriteJSON(w io.Writer, res *finding.Result) error {
@@ -138,22 +186,21 @@ func WriteJSON(w io.Writer, res *finding.Result) error {
 		Version:       JSONVersion,
 		Verdict:       Verdict(res),
 		Partial:       s.Partial,
-		PartialReason: s.PartialWhy,
+		PartialReason: PartialReason(s),
 		Started:       formatTime(s.Started),
 		Finished:      formatTime(s.Finished),
 		InputOrder:    nonNil(s.InputOrder),
 		Inputs:        []jsonInput{},
 		Stages:        []jsonStage{},
-		Partitions:    sortedPartitions(s.Partitions),
+		Partitions:    []jsonPartition{},
 		DecodeErrors:  s.DecodeErrorsBySchema,
-		DecodeSamples: s.DecodeErrorSamples,
-		Timings:       s.Timings,
 		RowCount:      len(res.Rows),
 	}
 	for _, name := range inputNames(s) {
 		in := jsonInput{Name: name}
 		if c := s.Inputs[name]; c != nil {
-			in.InputCounts = *c
+			in.Scanned, in.Audited, in.Pending, in.NullKey, in.NullValue, in.DecodeErrors, in.OutsideWindow =
+				c.Scanned, c.Audited, c.Pending, c.NullKey, c.NullValue, c.DecodeErrors, c.OutsideWindow
 		}
 		rep.Inputs = append(rep.Inputs, in)
 	}
@@ -165,7 +212,27 @@ func WriteJSON(w io.Writer, res *finding.Result) error {
 		}
 		rep.Stages = append(rep.Stages, js)
 	}
-	return writeJSONStream(w, &rep, sortedCopy(res))
+	for i := range s.Inconclusive {
+		in := &s.Inconclusive[i]
+		rep.Inconclusive = append(rep.Inconclusive, jsonInconclusive{Reason: in.Reason, Input: in.Input, Detail: InconclusiveText(in)})
+	}
+	for _, p := range s.Partitions {
+		ev, offs := Evidence(&p)
+		rep.Partitions = append(rep.Partitions, jsonPartition{Kind: p.Kind, Topic: p.Topic, Partition: p.Partition, Evidence: ev, Offsets: offs})
+	}
+	for _, r := range s.Reads {
+		rep.ReadIssues = append(rep.ReadIssues, jsonReadIssue(r))
+	}
+	for _, d := range s.DecodeErrorSamples {
+		rep.DecodeSamples = append(rep.DecodeSamples, jsonDecodeSample(d))
+	}
+	if len(s.Timings) > 0 {
+		rep.Timings = map[string]string{}
+		for k, d := range s.Timings {
+			rep.Timings[k] = Timing(d)
+		}
+	}
+	return writeJSONStream(w, &rep, res.Rows)
 }
 
 // writeJSONStream writes rep followed by its rows, one row at a time, so
@@ -192,7 +259,7 @@ func writeJSONStream(w io.Writer, rep *jsonReport, rows []finding.Row) error {
 		jr := jsonRow{
 			Finding: r.Kind, Stage: r.Stage, Input: r.Input, Key: FormatKey(r.Key),
 			Topic: r.Topic, Partition: r.Partition, Offset: r.Offset,
-			Timestamp: FormatTS(r.Timestamp), ExpectedTS: FormatTS(r.ExpectedTS), Detail: r.Detail,
+			Timestamp: FormatTS(r.Timestamp), ExpectedTS: FormatTS(r.ExpectedTS), Detail: Detail(r),
 		}
 		if r.HasObserved {
 			obs := FormatTS(r.ObservedTS)
@@ -262,22 +329,4 @@ func stageNames(s *finding.Summary) []finding.Stage {
 		return cmp.Compare(a, b)
 	})
 	return st
-}
-
-// sortedPartitions returns a copy of pf ordered by topic, partition, kind.
-func sortedPartitions(pf []finding.PartitionFinding) []finding.PartitionFinding {
-	out := slices.Clone(pf)
-	if out == nil {
-		out = []finding.PartitionFinding{}
-	}
-	slices.SortStableFunc(out, func(a, b finding.PartitionFinding) int {
-		if c := cmp.Compare(a.Topic, b.Topic); c != 0 {
-			return c
-		}
-		if c := cmp.Compare(a.Partition, b.Partition); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.Kind, b.Kind)
-	})
-	return out
 }

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 	"unicode"
 	"unicode/utf8"
 
@@ -63,8 +64,11 @@ func WriteSummary(w io.Writer, res *finding.Result, opt SummaryOptions) error {
 	}
 	b.WriteString(verdict)
 	b.WriteString("\n")
-	if s.Partial && s.PartialWhy != "" {
-		fmt.Fprintf(&b, "  why: %s\n", safe(s.PartialWhy))
+	if why := PartialReason(s); why != "" {
+		fmt.Fprintf(&b, "  why: %s\n", safe(why))
+	}
+	for i := range s.Inconclusive {
+		fmt.Fprintf(&b, "  why: %s\n", safe(InconclusiveText(&s.Inconclusive[i])))
 	}
 	if hint := nextStep(res, opt); hint != "" {
 		fmt.Fprintf(&b, "  next: %s\n", hint)
@@ -110,19 +114,29 @@ func WriteSummary(w io.Writer, res *finding.Result, opt SummaryOptions) error {
 	}
 	st.write(&b, "  ")
 
-	pf := sortedPartitions(s.Partitions)
+	pf := s.Partitions
 	if len(pf) == 0 {
 		b.WriteString("\nPartition findings: none\n")
 	} else {
 		fmt.Fprintf(&b, "\nPartition findings (%s)\n", Thousands(int64(len(pf))))
-		for _, p := range pf {
+		for i := range pf {
+			p := &pf[i]
 			fmt.Fprintf(&b, "  %s  %s[%d]\n", safe(string(p.Kind)), safe(p.Topic), p.Partition)
-			if p.Evidence != "" {
-				fmt.Fprintf(&b, "      %s\n", safe(p.Evidence))
+			ev, offs := Evidence(p)
+			if ev != "" {
+				fmt.Fprintf(&b, "      %s\n", safe(ev))
 			}
-			if len(p.Offsets) > 0 {
-				fmt.Fprintf(&b, "      offsets: %s\n", offsetsText(p.Offsets))
+			if len(offs) > 0 {
+				fmt.Fprintf(&b, "      offsets: %s\n", offsetsText(offs))
 			}
+		}
+	}
+
+	if len(s.Reads) > 0 {
+		fmt.Fprintf(&b, "\nRead issues (%s partitions)\n", Thousands(int64(len(s.Reads))))
+		for i := range s.Reads {
+			r := &s.Reads[i]
+			fmt.Fprintf(&b, "  %s[%d]: %s\n", safe(r.Topic), r.Partition, ReadIssueText(r))
 		}
 	}
 
@@ -185,22 +199,46 @@ func verdictLine(res *finding.Result, names []string) (string, string) {
 	scope := fmt.Sprintf("%s, %s audited", plural(int64(len(names)), "input", "inputs"), plural(audited, "record", "records"))
 	nrows := int64(len(res.Rows))
 	npf := int64(len(s.Partitions))
+	pending := ""
+	if n := s.Pending(); n > 0 {
+		pending = "; " + plural(n, "record", "records") + " pending (not yet processed by the application)"
+	}
+	so := fmt.Sprintf("so far %s, %s, %s", scope, plural(nrows, "key finding", "key findings"), plural(npf, "partition finding", "partition findings"))
 	switch {
 	case s.Partial:
-		return fmt.Sprintf("PARTIAL AUDIT: results are incomplete; so far %s, %s, %s",
-			scope, plural(nrows, "key finding", "key findings"), plural(npf, "partition finding", "partition findings")), ansiYellow
+		return "PARTIAL AUDIT: results are incomplete; " + so, ansiYellow
+	case len(s.Inconclusive) > 0:
+		return fmt.Sprintf("INCONCLUSIVE: %s could not be checked; %s%s", inconclusiveSubject(s.Inconclusive), so, pending), ansiYellow
 	case nrows > 0:
 		line := fmt.Sprintf("LOSS FOUND: %s lost an update (%s); %s",
 			plural(nrows, "key", "keys"), kindCounts(res.Rows), scope)
 		if npf > 0 {
 			line += "; " + plural(npf, "partition finding", "partition findings")
 		}
-		return line, ansiRed
+		return line + pending, ansiRed
 	case npf > 0:
-		return fmt.Sprintf("LOSS SUSPECTED: no key reported lost, but %s (%s); %s",
-			plural(npf, "partition finding", "partition findings"), partitionKindCounts(s.Partitions), scope), ansiYellow
+		return fmt.Sprintf("LOSS SUSPECTED: no key reported lost, but %s (%s); %s%s",
+			plural(npf, "partition finding", "partition findings"), partitionKindCounts(s.Partitions), scope, pending), ansiYellow
 	}
-	return fmt.Sprintf("NO LOSS FOUND: %s, 0 findings", scope), ansiGreen
+	return fmt.Sprintf("NO LOSS FOUND: %s, 0 findings%s", scope, pending), ansiGreen
+}
+
+// inconclusiveSubject names what could not be checked: "input c", "inputs
+// b, c", or "the pipeline" for a reason about the whole run.
+func inconclusiveSubject(in []finding.Inconclusive) string {
+	var names []string
+	for _, i := range in {
+		if i.Input == "" {
+			return "the pipeline"
+		}
+		if !slices.Contains(names, i.Input) {
+			names = append(names, safe(i.Input))
+		}
+	}
+	if len(names) == 1 {
+		return "input " + names[0]
+	}
+	return "inputs " + strings.Join(names, ", ")
 }
 
 // nextStep says what to do about the verdict, or "" when nothing.
@@ -211,6 +249,10 @@ func nextStep(res *finding.Result, opt SummaryOptions) string {
 		return "findings so far are in " + safe(opt.CSVPath) + "; a complete report of an earlier run is left as it was; re-run once the cause is fixed"
 	case s.Partial:
 		return "re-run once the cause is fixed"
+	case len(s.Inconclusive) > 0 && opt.CSVPath != "":
+		return "fix what the lines above name and re-run; findings so far are in " + safe(opt.CSVPath)
+	case len(s.Inconclusive) > 0:
+		return "fix what the lines above name and re-run"
 	case len(res.Rows) > 0 && opt.CSVPath != "":
 		return "each row of " + safe(opt.CSVPath) + " names the input record to replay (topic, partition, offset)"
 	case len(res.Rows) > 0:
@@ -252,13 +294,13 @@ func writeRows(b *strings.Builder, res *finding.Result, opt SummaryOptions) {
 	}
 	b.WriteString("  (REPLAY is the input record carrying the lost update: topic[partition]@offset)\n")
 	t := table{header: []string{"FINDING", "STAGE", "INPUT", "KEY", "REPLAY", "TIMESTAMP", "OBSERVED", "DETAIL"}}
-	for _, r := range sortedCopy(res)[:limit] {
+	for _, r := range res.Rows[:limit] {
 		obs := "-"
 		if r.HasObserved {
 			obs = FormatTS(r.ObservedTS)
 		}
 		t.add(safe(string(r.Kind)), safe(string(r.Stage)), safe(r.Input), truncate(safe(FormatKey(r.Key)), maxKeyWidth),
-			fmt.Sprintf("%s[%d]@%d", safe(r.Topic), r.Partition, r.Offset), FormatTS(r.Timestamp), obs, safe(r.Detail))
+			fmt.Sprintf("%s[%d]@%d", safe(r.Topic), r.Partition, r.Offset), FormatTS(r.Timestamp), obs, safe(Detail(&r)))
 	}
 	t.write(b, "  ")
 	if limit < n {
@@ -273,7 +315,7 @@ func writeTimings(b *strings.Builder, s *finding.Summary) {
 	b.WriteString("\nTimings\n")
 	t := table{header: []string{"PHASE", "TOOK"}}
 	for _, k := range timingNames(s.Timings) {
-		t.add(safe(k), safe(s.Timings[k]))
+		t.add(safe(k), Timing(s.Timings[k]))
 	}
 	if !s.Started.IsZero() && !s.Finished.IsZero() {
 		t.add("total", s.Finished.Sub(s.Started).Round(1e6).String())
@@ -290,11 +332,11 @@ func writeTimings(b *strings.Builder, s *finding.Summary) {
 
 // timingOrder is the order in which an audit runs its phases (audit.Run's
 // Timings keys); Summary.Timings is a map, so the order is restored here.
-var timingOrder = []string{"snapshot", "settle", "read", "index", "check", "report"}
+var timingOrder = []string{"snapshot", "read", "check", "lookup"}
 
 // timingNames returns the keys of m: known phases in run order, then the
 // others by name.
-func timingNames(m map[string]string) []string {
+func timingNames(m map[string]time.Duration) []string {
 	var names []string
 	for _, k := range timingOrder {
 		if _, ok := m[k]; ok {

@@ -14,8 +14,9 @@ func TestWriteSummaryGolden(t *testing.T) {
 	for i := range 25 {
 		many.Rows = append(many.Rows, finding.Row{Kind: finding.Missing, Stage: finding.StageOutput, Input: "c",
 			Key: fmt.Appendf(nil, "bulk-%02d", i), Topic: "topicC", Partition: 4, Offset: int64(1000 + i),
-			Timestamp: ms(11, 0, i, 0), ExpectedTS: ms(11, 0, i, 0), Detail: "absent from output"})
+			Timestamp: ms(11, 0, i, 0), ExpectedTS: ms(11, 0, i, 0)})
 	}
+	finding.SortRows(many.Rows, many.Summary.InputOrder)
 	tests := []struct {
 		name   string
 		res    *finding.Result
@@ -119,8 +120,8 @@ func TestWriteSummaryRowLimit(t *testing.T) {
 func TestWriteSummaryEscapesData(t *testing.T) {
 	res := findingsResult()
 	res.Rows[0].Key = []byte("\x1b]0;pwned\x07")
-	res.Rows[0].Detail = "evil\x1b[2J"
-	res.Summary.Partitions = []finding.PartitionFinding{{Kind: finding.Truncated, Topic: "t\x1b[31m", Evidence: "e\rX"}}
+	res.Rows[0].Witness = &finding.Witness{Topic: "evil\x1b[2J"}
+	res.Summary.Partitions = []finding.PartitionFinding{{Kind: finding.PurgedPastCommit, Topic: "t\x1b[31m", Purge: &finding.PurgeEvidence{Group: "e\rX"}}}
 	var buf bytes.Buffer
 	if err := WriteSummary(&buf, res, SummaryOptions{}); err != nil {
 		t.Fatal(err)

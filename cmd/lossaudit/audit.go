@@ -61,7 +61,6 @@ func auditError(err error) error {
 // finish writes the configured reports, prints the summary and returns the
 // exit status of the result.
 func finish(stdout io.Writer, cfg *config.Config, res *finding.Result) error {
-	report.SortRows(res.Rows, res.Summary.InputOrder)
 	opt := report.SummaryOptions{Color: colorOK(stdout)}
 	var err error
 	if cfg.Report.CSV != "" {
@@ -78,7 +77,7 @@ func finish(stdout io.Writer, cfg *config.Config, res *finding.Result) error {
 		return withCode(exitIncomplete, fmt.Errorf("printing the summary: %w", err))
 	}
 	switch {
-	case res.Summary.Partial:
+	case !res.Complete():
 		return withCode(exitIncomplete, nil)
 	case res.HasFindings():
 		return withCode(exitFindings, nil)

@@ -12,20 +12,14 @@ import (
 )
 
 // rowSig renders what must match between an audit's row and an expected
-// one: everything but the free text, of which only the class of a
-// changelog row's detail counts (seen in the repartition topic, or not).
+// one: every field, with a changelog row's witness (seen in the repartition
+// topic at an offset, or not).
 func rowSig(r finding.Row) string {
 	obs := "-"
 	if r.HasObserved {
 		obs = fmt.Sprint(r.ObservedTS)
 	}
-	detail := ""
-	if r.Stage == finding.StageChangelog {
-		detail = "repartition purged"
-		if strings.HasPrefix(r.Detail, "seen in repartition topic") {
-			detail = r.Detail
-		}
-	}
+	detail := witnessSig(r)
 	return fmt.Sprintf("%s %s input=%s key=%q %s[%d]@%d ts=%d expected=%d observed=%s %s",
 		r.Stage, r.Kind, r.Input, r.Key, r.Topic, r.Partition, r.Offset, r.Timestamp, r.ExpectedTS, obs, detail)
 }

@@ -47,13 +47,15 @@ func TestDiff(t *testing.T) {
 		wants []string
 	}{
 		{"equal", func(*finding.Result) {}, nil},
-		{"detail wording of a purged row does not matter", func(r *finding.Result) {
+		{"a witness that was not seen", func(r *finding.Result) {
 			for i := range r.Rows {
-				if r.Rows[i].Detail == detailPurged {
-					r.Rows[i].Detail = "gone from the repartition topic"
+				if w := r.Rows[i].Witness; w != nil && w.Seen {
+					r.Rows[i].Witness = &finding.Witness{Topic: w.Topic}
+					return
 				}
 			}
-		}, nil},
+			r.Rows[0].Witness = &finding.Witness{Topic: "t", Seen: true}
+		}, []string{"unexpected row: ", "missing row: "}},
 		{"missing row", func(r *finding.Result) { r.Rows = r.Rows[1:] }, []string{"missing row: "}},
 		{"extra row", func(r *finding.Result) { r.Rows = append(r.Rows, r.Rows[0]) }, []string{"unexpected row: "}},
 		{"wrong kind", func(r *finding.Result) { r.Rows[0].Kind = "other" }, []string{"unexpected row: ", "missing row: "}},

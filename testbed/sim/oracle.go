@@ -28,13 +28,24 @@ type Expectation struct {
 	Partial bool
 }
 
-// Detail texts of changelog rows (TEAM.md "Audit semantics").
-const (
-	detailPurged = "repartition purged or not readable"
-)
+// detailPurged and detailSeen render a changelog row's witness for
+// comparisons and test failures (witnessSig).
+const detailPurged = "repartition purged or not readable"
 
 func detailSeen(topic string, p int32, off int64) string {
 	return fmt.Sprintf("seen in repartition topic %s[%d]@%d, lost before the store", topic, p, off)
+}
+
+// witnessSig renders what a row says about the repartition copy of its
+// lost update: "" for rows without a witness (output rows).
+func witnessSig(r finding.Row) string {
+	switch w := r.Witness; {
+	case w == nil:
+		return ""
+	case w.Seen:
+		return detailSeen(w.Topic, w.Partition, w.Offset)
+	}
+	return detailPurged
 }
 
 // oracle implements TEAM.md "Audit semantics (exact)" directly over the
@@ -171,8 +182,7 @@ func oracle(sc Scenario, n names, l *simLog, w Window) Expectation {
 		exp.Partial = true
 		exp.Partitions = append(exp.Partitions, finding.PartitionFinding{
 			Kind: finding.StuckLSO, Topic: n.output, Partition: h.p,
-			Evidence: fmt.Sprintf("an open transaction holds the LSO at %d below the high watermark %d", h.lso, h.hw),
-			Offsets:  map[string]int64{"lso": h.lso, "high_watermark": h.hw},
+			Stuck: &finding.StuckEvidence{LSO: h.lso, HighWatermark: h.hw},
 		})
 	}
 	judge := func(t *tsPair, e int64) (finding.Kind, bool, int64, bool) {
@@ -196,12 +206,12 @@ func oracle(sc Scenario, n names, l *simLog, w Window) Expectation {
 			Offset: ev.Off, Timestamp: ev.TS, ExpectedTS: e}
 		if kind, has, obs, bad := judge(cl[k.x][k.k], e); bad {
 			row.Kind, row.Stage, row.HasObserved, row.ObservedTS = kind, finding.StageChangelog, has, obs
-			row.Detail = detailPurged
+			row.Witness = &finding.Witness{Topic: n.repart[k.x]}
 			p := partitionFor([]byte(k.k), sc.Partitions)
 			commit := l.rpCommit[k.x][p]
 			for _, r := range l.rp[k.x][p] {
 				if r.Committed && r.Off >= l.rpStart[k.x][p] && r.Off < commit && r.Key == k.k && r.TS == ev.TS && r.FP == ev.FP {
-					row.Detail = detailSeen(n.repart[k.x], p, r.Off)
+					row.Witness = &finding.Witness{Topic: n.repart[k.x], Seen: true, Partition: p, Offset: r.Off}
 					break
 				}
 			}
@@ -226,8 +236,7 @@ func oracle(sc Scenario, n names, l *simLog, w Window) Expectation {
 			if ls > c && ls > 0 {
 				exp.Partitions = append(exp.Partitions, finding.PartitionFinding{
 					Kind: finding.PurgedPastCommit, Topic: n.repart[x], Partition: int32(p),
-					Evidence: fmt.Sprintf("log start offset %d is above the group's committed offset %d", ls, c),
-					Offsets:  map[string]int64{"log_start": ls, "committed": c},
+					Purge: &finding.PurgeEvidence{LogStart: ls, Committed: c},
 				})
 			}
 		}

@@ -42,7 +42,7 @@ func rowString(r finding.Row) string {
 	if r.HasObserved {
 		obs = fmt.Sprint(r.ObservedTS)
 	}
-	return fmt.Sprintf("%s %s %s %s @%d exp=%d obs=%s %s", r.Stage, r.Kind, r.Input, r.Key, r.Offset, r.ExpectedTS, obs, r.Detail)
+	return fmt.Sprintf("%s %s %s %s @%d exp=%d obs=%s %s", r.Stage, r.Kind, r.Input, r.Key, r.Offset, r.ExpectedTS, obs, witnessSig(r))
 }
 
 // TestOracleSemantics checks the oracle against TEAM.md "Audit semantics

@@ -247,7 +247,7 @@ func TestDeterministic(t *testing.T) {
 	}
 	for i := range a.Rows {
 		x, y := a.Rows[i], b.Rows[i]
-		if x.Input != y.Input || string(x.Key) != string(y.Key) || x.Offset != y.Offset || x.Kind != y.Kind || x.Detail != y.Detail {
+		if x.Input != y.Input || string(x.Key) != string(y.Key) || x.Offset != y.Offset || x.Kind != y.Kind || witnessSig(x) != witnessSig(y) {
 			t.Errorf("row %d differs: %+v vs %+v", i, x, y)
 		}
 	}
@@ -353,9 +353,9 @@ func TestHangingTransaction(t *testing.T) {
 	defer cl.Close()
 	hw := listOffsets(t, cl, tr.Output, sc.Partitions, -1, 0)
 	lso := listOffsets(t, cl, tr.Output, sc.Partitions, -1, 1)
-	f := tr.Partitions[0].Offsets
-	if hw[0] != f["high_watermark"] || lso[0] != f["lso"] || lso[0] >= hw[0] {
-		t.Errorf("%s[0]: LSO %d, high watermark %d; finding says %v", tr.Output, lso[0], hw[0], f)
+	f := tr.Partitions[0].Stuck
+	if hw[0] != f.HighWatermark || lso[0] != f.LSO || lso[0] >= hw[0] {
+		t.Errorf("%s[0]: LSO %d, high watermark %d; finding says %+v", tr.Output, lso[0], hw[0], *f)
 	}
 	for p := 1; p < sc.Partitions; p++ {
 		if lso[p] != hw[p] {
@@ -391,7 +391,7 @@ func TestResumedPurge(t *testing.T) {
 		t.Fatal("nothing purged")
 	}
 	for _, r := range tr.Rows {
-		if r.Stage != finding.StageChangelog || r.Detail != detailPurged || !purged[r.Input+"/"+string(r.Key)] {
+		if r.Stage != finding.StageChangelog || witnessSig(r) != detailPurged || !purged[r.Input+"/"+string(r.Key)] {
 			t.Errorf("unexpected finding: %s", rowString(r))
 		}
 	}

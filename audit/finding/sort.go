@@ -1,19 +1,17 @@
-package report
+package finding
 
 import (
 	"bytes"
 	"cmp"
 	"slices"
-
-	"github.com/lossaudit/lossaudit/audit/finding"
 )
 
-// SortRows sorts rows in place into report order: stage in pipeline order
-// (finding.Stage.Order, unknown stages last by name), input in the order of
-// inputOrder (inputs not listed come after, by name; with no inputOrder, by
+// SortRows sorts rows in place into report order, the one order every
+// report uses: stage in pipeline order (Stage.Order, unknown stages last by
+// name), input in the order of inputOrder (inputs not listed come after, by
 // name), key bytewise, offset; then kind, topic and partition so that the
 // order is total and the output deterministic.
-func SortRows(rows []finding.Row, inputOrder []string) {
+func SortRows(rows []Row, inputOrder []string) {
 	rank := make(map[string]int, len(inputOrder))
 	for i, name := range inputOrder {
 		if _, dup := rank[name]; !dup {
@@ -26,7 +24,7 @@ func SortRows(rows []finding.Row, inputOrder []string) {
 		}
 		return len(inputOrder)
 	}
-	slices.SortStableFunc(rows, func(a, b finding.Row) int {
+	slices.SortStableFunc(rows, func(a, b Row) int {
 		if c := cmp.Compare(a.Stage.Order(), b.Stage.Order()); c != 0 {
 			return c
 		}
@@ -55,10 +53,16 @@ func SortRows(rows []finding.Row, inputOrder []string) {
 	})
 }
 
-// sortedCopy returns the rows of res in report order without touching
-// res.Rows.
-func sortedCopy(res *finding.Result) []finding.Row {
-	rows := slices.Clone(res.Rows)
-	SortRows(rows, res.Summary.InputOrder)
-	return rows
+// SortPartitions sorts partition findings in place by topic, partition and
+// kind.
+func SortPartitions(pf []PartitionFinding) {
+	slices.SortStableFunc(pf, func(a, b PartitionFinding) int {
+		if c := cmp.Compare(a.Topic, b.Topic); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(a.Partition, b.Partition); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Kind, b.Kind)
+	})
 }

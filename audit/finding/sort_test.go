@@ -1,4 +1,4 @@
-package report
+package finding_test
 
 import (
 	"fmt"
@@ -47,7 +47,7 @@ func TestSortRows(t *testing.T) {
 			for range 20 {
 				rows := slices.Clone(tt.want)
 				rng.Shuffle(len(rows), func(i, j int) { rows[i], rows[j] = rows[j], rows[i] })
-				SortRows(rows, tt.order)
+				finding.SortRows(rows, tt.order)
 				for i := range rows {
 					if rowID(rows[i]) != rowID(tt.want[i]) {
 						t.Fatalf("position %d: got %s, want %s", i, rowID(rows[i]), rowID(tt.want[i]))
@@ -65,7 +65,7 @@ func TestSortRowsKeyIsBytewise(t *testing.T) {
 		{Stage: finding.StageChangelog, Input: "a", Key: []byte("z")},
 		{Stage: finding.StageChangelog, Input: "a", Key: nil},
 	}
-	SortRows(rows, nil)
+	finding.SortRows(rows, nil)
 	var got []string
 	for _, r := range rows {
 		got = append(got, fmt.Sprintf("%x", r.Key))

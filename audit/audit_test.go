@@ -280,8 +280,8 @@ func TestRunFindingsAndDropsByDesign(t *testing.T) {
 		t.Errorf("rows:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 	for _, r := range res.Rows {
-		if r.Input == "a" && r.Stage == finding.StageChangelog && !strings.Contains(r.Detail, "seen in repartition topic app-repA-repartition") {
-			t.Errorf("lost-before-store row detail = %q, want it to point at the repartition copy", r.Detail)
+		if r.Input == "a" && r.Stage == finding.StageChangelog && (r.Witness == nil || !r.Witness.Seen || r.Witness.Topic != "app-repA-repartition") {
+			t.Errorf("lost-before-store row witness = %+v, want it to point at the repartition copy", r.Witness)
 		}
 	}
 	a, b := res.Summary.Inputs["a"], res.Summary.Inputs["b"]
@@ -309,8 +309,8 @@ func TestRunPurgedPastCommit(t *testing.T) {
 	if got := rowsString(res.Rows); len(got) != 1 || got[0] != fmt.Sprintf("missing changelog a k inA[0]@%d", off) {
 		t.Fatalf("rows = %v", got)
 	}
-	if !strings.Contains(res.Rows[0].Detail, "no longer holds it") {
-		t.Errorf("detail = %q, want it to say the repartition topic no longer holds the record", res.Rows[0].Detail)
+	if w := res.Rows[0].Witness; w == nil || w.Seen || w.Topic != "app-repA-repartition" {
+		t.Errorf("witness = %+v, want the repartition topic to no longer hold the record", w)
 	}
 	ps := res.Summary.Partitions
 	if len(ps) != 1 || ps[0].Kind != finding.PurgedPastCommit || ps[0].Topic != "app-repA-repartition" || ps[0].Partition != rp {

@@ -1,0 +1,251 @@
+package audit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/lossaudit/lossaudit/audit/finding"
+	"github.com/lossaudit/lossaudit/audit/internal/collect"
+	"github.com/lossaudit/lossaudit/audit/kread"
+)
+
+// inputCounters are one input's counters while the reads run.
+type inputCounters struct {
+	scanned, outside, pending, nullValue, undecodable, nullKey, candidates atomic.Int64
+}
+
+func (c *inputCounters) counts() finding.InputCounts {
+	return finding.InputCounts{
+		Scanned: c.scanned.Load(), OutsideWindow: c.outside.Load(), Pending: c.pending.Load(),
+		NullValue: c.nullValue.Load(), DecodeErrors: c.undecodable.Load(), NullKey: c.nullKey.Load(),
+		Audited: c.candidates.Load(),
+	}
+}
+
+// maxDecodeSamples bounds the decode errors quoted with their coordinates.
+const maxDecodeSamples = 10
+
+// decodeErrors counts decode errors by class and keeps the first samples;
+// safe for concurrent use.
+type decodeErrors struct {
+	mu      sync.Mutex
+	byClass map[string]int64
+	// perInput counts the classes per input, for the verdict.
+	perInput map[int]map[string]int64
+	samples  []finding.DecodeErrorSample
+	// near is, per input, the field paths nearest to the configured one,
+	// found for an early undecodable record (tries counts the attempts).
+	near  map[int][]string
+	tries map[int]int
+}
+
+// maxNearTries bounds the records asked for nearby field paths per input.
+const maxNearTries = 3
+
+func (d *decodeErrors) add(x int, in *Input, rec *kread.Record, err error) {
+	class := "other"
+	var c interface{ Class() string }
+	if errors.As(err, &c) {
+		class = c.Class()
+	}
+	d.mu.Lock()
+	if d.byClass == nil {
+		d.byClass, d.perInput, d.near, d.tries = map[string]int64{}, map[int]map[string]int64{}, map[int][]string{}, map[int]int{}
+	}
+	d.byClass[class]++
+	if d.perInput[x] == nil {
+		d.perInput[x] = map[string]int64{}
+	}
+	d.perInput[x][class]++
+	if len(d.samples) < maxDecodeSamples {
+		d.samples = append(d.samples, finding.DecodeErrorSample{Topic: rec.Topic, Partition: rec.Partition, Offset: rec.Offset, Error: fmt.Sprint(err)})
+	}
+	ask := in.FieldsNear != nil && d.near[x] == nil && d.tries[x] < maxNearTries
+	if ask {
+		d.tries[x]++
+	}
+	d.mu.Unlock()
+	if ask {
+		if near := in.FieldsNear(rec); near != nil {
+			d.mu.Lock()
+			d.near[x] = near
+			d.mu.Unlock()
+		}
+	}
+}
+
+// top returns input x's most frequent decode error class ("" for none).
+func (d *decodeErrors) top(x int) string {
+	best, n := "", int64(0)
+	for c, k := range d.perInput[x] {
+		if k > n || (k == n && c < best) {
+			best, n = c, k
+		}
+	}
+	return best
+}
+
+// collector reads the pipeline's topics into the index.
+type collector struct {
+	o      Options
+	snap   *pipelineSnapshot
+	w      entryWriter
+	stats  collect.Stats
+	counts []inputCounters
+	decode decodeErrors
+	win    window
+}
+
+func newCollector(o Options, snap *pipelineSnapshot, w entryWriter) *collector {
+	c := &collector{o: o, snap: snap, w: w, counts: make([]inputCounters, len(o.Inputs))}
+	if !o.From.IsZero() {
+		c.win.from = o.From.UnixMilli()
+	}
+	if !o.To.IsZero() {
+		c.win.to = o.To.UnixMilli()
+	}
+	return c
+}
+
+// readAll reads the repartition topics first (their tails decide which
+// input records are pending at the second hop), then the inputs, the
+// changelogs and the output.
+func (c *collector) readAll(ctx context.Context) error {
+	for x := range c.o.Inputs {
+		if err := c.readRepartition(ctx, x); err != nil {
+			return err
+		}
+	}
+	for x := range c.o.Inputs {
+		if err := c.readInput(ctx, x); err != nil {
+			return err
+		}
+	}
+	for x, in := range c.o.Inputs {
+		t := c.snap.changelogs[x]
+		if err := c.readStage(ctx, "changelog "+in.ChangelogTopic, t.Name, x, false, in.DownstreamKey); err != nil {
+			return err
+		}
+	}
+	return c.readStage(ctx, "output "+c.o.Output, c.o.Output, 0, true, c.o.OutputKey)
+}
+
+// windowStart returns where reading topic starts: the log start, or with a
+// window start, the first offset whose timestamp is at least From (every
+// record at or after From lies at or after it).
+func (c *collector) windowStart(ctx context.Context, topic string) (map[int32]int64, error) {
+	if c.o.From.IsZero() {
+		return nil, nil
+	}
+	start, err := c.o.Kafka.OffsetsForTime(ctx, topic, c.o.From)
+	if err != nil {
+		return nil, fmt.Errorf("audit: looking up offsets of %s for %s: %w", topic, c.o.From.UTC().Format("2006-01-02T15:04:05Z07:00"), err)
+	}
+	return start, nil
+}
+
+func (c *collector) readRepartition(ctx context.Context, x int) error {
+	in := c.o.Inputs[x]
+	rs, total := collect.Ranges(c.snap.reparts[x], nil)
+	return collect.Read(ctx, c.o.Kafka, c.o.Progress, "repartition "+in.RepartitionTopic, rs, total, false, &c.stats, func(recs []kread.Record) error {
+		for i := range recs {
+			rec := &recs[i]
+			if rec.Key == nil || rec.Value == nil {
+				continue
+			}
+			committed, ok := c.snap.group[kread.TP{Topic: rec.Topic, Partition: rec.Partition}]
+			key := rec.Key
+			if in.DownstreamKey != nil {
+				key = in.DownstreamKey(key)
+			}
+			if err := c.w.repartition(uint8(x), key, rec.Timestamp, fingerprint(rec.Value), !ok || rec.Offset >= committed, rec.Partition, rec.Offset); err != nil {
+				return fmt.Errorf("indexing %s[%d]@%d: %w", rec.Topic, rec.Partition, rec.Offset, err)
+			}
+		}
+		return nil
+	})
+}
+
+func (c *collector) readInput(ctx context.Context, x int) error {
+	in := &c.o.Inputs[x]
+	start, err := c.windowStart(ctx, in.Topic)
+	if err != nil {
+		return err
+	}
+	rs, total := collect.Ranges(c.snap.inputs[x], start)
+	cnt := &c.counts[x]
+	err = collect.Read(ctx, c.o.Kafka, c.o.Progress, "input "+in.Topic, rs, total, false, &c.stats, func(recs []kread.Record) error {
+		var n [nullKey + 1]int64
+		for i := range recs {
+			rec := &recs[i]
+			committed, ok := c.snap.group[kread.TP{Topic: rec.Topic, Partition: rec.Partition}]
+			key, ts, status, serr := rec.Key, rec.Timestamp, DecodeError, error(nil)
+			if rec.Value != nil {
+				key, ts, status, serr = in.Select(rec)
+				if status == Failed {
+					return fmt.Errorf("selecting the key of %s[%d]@%d: %w", rec.Topic, rec.Partition, rec.Offset, serr)
+				}
+				if status == DecodeError {
+					ts = rec.Timestamp // the window applies to the record's own timestamp
+				}
+			}
+			cl := classify(ok && rec.Offset < committed, rec.Value != nil, ts, status, c.win)
+			n[cl]++
+			switch cl {
+			case undecodable:
+				c.decode.add(x, in, rec, serr)
+			case candidate:
+				if err := c.w.input(uint8(x), key, ts, rec.Partition, rec.Offset, fingerprint(rec.Value)); err != nil {
+					return fmt.Errorf("indexing %s[%d]@%d: %w", rec.Topic, rec.Partition, rec.Offset, err)
+				}
+			}
+		}
+		cnt.scanned.Add(int64(len(recs)))
+		cnt.candidates.Add(n[candidate])
+		cnt.outside.Add(n[outsideWindow])
+		cnt.pending.Add(n[pending])
+		cnt.nullValue.Add(n[nullValue])
+		cnt.undecodable.Add(n[undecodable])
+		cnt.nullKey.Add(n[nullKey])
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("audit: input %s: %w", in.Name, err)
+	}
+	return nil
+}
+
+func (c *collector) readStage(ctx context.Context, name, topic string, x int, output bool, norm func([]byte) []byte) error {
+	start, err := c.windowStart(ctx, topic)
+	if err != nil {
+		return err
+	}
+	t := c.snap.output
+	if !output {
+		t = c.snap.changelogs[x]
+	}
+	rs, total := collect.Ranges(t, start)
+	err = collect.Read(ctx, c.o.Kafka, c.o.Progress, name, rs, total, true, &c.stats, func(recs []kread.Record) error {
+		for i := range recs {
+			rec := &recs[i]
+			if rec.Key == nil {
+				continue
+			}
+			key := rec.Key
+			if norm != nil {
+				key = norm(key)
+			}
+			if err := c.w.stage(output, uint8(x), key, rec.Timestamp, rec.Offset, rec.Kind == kread.Aborted, rec.Value == nil); err != nil {
+				return fmt.Errorf("indexing %s[%d]@%d: %w", rec.Topic, rec.Partition, rec.Offset, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("audit: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,166 @@
+package audit
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+
+	"github.com/cespare/xxhash/v2"
+
+	"github.com/lossaudit/lossaudit/audit/index"
+	"github.com/lossaudit/lossaudit/audit/internal/detect"
+)
+
+// The index entries of the Kafka Streams audit, one tag per kind of fact
+// about a selected key. Within a key the index orders entries by tag, so
+// the repartition entries (which say which candidates are pending) come
+// before the input entries, as detect.KeyEvidence requires. Every entry's
+// fields start with the input's index. Timestamps and offsets are stored
+// inverted (^v), newest first.
+const (
+	tagRepartition      byte = 0x08 // x | tail u8 | ts u64 | fp u64 -> partition u32 | offset u64
+	tagInput            byte = 0x10 // x | ^ts u64 | ^partition u32 | ^offset u64 -> fp u64
+	tagChangelog        byte = 0x30 // x | ^ts u64 | ^offset u64 -> flags u8
+	tagChangelogAborted byte = 0x40 // x | ^ts u64
+	tagOutput           byte = 0x50 // 0 | ^ts u64 | ^offset u64 -> flags u8
+	tagOutputAborted    byte = 0x60 // 0 | ^ts u64
+)
+
+// flagTombstone marks a changelog or output record whose value was null.
+const flagTombstone = 1
+
+func inv(v int64) uint64   { return ^uint64(v) }
+func uninv(u uint64) int64 { return int64(^u) }
+func be64(b []byte) uint64 { return binary.BigEndian.Uint64(b) }
+func be32(b []byte) uint32 { return binary.BigEndian.Uint32(b) }
+func fingerprint(v []byte) uint64 {
+	// The Avro payload after the Confluent header identifies a value across
+	// its input and repartition copies, whose schema ids may differ.
+	if len(v) >= 5 && v[0] == 0 {
+		v = v[5:]
+	}
+	return xxhash.Sum64(v)
+}
+
+// entryWriter writes the audit's facts to an index writer.
+type entryWriter struct{ w *index.Writer }
+
+func (e entryWriter) repartition(x uint8, key []byte, ts int64, fp uint64, tail bool, partition int32, offset int64) error {
+	var f [18]byte
+	f[0] = x
+	if tail {
+		f[1] = 1
+	}
+	binary.BigEndian.PutUint64(f[2:], uint64(ts))
+	binary.BigEndian.PutUint64(f[10:], fp)
+	var v [12]byte
+	binary.BigEndian.PutUint32(v[:4], uint32(partition))
+	binary.BigEndian.PutUint64(v[4:], uint64(offset))
+	return e.w.Add(key, tagRepartition, f[:], v[:])
+}
+
+func (e entryWriter) input(x uint8, key []byte, ts int64, partition int32, offset int64, fp uint64) error {
+	var f [21]byte
+	f[0] = x
+	binary.BigEndian.PutUint64(f[1:], inv(ts))
+	binary.BigEndian.PutUint32(f[9:], ^uint32(partition))
+	binary.BigEndian.PutUint64(f[13:], inv(offset))
+	var v [8]byte
+	binary.BigEndian.PutUint64(v[:], fp)
+	return e.w.Add(key, tagInput, f[:], v[:])
+}
+
+// stage writes a changelog record of input x (output false) or an output
+// record (output true).
+func (e entryWriter) stage(output bool, x uint8, key []byte, ts, offset int64, aborted, tombstone bool) error {
+	tag := tagChangelog
+	if output {
+		tag, x = tagOutput, 0
+	}
+	if aborted {
+		var f [9]byte
+		f[0] = x
+		binary.BigEndian.PutUint64(f[1:], inv(ts))
+		return e.w.Add(key, tag+0x10, f[:], nil) // tagChangelogAborted, tagOutputAborted
+	}
+	var f [17]byte
+	f[0] = x
+	binary.BigEndian.PutUint64(f[1:], inv(ts))
+	binary.BigEndian.PutUint64(f[9:], inv(offset))
+	var flags [1]byte
+	if tombstone {
+		flags[0] = flagTombstone
+	}
+	return e.w.Add(key, tag, f[:], flags[:])
+}
+
+// fold reads the entries of one key into ev (reset to key first). inputs
+// is the pipeline's number of inputs.
+func fold(key []byte, c *index.Cursor, ev *detect.KeyEvidence, inputs int) error {
+	ev.Reset(key)
+	var prevTag byte
+	var prev []byte
+	for c.Next() {
+		e := c.Entry()
+		f := e.Fields
+		if len(f) < 1 {
+			return fmt.Errorf("index: entry %#x of key %q has no fields", e.Tag, key)
+		}
+		if int(f[0]) >= inputs {
+			return fmt.Errorf("index: entry %#x for input %d of a %d-input pipeline (was the store written by another configuration?)", e.Tag, f[0], inputs)
+		}
+		x := int(f[0])
+		if e.Tag != tagRepartition && e.Tag == prevTag && bytes.Equal(f, prev) {
+			continue // the same record read twice
+		}
+		prevTag, prev = e.Tag, append(prev[:0], f...)
+		if err := apply(ev, e, x, f[1:]); err != nil {
+			return fmt.Errorf("index: entry %#x of key %q: %w", e.Tag, key, err)
+		}
+	}
+	return nil
+}
+
+func apply(ev *detect.KeyEvidence, e index.Entry, x int, f []byte) error {
+	switch e.Tag {
+	case tagRepartition:
+		if len(f) != 17 || len(e.Value) != 12 {
+			return fmt.Errorf("repartition entry of %d+%d bytes", len(f), len(e.Value))
+		}
+		ts, fp := int64(be64(f[1:9])), be64(f[9:17])
+		if f[0] == 1 {
+			ev.AddTail(x, ts, fp)
+		} else {
+			ev.AddCopy(x, ts, fp, int32(be32(e.Value[:4])), int64(be64(e.Value[4:])))
+		}
+	case tagInput:
+		if len(f) != 20 || len(e.Value) != 8 {
+			return fmt.Errorf("input entry of %d+%d bytes", len(f), len(e.Value))
+		}
+		ev.AddCandidate(x, detect.InputRecord{TS: uninv(be64(f[0:8])), Partition: int32(^be32(f[8:12])),
+			Offset: uninv(be64(f[12:20])), FP: be64(e.Value)})
+	case tagChangelog, tagOutput:
+		if len(f) != 16 {
+			return fmt.Errorf("stage entry of %d bytes", len(f))
+		}
+		ts, off := uninv(be64(f[0:8])), uninv(be64(f[8:16]))
+		tomb := len(e.Value) == 1 && e.Value[0]&flagTombstone != 0
+		if e.Tag == tagChangelog {
+			ev.AddChangelog(x, ts, off, tomb)
+		} else {
+			ev.AddOutput(ts, off, tomb)
+		}
+	case tagChangelogAborted, tagOutputAborted:
+		if len(f) != 8 {
+			return fmt.Errorf("aborted entry of %d bytes", len(f))
+		}
+		if e.Tag == tagChangelogAborted {
+			ev.AddChangelogAborted(x, uninv(be64(f)))
+		} else {
+			ev.AddOutputAborted(uninv(be64(f)))
+		}
+	default:
+		return fmt.Errorf("unknown tag")
+	}
+	return nil
+}

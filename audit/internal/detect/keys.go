@@ -1,0 +1,272 @@
+package detect
+
+import (
+	"github.com/lossaudit/lossaudit/audit/finding"
+)
+
+// InputRecord locates one input record that counts for the audit.
+type InputRecord struct {
+	TS        int64
+	Partition int32
+	Offset    int64
+	// FP fingerprints the value, to match the record's repartition copy.
+	FP uint64
+}
+
+// newer orders candidates: by timestamp, then partition, then offset.
+func (r InputRecord) newer(o InputRecord) bool {
+	if r.TS != o.TS {
+		return r.TS > o.TS
+	}
+	if r.Partition != o.Partition {
+		return r.Partition > o.Partition
+	}
+	return r.Offset > o.Offset
+}
+
+// InputState is what is known of one input for one key.
+type InputState struct {
+	// Has is true when at least one candidate record is not pending at the
+	// second hop; Evidence is then the newest such record.
+	Has      bool
+	Evidence InputRecord
+	// Candidates counts the records of this input for the key that count
+	// (committed, processed at the first hop, in the window, with a value
+	// and a selected key); Pending counts those of them whose repartition
+	// copy is still in the unprocessed tail (pending at the second hop).
+	Candidates int64
+	Pending    int64
+}
+
+// StageState is what one changelog, or the output, holds for a key.
+type StageState struct {
+	// Has is true when a committed record exists; TS, Offset and Tombstone
+	// describe the newest one (by timestamp, then offset).
+	Has       bool
+	TS        int64
+	Offset    int64
+	Tombstone bool
+	// HasAborted is true when an aborted record exists; AbortedTS is the
+	// newest aborted timestamp.
+	HasAborted bool
+	AbortedTS  int64
+}
+
+type recID struct {
+	ts int64
+	fp uint64
+}
+
+type copyAt struct {
+	partition int32
+	offset    int64
+}
+
+// KeyEvidence gathers everything known about one selected key. Facts can
+// be added in any order with one rule: an input's repartition tail
+// (AddTail) must be complete before that input's candidates are added,
+// because a candidate matching the tail is pending, not evidence. The
+// index yields entries in that order. Reset reuses the value for the next
+// key.
+type KeyEvidence struct {
+	Key        []byte
+	Inputs     []InputState
+	Changelogs []StageState
+	Output     StageState
+
+	tails  []map[recID]struct{}
+	copies []map[recID]copyAt
+}
+
+// NewKeyEvidence returns evidence for a pipeline of n inputs.
+func NewKeyEvidence(n int) *KeyEvidence {
+	e := &KeyEvidence{Inputs: make([]InputState, n), Changelogs: make([]StageState, n),
+		tails: make([]map[recID]struct{}, n), copies: make([]map[recID]copyAt, n)}
+	for i := range n {
+		e.tails[i] = map[recID]struct{}{}
+		e.copies[i] = map[recID]copyAt{}
+	}
+	return e
+}
+
+// Reset forgets everything and starts on key (copied).
+func (e *KeyEvidence) Reset(key []byte) {
+	e.Key = append(e.Key[:0], key...)
+	clear(e.Inputs)
+	clear(e.Changelogs)
+	e.Output = StageState{}
+	for i := range e.tails {
+		clear(e.tails[i])
+		clear(e.copies[i])
+	}
+}
+
+// AddTail records a record of input x's repartition topic at or above the
+// group's committed offset: not yet processed by the reduce.
+func (e *KeyEvidence) AddTail(x int, ts int64, fp uint64) {
+	e.tails[x][recID{ts, fp}] = struct{}{}
+}
+
+// AddCopy records a processed record of input x's repartition topic (below
+// the committed offset) at partition/offset. Of copies with equal
+// timestamp and fingerprint the first by (partition, offset) is kept.
+func (e *KeyEvidence) AddCopy(x int, ts int64, fp uint64, partition int32, offset int64) {
+	id, c := recID{ts, fp}, copyAt{partition, offset}
+	if o, ok := e.copies[x][id]; !ok || c.partition < o.partition || (c.partition == o.partition && c.offset < o.offset) {
+		e.copies[x][id] = c
+	}
+}
+
+// AddCandidate records a record of input x that counts for the audit. It
+// is pending at the second hop when the repartition tail holds a record
+// with its timestamp and fingerprint (the key is the same by construction);
+// otherwise the newest such record is the evidence.
+func (e *KeyEvidence) AddCandidate(x int, r InputRecord) {
+	in := &e.Inputs[x]
+	in.Candidates++
+	if _, pending := e.tails[x][recID{r.TS, r.FP}]; pending {
+		in.Pending++
+		return
+	}
+	if !in.Has || r.newer(in.Evidence) {
+		in.Has, in.Evidence = true, r
+	}
+}
+
+func (s *StageState) addCommitted(ts, offset int64, tombstone bool) {
+	if !s.Has || ts > s.TS || (ts == s.TS && offset > s.Offset) {
+		s.Has, s.TS, s.Offset, s.Tombstone = true, ts, offset, tombstone
+	}
+}
+
+func (s *StageState) addAborted(ts int64) {
+	if !s.HasAborted || ts > s.AbortedTS {
+		s.HasAborted, s.AbortedTS = true, ts
+	}
+}
+
+// AddChangelog records a committed record of input x's changelog.
+func (e *KeyEvidence) AddChangelog(x int, ts, offset int64, tombstone bool) {
+	e.Changelogs[x].addCommitted(ts, offset, tombstone)
+}
+
+// AddChangelogAborted records an aborted record of input x's changelog.
+func (e *KeyEvidence) AddChangelogAborted(x int, ts int64) { e.Changelogs[x].addAborted(ts) }
+
+// AddOutput records a committed record of the output topic.
+func (e *KeyEvidence) AddOutput(ts, offset int64, tombstone bool) {
+	e.Output.addCommitted(ts, offset, tombstone)
+}
+
+// AddOutputAborted records an aborted record of the output topic.
+func (e *KeyEvidence) AddOutputAborted(ts int64) { e.Output.addAborted(ts) }
+
+// witness returns what input x's repartition topic holds of the evidence.
+func (e *KeyEvidence) witness(x int, topic string) *finding.Witness {
+	w := &finding.Witness{Topic: topic}
+	ev := e.Inputs[x].Evidence
+	if c, ok := e.copies[x][recID{ev.TS, ev.FP}]; ok {
+		w.Seen, w.Partition, w.Offset = true, c.partition, c.offset
+	}
+	return w
+}
+
+// InputSpec names one input for the rows Keys produces.
+type InputSpec struct {
+	Name             string
+	Topic            string
+	RepartitionTopic string
+}
+
+// KeySpec is what Keys needs to know of the pipeline.
+type KeySpec struct {
+	// Inputs are in join order: Inputs[0] is the left side.
+	Inputs []InputSpec
+	// Withheld reports whether rows at a stage for input x and key must be
+	// withheld because a partition they depend on never settled
+	// (stuck_lso). Nil withholds nothing.
+	Withheld func(stage finding.Stage, x int, key []byte) bool
+}
+
+// KeyCounts is what Keys concluded for one key besides its rows.
+type KeyCounts struct {
+	// CheckedChangelog and CheckedOutput count the (input, key) pairs
+	// checked at each stage; Withheld counts rows held back.
+	CheckedChangelog, CheckedOutput int
+	Withheld                        int
+}
+
+// Keys is the core check for one selected key: missing, stale and aborted
+// updates at the changelog and output stages.
+//
+// Proof: timestamps propagate as maxima (a reduce result carries the
+// newest timestamp of its inputs, a join result the newest of its sides),
+// so a stage holding the key must hold a timestamp at least as new as the
+// newest processed update of every input for it. For input x, the evidence
+// is its newest candidate not pending at the second hop. Its changelog must
+// hold the key at a timestamp at least the evidence's: absent is missing,
+// older is stale, and newer only inside aborted transactions is aborted.
+// When the left input's changelog holds the key as a value (not a
+// tombstone), a join result is expected, so the output must meet the same
+// bound. An update is reported at the first stage where it is missing; a
+// changelog row says whether the repartition topic still holds a processed
+// copy of the update (the Witness).
+func Keys(spec *KeySpec, e *KeyEvidence, dst []finding.Row) ([]finding.Row, KeyCounts) {
+	var kc KeyCounts
+	left := e.Changelogs[0]
+	inLeftTable := left.Has && !left.Tombstone
+	for x := range e.Inputs {
+		in := &e.Inputs[x]
+		if !in.Has {
+			continue
+		}
+		ev := in.Evidence
+		row := finding.Row{
+			Input: spec.Inputs[x].Name, Topic: spec.Inputs[x].Topic,
+			Partition: ev.Partition, Offset: ev.Offset, Timestamp: ev.TS, ExpectedTS: ev.TS,
+		}
+		kc.CheckedChangelog++
+		if kind, bad := judge(e.Changelogs[x], ev.TS); bad {
+			if spec.Withheld != nil && spec.Withheld(finding.StageChangelog, x, e.Key) {
+				kc.Withheld++
+				continue
+			}
+			row.Kind, row.Stage = kind, finding.StageChangelog
+			row.ObservedTS, row.HasObserved = e.Changelogs[x].TS, e.Changelogs[x].Has
+			row.Witness = e.witness(x, spec.Inputs[x].RepartitionTopic)
+			row.Key = append([]byte(nil), e.Key...)
+			dst = append(dst, row)
+			continue
+		}
+		if !inLeftTable {
+			continue // no join result is expected for a key the left table lacks
+		}
+		kc.CheckedOutput++
+		if kind, bad := judge(e.Output, ev.TS); bad {
+			if spec.Withheld != nil && spec.Withheld(finding.StageOutput, x, e.Key) {
+				kc.Withheld++
+				continue
+			}
+			row.Kind, row.Stage = kind, finding.StageOutput
+			row.ObservedTS, row.HasObserved = e.Output.TS, e.Output.Has
+			row.Key = append([]byte(nil), e.Key...)
+			dst = append(dst, row)
+		}
+	}
+	return dst, kc
+}
+
+// judge decides whether a stage holding st has reached timestamp expected,
+// and if not, which kind of finding that is.
+func judge(st StageState, expected int64) (finding.Kind, bool) {
+	if st.Has && st.TS >= expected {
+		return "", false
+	}
+	if st.HasAborted && st.AbortedTS >= expected {
+		return finding.Aborted, true
+	}
+	if !st.Has {
+		return finding.Missing, true
+	}
+	return finding.Stale, true
+}

@@ -1,0 +1,150 @@
+package report
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/lossaudit/lossaudit/audit/finding"
+)
+
+// The words of the reports: everything a user reads about a finding is
+// written here, from the structured evidence the detectors produce.
+
+// Detail is the CSV `detail` of a row: for a changelog row, whether the
+// repartition topic still holds a processed copy of the lost update.
+func Detail(r *finding.Row) string {
+	w := r.Witness
+	switch {
+	case w == nil:
+		return ""
+	case w.Seen:
+		return fmt.Sprintf("seen in repartition topic %s[%d]@%d, lost before the store", w.Topic, w.Partition, w.Offset)
+	}
+	return fmt.Sprintf("repartition topic %s no longer holds it (purged) or never did", w.Topic)
+}
+
+// Evidence returns the text and the offsets that prove a partition finding.
+func Evidence(p *finding.PartitionFinding) (string, map[string]int64) {
+	runAt := func(t time.Time) string { return t.UTC().Format(time.RFC3339) }
+	switch {
+	case p.Purge != nil:
+		e := p.Purge
+		return fmt.Sprintf("log start offset %d is above the committed offset %d of group %s: %d records were deleted before the application processed them (KAFKA-17635)",
+				e.LogStart, e.Committed, e.Group, e.LogStart-e.Committed),
+			map[string]int64{"log_start": e.LogStart, "committed": e.Committed}
+	case p.Stuck != nil:
+		e := p.Stuck
+		return fmt.Sprintf("last stable offset %d stayed below %d (the high watermark when the group offsets were read) for %s: a transaction is hanging; findings for keys of this partition are withheld",
+				e.LSO, e.StartHighWatermark, e.Waited),
+			map[string]int64{"lso": e.LSO, "high_watermark_at_start": e.StartHighWatermark, "high_watermark": e.HighWatermark}
+	case p.Truncation != nil:
+		e := p.Truncation
+		return fmt.Sprintf("high watermark moved back from %d (run at %s) to %d: %d acknowledged offsets are gone (unclean leader election, a last-replica-standing shutdown, or the topic was recreated)",
+				e.PrevHighWatermark, runAt(e.PrevRun), e.HighWatermark, e.PrevHighWatermark-e.HighWatermark),
+			map[string]int64{"previous_high_watermark": e.PrevHighWatermark, "high_watermark": e.HighWatermark}
+	case p.Reset != nil && !p.Reset.HasCommitted:
+		e := p.Reset
+		return fmt.Sprintf("group %s had committed offset %d (run at %s) and now has none: its offsets were deleted or expired, and it will restart from auto.offset.reset",
+				e.Group, e.PrevCommitted, runAt(e.PrevRun)),
+			map[string]int64{"previous_committed": e.PrevCommitted}
+	case p.Reset != nil:
+		e := p.Reset
+		return fmt.Sprintf("committed offset of group %s moved back from %d (run at %s) to %d: records were (or will be) processed again",
+				e.Group, e.PrevCommitted, runAt(e.PrevRun), e.Committed),
+			map[string]int64{"previous_committed": e.PrevCommitted, "committed": e.Committed}
+	case p.Poison != nil:
+		e := p.Poison
+		return fmt.Sprintf("the committed offset of group %s points at this record, which does not decode (%s): an application that stops on deserialization errors (LogAndFailExceptionHandler) is stuck here",
+				e.Group, e.Error),
+			map[string]int64{"offset": e.Offset}
+	}
+	return "", nil
+}
+
+// PartialReason says in words why a run is partial.
+func PartialReason(s *finding.Summary) string {
+	if !s.Partial {
+		return ""
+	}
+	switch s.PartialReason {
+	case finding.PartialStuck:
+		return "some changelog or output partitions have a hanging transaction (stuck_lso); findings depending on them are withheld"
+	}
+	return string(s.PartialReason)
+}
+
+// InconclusiveText says in words why the run cannot vouch for an input (or
+// for itself), and what to do about it.
+func InconclusiveText(i *finding.Inconclusive) string {
+	c := i.Counts
+	switch i.Reason {
+	case finding.NoCommittedOffsets:
+		return fmt.Sprintf("input %s: group %s has no committed offset on its topic, so no record counts as processed (%s records pending): check pipeline.application_id (list the groups with kafka-consumer-groups.sh --bootstrap-server HOST:PORT --list); committed offsets of a group without members expire after offsets.retention.minutes",
+			i.Input, i.Group, Thousands(c.Pending))
+	case finding.MostlyUndecodable:
+		processed := c.Audited + c.DecodeErrors + c.NullKey + c.NullValue
+		s := fmt.Sprintf("input %s: %s of %s processed records could not be decoded or their key selected", i.Input, Thousands(c.DecodeErrors), Thousands(processed))
+		if i.TopError != "" {
+			s += " (mostly " + i.TopError + ")"
+		}
+		if i.Field != "" {
+			s += fmt.Sprintf(": check the field path %q", i.Field)
+			if len(i.Nearest) > 0 {
+				s += " (the writer schema has " + strings.Join(quoteAll(i.Nearest), ", ") + ")"
+			}
+			s += " and the schema sources"
+		} else {
+			s += ": check the schema sources and the input's key_format"
+		}
+		return s
+	case finding.NothingAudited:
+		return fmt.Sprintf("input %s: none of its %s records could be audited (%s pending, %s dropped by design, %s undecodable, %s outside the window)",
+			i.Input, Thousands(c.Scanned), Thousands(c.Pending), Thousands(c.NullKey+c.NullValue), Thousands(c.DecodeErrors), Thousands(c.OutsideWindow))
+	case finding.EmptyWindow:
+		s := fmt.Sprintf("no input record falls inside the window %s", windowText(i.Window))
+		if !i.DataFrom.IsZero() {
+			s += fmt.Sprintf("; the inputs' records span %s to %s", formatTime(i.DataFrom), formatTime(i.DataTo))
+		} else {
+			s += "; the inputs hold no record"
+		}
+		return s
+	case finding.NoRecords:
+		return "no input holds any record: nothing to audit"
+	}
+	return string(i.Reason)
+}
+
+func windowText(w finding.Window) string {
+	from, to := "the beginning", "now"
+	if !w.From.IsZero() {
+		from = formatTime(w.From)
+	}
+	if !w.To.IsZero() {
+		to = formatTime(w.To)
+	}
+	return from + " to " + to
+}
+
+func quoteAll(ss []string) []string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = fmt.Sprintf("%q", s)
+	}
+	return out
+}
+
+// ReadIssueText says what reading one partition met.
+func ReadIssueText(r *finding.ReadIssue) string {
+	var parts []string
+	if r.Gaps > 0 {
+		parts = append(parts, fmt.Sprintf("%s offsets skipped (the log start passed them while reading)", Thousands(r.Gaps)))
+	}
+	if r.Retries > 0 {
+		parts = append(parts, fmt.Sprintf("%s fetches retried", Thousands(r.Retries)))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// Timing renders a phase duration as the reports show it (milliseconds).
+func Timing(d time.Duration) string { return d.Round(time.Millisecond).String() }
