@@ -111,9 +111,13 @@ func (e *Extractor) Extract(value []byte) (key string, isNull bool, err error) {
 	return e.ExtractContext(context.Background(), value)
 }
 
-// ExtractContext returns the value at the path as key text: strings as
-// they are, int and long in decimal, enums as their symbol, booleans as
-// true/false, bytes and fixed as their raw bytes. isNull is true when the
+// ExtractContext returns the value at the path as key text, the bytes a
+// Java application's String serde writes for it: strings as Java decodes
+// them (see JavaStringBytes: valid UTF-8 as is, malformed sequences as
+// U+FFFD), int and long in decimal, enums as their symbol, booleans as
+// true/false, bytes and fixed as their raw bytes (Java has no one string
+// form of them, so an application's own conversion is assumed to keep the
+// bytes). isNull is true when the
 // value (or a record on the way) is null: Kafka Streams drops such records
 // ("null selected key"). float, double, decimal, record, array and map
 // values are KindWrongType errors. ctx bounds a schema lookup on the first
@@ -128,7 +132,9 @@ func (e *Extractor) ExtractContext(ctx context.Context, value []byte) (key strin
 		return "", true, nil
 	}
 	switch v.Type {
-	case avroproj.String, avroproj.Enum:
+	case avroproj.String:
+		return string(JavaStringBytes(v.Bytes)), false, nil
+	case avroproj.Enum:
 		return string(v.Bytes), false, nil
 	case avroproj.Bytes, avroproj.Fixed:
 		if v.Logical == "decimal" {

@@ -220,3 +220,42 @@ func TestLocateAndCounts(t *testing.T) {
 		t.Fatalf("Locate of a plain error = %v", err)
 	}
 }
+
+// TestExtractNotUTF8 checks that a string field holding bytes that are not
+// UTF-8 gives the key the Java application selects (Utf8#toString, then
+// the String serde: each malformed sequence becomes U+FFFD), while bytes
+// and fixed fields keep their raw bytes.
+func TestExtractNotUTF8(t *testing.T) {
+	js := `{"type":"record","name":"K","fields":[
+	  {"name":"s","type":"string"},
+	  {"name":"n","type":["null","string"]},
+	  {"name":"b","type":"bytes"},
+	  {"name":"f","type":{"type":"fixed","name":"F","size":3}}]}`
+	reg := NewRegistry(StaticSource{9: js})
+	raw := []byte("\xff\xfe-notutf8")
+	value := []byte{0, 0, 0, 0, 9}
+	value = appendLong(value, int64(len(raw)))
+	value = append(value, raw...)
+	value = appendLong(value, 1) // union branch "string"
+	value = appendLong(value, 3)
+	value = append(value, 0xE2, 0x82, 0x41) // a 3-byte sequence cut short by "A"
+	value = appendLong(value, 2)
+	value = append(value, 0xFF, 0x80)
+	value = append(value, 0xED, 0xA0, 0x80) // fixed: an encoded surrogate
+	tests := []struct{ path, want string }{
+		{"s", "\uFFFD\uFFFD-notutf8"},
+		{"n", "\uFFFDA"},
+		{"b", "\xff\x80"},
+		{"f", "\xed\xa0\x80"},
+	}
+	for _, tt := range tests {
+		ex, err := reg.Extractor(tt.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		key, isNull, err := ex.Extract(value)
+		if err != nil || isNull || key != tt.want {
+			t.Errorf("%s: got (%x, %v, %v), want %x", tt.path, key, isNull, err, tt.want)
+		}
+	}
+}

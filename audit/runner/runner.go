@@ -291,6 +291,10 @@ func selector(ctx context.Context, key string, in config.Input, reg *schema.Regi
 				return nil, 0, st, err
 			}
 			return avroKeyPayload(rec.Key), ts, audit.Selected, nil
+		case in.KeyFormat == config.KeyFormatString:
+			// The String serde decodes the key and re-encodes it for the
+			// repartition topic: malformed UTF-8 arrives there as U+FFFD.
+			return schema.JavaStringBytes(rec.Key), ts, audit.Selected, nil
 		default:
 			return rec.Key, ts, audit.Selected, nil
 		}

@@ -21,7 +21,7 @@ type KeyState struct {
 	Offset    int64
 	Null      bool   // a tombstone
 	Seq       int64  // seq of the input record in the value (of input a for OUTPUT)
-	ValueKey  string // customerId inside the value
+	ValueKey  string // customerId inside the value, its raw bytes
 }
 
 // Observed is what the changelogs and OUTPUT hold, read with read_committed
@@ -141,7 +141,10 @@ func (d Discrepancy) String() string {
 // as maxima"): every (input, key)'s newest acknowledged timestamp must be
 // reached by that input's changelog, and every key of the left table must
 // reach OUTPUT with the newest timestamp of its changelogs. It also returns
-// sanity problems (a value whose customerId is not its key).
+// sanity problems (a value whose customerId is not its key). Keys are
+// compared as the application selects them: a changelog value keeps the
+// raw customerId bytes of its input record, its key is that customerId as
+// Java decoded it (loadgen.SelectedKey).
 func Check(l *loadgen.Ledger, obs *Observed) (found []Discrepancy, problems []string) {
 	for ik, e := range l.Newest() {
 		st, ok := obs.Changelog[ik.Input][ik.Key]
@@ -154,13 +157,13 @@ func Check(l *loadgen.Ledger, obs *Observed) (found []Discrepancy, problems []st
 	}
 	for in, keys := range obs.Changelog {
 		for k, st := range keys {
-			if !st.Null && st.ValueKey != k {
+			if !st.Null && loadgen.SelectedKey(st.ValueKey) != k {
 				problems = append(problems, fmt.Sprintf("changelog of %s: key %q holds a value of customer %q", in, k, st.ValueKey))
 			}
 		}
 	}
 	for k, st := range obs.Output {
-		if !st.Null && st.ValueKey != k {
+		if !st.Null && loadgen.SelectedKey(st.ValueKey) != k {
 			problems = append(problems, fmt.Sprintf("output: key %q holds a value of customer %q", k, st.ValueKey))
 		}
 	}
@@ -237,9 +240,11 @@ func Injected(l *loadgen.Ledger, dropBeforeStore map[string][]string, dropBefore
 
 // FromAudit converts an audit result's rows to discrepancies, so they can be
 // compared with Check's and Injected's. Output rows lose their input name
-// (the testbed reports output per key) and duplicates per key collapse.
+// (the testbed reports output per key) and duplicates per key collapse into
+// one that wants the newest of their expected timestamps, as Check's output
+// check does (the audit reports one output row per input that did not arrive).
 func FromAudit(res *finding.Result) []Discrepancy {
-	seen := map[Discrepancy]bool{}
+	at := map[Discrepancy]int{}
 	var out []Discrepancy
 	for _, r := range res.Rows {
 		d := Discrepancy{Stage: string(r.Stage), Input: r.Input, Key: string(r.Key), Kind: string(r.Kind), Want: r.ExpectedTS}
@@ -251,10 +256,14 @@ func FromAudit(res *finding.Result) []Discrepancy {
 		}
 		key := d
 		key.Want, key.Got = 0, 0
-		if !seen[key] {
-			seen[key] = true
-			out = append(out, d)
+		if i, ok := at[key]; ok {
+			if d.Want > out[i].Want {
+				out[i] = d
+			}
+			continue
 		}
+		at[key] = len(out)
+		out = append(out, d)
 	}
 	sortDiscrepancies(out)
 	return out

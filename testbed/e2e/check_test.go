@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lossaudit/lossaudit/audit/finding"
 	"github.com/lossaudit/lossaudit/testbed/loadgen"
 )
 
@@ -99,6 +100,13 @@ func TestCheck(t *testing.T) {
 				{Stage: "changelog", Input: "a", Key: "k2", Kind: "missing", Want: 300},
 				{Stage: "output", Key: "k1", Kind: "stale", Want: 200, Got: 150},
 			}},
+		{name: "a customerId that is not UTF-8 is keyed as Java decodes it", obs: Observed{
+			Changelog: map[string]map[string]KeyState{"a": {"k1": ks(200, "k1"), "k2": ks(300, "k2"), "\uFFFD\uFFFD-x": ks(50, "\xff\xfe-x")}, "b": {"k1": ks(150, "k1")}},
+			Output:    map[string]KeyState{"k1": ks(200, "k1"), "k2": ks(300, "k2"), "\uFFFD\uFFFD-x": ks(50, "\uFFFD\uFFFD-x")}}},
+		{name: "a customerId that is not UTF-8 under its raw bytes", obs: Observed{
+			Changelog: map[string]map[string]KeyState{"a": {"k1": ks(200, "k1"), "k2": ks(300, "k2"), "\xff\xfe-x": ks(50, "\xff\xfe-x")}, "b": {"k1": ks(150, "k1")}},
+			Output:    map[string]KeyState{"k1": ks(200, "k1"), "k2": ks(300, "k2"), "\xff\xfe-x": ks(50, "\xff\xfe-x")}},
+			problems: 2},
 		{name: "value of another customer", obs: Observed{
 			Changelog: map[string]map[string]KeyState{"a": {"k1": ks(200, "k9"), "k2": ks(300, "k2")}, "b": {"k1": ks(150, "k1")}},
 			Output:    map[string]KeyState{"k1": ks(200, "k1"), "k2": ks(300, "k2")}},
@@ -133,6 +141,27 @@ func TestInjected(t *testing.T) {
 		{Stage: "output", Key: "k1", Kind: "missing", Want: 250},
 	}
 	if !reflect.DeepEqual(got, want) {
+		t.Errorf("got %v\nwant %v", got, want)
+	}
+}
+
+// TestFromAuditOutputWantsNewest: the audit reports a missing output key
+// once per input that did not arrive; the testbed's check wants the newest
+// of those timestamps, whichever input's row comes first.
+func TestFromAuditOutputWantsNewest(t *testing.T) {
+	res := &finding.Result{Rows: []finding.Row{
+		{Kind: finding.Missing, Stage: finding.StageOutput, Input: "a", Key: []byte("k1"), ExpectedTS: 100},
+		{Kind: finding.Missing, Stage: finding.StageOutput, Input: "b", Key: []byte("k1"), ExpectedTS: 300},
+		{Kind: finding.Missing, Stage: finding.StageOutput, Input: "c", Key: []byte("k1"), ExpectedTS: 200},
+		{Kind: finding.Missing, Stage: finding.StageChangelog, Input: "a", Key: []byte("k2"), ExpectedTS: 50},
+		{Kind: finding.Missing, Stage: finding.StageChangelog, Input: "b", Key: []byte("k2"), ExpectedTS: 60},
+	}}
+	want := []Discrepancy{
+		{Stage: "changelog", Input: "a", Key: "k2", Kind: "missing", Want: 50},
+		{Stage: "changelog", Input: "b", Key: "k2", Kind: "missing", Want: 60},
+		{Stage: "output", Key: "k1", Kind: "missing", Want: 300},
+	}
+	if got := FromAudit(res); !reflect.DeepEqual(got, want) {
 		t.Errorf("got %v\nwant %v", got, want)
 	}
 }

@@ -126,7 +126,34 @@ func TestCleanRun(t *testing.T) {
 	if n := len(res.Ledger.Entries()); n != 3*600 {
 		t.Errorf("ledger has %d records, want %d", n, 3*600)
 	}
-	verify(t, res, nil)
+	obs := verify(t, res, nil)
+	notUTF8Keys(t, obs)
+}
+
+// notUTF8Keys checks that the customerIds that are not UTF-8 went through
+// the application, keyed as Java decodes them (so verify's clean audit
+// covered them): each is in every changelog and in the output under its
+// U+FFFD form, never under its raw bytes.
+func notUTF8Keys(t *testing.T, obs *Observed) {
+	t.Helper()
+	// Issue 10's example, as kcat showed it: EF BF BD EF BF BD -notutf8.
+	if k := loadgen.SelectedKey("\xff\xfe-notutf8"); k != "\xef\xbf\xbd\xef\xbf\xbd-notutf8" {
+		t.Errorf("selected key of ff fe -notutf8 is %x", k)
+	}
+	for _, c := range loadgen.NotUTF8Customers() {
+		k := loadgen.SelectedKey(c)
+		for _, in := range loadgen.InputNames {
+			if _, ok := obs.Changelog[in][k]; !ok {
+				t.Errorf("changelog of %s has no key %x (customerId %x as Java decodes it)", in, k, c)
+			}
+			if _, ok := obs.Changelog[in][c]; ok {
+				t.Errorf("changelog of %s holds customerId %x under its raw bytes", in, c)
+			}
+		}
+		if _, ok := obs.Output[k]; !ok {
+			t.Errorf("output has no key %x (customerId %x as Java decodes it)", k, c)
+		}
+	}
 }
 
 // TestKafka4 runs the clean scenario on the 4.x line (brokers and Kafka
@@ -139,7 +166,7 @@ func TestKafka4(t *testing.T) {
 	if len(res.Truth.StreamsVersions) != 1 || res.Truth.StreamsVersions[0] != Kafka4 {
 		t.Fatalf("app reported Kafka Streams %v, want %s", res.Truth.StreamsVersions, Kafka4)
 	}
-	verify(t, res, nil)
+	notUTF8Keys(t, verify(t, res, nil))
 }
 
 // TestLagDraining stops the application cleanly in the middle of the load:

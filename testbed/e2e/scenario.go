@@ -43,7 +43,7 @@ type Scenario struct {
 	KafkaVersion, StreamsVersion string
 	Records                      int // per input; default 600
 	Rate                         int // records per second per input; default 100
-	Customers                    int // distinct selected keys; default 40
+	Customers                    int // distinct "cust-NNN" selected keys; default 40 (plus loadgen.NotUTF8Customers)
 	// DropBeforeStore and DropBeforeOutput inject loss in the application (see streamsapp.Options).
 	DropBeforeStore  map[string][]string
 	DropBeforeOutput []string
@@ -174,8 +174,10 @@ func RunScenario(t *testing.T, sc Scenario) *Result {
 	}
 
 	start = time.Now()
+	// Every scenario includes customerIds that are not valid UTF-8: the
+	// application keys them as Java decodes them, and the audit must too.
 	gen, err := loadgen.New(ctx, loadgen.Config{Brokers: c.Bootstrap(), Topics: Inputs, SchemasTopic: SchemasTopic,
-		Customers: sc.Customers, Records: sc.Records, Rate: sc.Rate})
+		Customers: sc.Customers, ExtraCustomers: loadgen.NotUTF8Customers(), Records: sc.Records, Rate: sc.Rate})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,8 @@ import (
 	"github.com/linkedin/goavro/v2"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/lossaudit/lossaudit/schema"
 )
 
 // InputNames are the names of the three inputs, in join order.
@@ -30,10 +32,28 @@ type Config struct {
 	Rate         int           // records per second per input; default 200 (0 = default, <0 = unthrottled)
 	Seed         uint64        // randomness of amounts and key order; default 1
 	Timeout      time.Duration // bound on flushing after the last record; default 5 min
+
+	// ExtraCustomers are more customerIds, visited like the others and
+	// written as their raw bytes: NotUTF8Customers() gives ids that are
+	// not valid UTF-8.
+	ExtraCustomers []string
 }
 
 // Key returns the selected key of customer i.
 func Key(i int) string { return fmt.Sprintf("cust-%03d", i) }
+
+// NotUTF8Customers returns customerIds whose bytes are not valid UTF-8, one
+// per kind of malformation: bytes that cannot start a sequence (issue 10's
+// ff fe), a lone continuation byte, a 3-byte sequence cut short, and an
+// encoded surrogate. The application selects them as Java decodes them,
+// with U+FFFD in place of each malformed sequence.
+func NotUTF8Customers() []string {
+	return []string{"\xff\xfe-notutf8", "lone-\x80-continuation", "cut-\xe2\x82-short", "cesu-\xed\xa0\x80-surrogate"}
+}
+
+// SelectedKey returns the key the application selects for customerId cust:
+// Avro's Utf8#toString, written back with the String serde.
+func SelectedKey(cust string) string { return string(schema.JavaStringBytes([]byte(cust))) }
 
 // Entry is one record the brokers acknowledged.
 type Entry struct {
@@ -41,10 +61,13 @@ type Entry struct {
 	Topic     string `json:"topic"`     // input topic
 	Partition int32  `json:"partition"` // where it was written
 	Offset    int64  `json:"offset"`
-	Key       string `json:"key"`        // selected key (customerId in the value)
+	Key       string `json:"key"`        // selected key: SelectedKey of the customerId in the value
 	RecordKey string `json:"record_key"` // the record's own key
-	Seq       int64  `json:"seq"`        // per input, from 0
-	Timestamp int64  `json:"timestamp"`  // record timestamp, Unix ms (also the value's ts field)
+	// CustomerID is the customerId's raw bytes when they differ from Key
+	// (not valid UTF-8); empty otherwise.
+	CustomerID []byte `json:"customer_id,omitempty"`
+	Seq        int64  `json:"seq"`       // per input, from 0
+	Timestamp  int64  `json:"timestamp"` // record timestamp, Unix ms (also the value's ts field)
 }
 
 // InputKey names one (input, selected key) pair.
@@ -198,15 +221,21 @@ func (g *Generator) value(i int, seq int64, ts int64, cust string, rng *rand.Ran
 	return out, nil
 }
 
-// customer returns the customer of record seq: the first Customers records of
-// each input visit every customer once (in an input-specific order), later
-// ones pick at random.
+// customer returns the customerId of record seq: the first Customers +
+// len(ExtraCustomers) records of each input visit every customer once (in an
+// input-specific order), later ones pick at random.
 func (g *Generator) customer(i int, seq int64, rng *rand.Rand) string {
-	n := int64(g.cfg.Customers)
+	n := int64(g.cfg.Customers + len(g.cfg.ExtraCustomers))
+	var c int
 	if seq < n {
-		return Key(int((seq*7 + int64(i)*13) % n))
+		c = int((seq*7 + int64(i)*13) % n)
+	} else {
+		c = rng.IntN(int(n))
 	}
-	return Key(rng.IntN(g.cfg.Customers))
+	if c < g.cfg.Customers {
+		return Key(c)
+	}
+	return g.cfg.ExtraCustomers[c-g.cfg.Customers]
 }
 
 // Run produces Records records to each input at Rate and waits until every
@@ -243,13 +272,18 @@ func (g *Generator) Run(ctx context.Context) error {
 			rk := fmt.Sprintf("%s-%06d", in, seq)
 			rec := &kgo.Record{Topic: g.cfg.Topics[i], Key: []byte(rk), Value: v, Timestamp: time.UnixMilli(ts)}
 			s := seq
+			key := SelectedKey(cust)
+			var raw []byte
+			if key != cust {
+				raw = []byte(cust)
+			}
 			cl.Produce(ctx, rec, func(r *kgo.Record, err error) {
 				if err != nil {
 					g.ledger.fail(fmt.Sprintf("%s seq %d: %v", in, s, err))
 					return
 				}
 				g.ledger.add(Entry{Input: in, Topic: r.Topic, Partition: r.Partition, Offset: r.Offset,
-					Key: cust, RecordKey: rk, Seq: s, Timestamp: ts})
+					Key: key, RecordKey: rk, CustomerID: raw, Seq: s, Timestamp: ts})
 			})
 		}
 	}

@@ -23,14 +23,37 @@ func TestNewest(t *testing.T) {
 }
 
 func TestCustomerVisitsEveryKeyFirst(t *testing.T) {
-	g := &Generator{cfg: Config{Customers: 40}}
+	extra := NotUTF8Customers()
+	g := &Generator{cfg: Config{Customers: 40, ExtraCustomers: extra}}
+	n := 40 + len(extra)
 	for i := range 3 {
 		seen := map[string]bool{}
-		for seq := int64(0); seq < 40; seq++ {
+		for seq := int64(0); seq < int64(n); seq++ {
 			seen[g.customer(i, seq, nil)] = true
 		}
-		if len(seen) != 40 {
-			t.Errorf("input %d: first 40 records cover %d customers, want 40", i, len(seen))
+		if len(seen) != n {
+			t.Errorf("input %d: first %d records cover %d customers, want %d", i, n, len(seen), n)
 		}
+		for _, c := range extra {
+			if !seen[c] {
+				t.Errorf("input %d: customer %q not visited", i, c)
+			}
+		}
+	}
+}
+
+// TestSelectedKey pins the keys the application selects for the
+// customerIds that are not UTF-8 (checked against Java in testbed/javastring
+// and through the real application in testbed/e2e): all distinct, so no
+// two customers merge into one key.
+func TestSelectedKey(t *testing.T) {
+	want := []string{"\uFFFD\uFFFD-notutf8", "lone-\uFFFD-continuation", "cut-\uFFFD-short", "cesu-\uFFFD-surrogate"}
+	for i, c := range NotUTF8Customers() {
+		if got := SelectedKey(c); got != want[i] {
+			t.Errorf("SelectedKey(%q) = %q, want %q", c, got, want[i])
+		}
+	}
+	if got := SelectedKey(Key(7)); got != "cust-007" {
+		t.Errorf("SelectedKey(%q) = %q, want it unchanged", Key(7), got)
 	}
 }
