@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"strings"
 
 	"github.com/lossaudit/lossaudit/audit"
 	"github.com/lossaudit/lossaudit/audit/finding"
@@ -147,7 +148,7 @@ func Run(ctx context.Context, cfg *config.Config, o Options) (*finding.Result, *
 	if err != nil {
 		return nil, nil, err
 	}
-	model, err := pipeline.Build(ctx, cfg, client, pipeline.WithMatcher(SchemaMatcher(client, reg)))
+	model, err := Model(ctx, cfg, client, SchemaMatcher(client, reg))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -184,9 +185,74 @@ func Run(ctx context.Context, cfg *config.Config, o Options) (*finding.Result, *
 		History:       hist,
 	})
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, runError(model, err)
+	}
+	if reg != nil {
+		for _, st := range reg.Status() {
+			res.Summary.SchemaSources = append(res.Summary.SchemaSources, finding.SchemaSource{
+				Source: st.Source, Error: st.Error, ServedBy: strings.Join(st.ServedBy, ", ")})
+		}
 	}
 	return res, model, nil
+}
+
+// Spec is the pipeline section of cfg as the pipeline model takes it.
+func Spec(cfg *config.Config) pipeline.Spec {
+	p := cfg.Pipeline
+	s := pipeline.Spec{ApplicationID: p.ApplicationID, TopologyFile: p.TopologyFile, Output: p.Output}
+	for _, in := range p.Inputs {
+		s.Inputs = append(s.Inputs, pipeline.InputSpec{Name: in.Name, Topic: in.Topic, Store: in.Store,
+			RepartitionTopic: in.RepartitionTopic, ChangelogTopic: in.ChangelogTopic})
+	}
+	return s
+}
+
+// Model derives the pipeline model of cfg, listing topics with lister and
+// matching discovered changelogs with match (nil: no evidence). Problems
+// the user can fix are *config.Error.
+func Model(ctx context.Context, cfg *config.Config, lister pipeline.TopicLister, match pipeline.Matcher) (*pipeline.Model, error) {
+	var opts []pipeline.Option
+	if match != nil {
+		opts = append(opts, pipeline.WithMatcher(match))
+	}
+	m, err := pipeline.Build(ctx, Spec(cfg), lister, opts...)
+	var pe *pipeline.Error
+	if errors.As(err, &pe) {
+		return nil, &config.Error{Key: pe.Key, Msg: pe.Msg}
+	}
+	return m, err
+}
+
+// runError turns what the user can fix among an audit's errors into a
+// *config.Error (exit 2): a topic of the pipeline that does not exist,
+// named by the key that named it or, for a derived internal topic, with
+// the hint `lossaudit topology` gives; a registry rejecting the
+// credentials.
+func runError(m *pipeline.Model, err error) error {
+	var mt *audit.MissingTopicError
+	if errors.As(err, &mt) {
+		switch mt.Role {
+		case audit.RoleOutput:
+			return &config.Error{Key: "pipeline.output", Msg: fmt.Sprintf("topic %q does not exist", mt.Topic)}
+		case audit.RoleInput:
+			return &config.Error{Key: fmt.Sprintf("pipeline.inputs[%d].topic", mt.Input), Msg: fmt.Sprintf("topic %q does not exist", mt.Topic)}
+		}
+		st := m.Stages[mt.Input]
+		field, origin := "repartition_topic", st.Origins.RepartitionTopic
+		if mt.Role == audit.RoleChangelog {
+			field, origin = "changelog_topic", st.Origins.ChangelogTopic
+		}
+		if origin == pipeline.FromOverride {
+			return &config.Error{Key: fmt.Sprintf("pipeline.inputs[%d].%s", mt.Input, field), Msg: fmt.Sprintf("topic %q does not exist", mt.Topic)}
+		}
+		return &config.Error{Key: "pipeline.application_id", Msg: fmt.Sprintf("the %s topic of input %s, %q (%s), does not exist: is the application running, and do pipeline.application_id (%q) and pipeline.topology_file match it? `lossaudit topology` shows every derived name",
+			mt.Role, st.Input.Name, mt.Topic, origin, m.ApplicationID)}
+	}
+	var re *schema.RejectedError
+	if errors.As(err, &re) {
+		return &config.Error{Key: "schema.registry_username", Msg: re.Msg}
+	}
+	return err
 }
 
 // Inputs builds the engine's inputs (with their key selectors) from the
@@ -195,7 +261,7 @@ func Inputs(ctx context.Context, cfg *config.Config, model *pipeline.Model, reg 
 	var inputs []audit.Input
 	var outputKey func([]byte) []byte
 	for _, st := range model.Stages {
-		in := st.Input
+		in := cfg.Pipeline.Inputs[st.Index]
 		key := fmt.Sprintf("pipeline.inputs[%d]", st.Index)
 		if st.RepartitionTopic == "" {
 			return nil, nil, &config.Error{Key: key + ".repartition_topic",
@@ -208,10 +274,21 @@ func Inputs(ctx context.Context, cfg *config.Config, model *pipeline.Model, reg 
 		if st.Index == 0 {
 			outputKey = norm
 		}
-		inputs = append(inputs, audit.Input{
+		ai := audit.Input{
 			Name: in.Name, Topic: in.Topic, RepartitionTopic: st.RepartitionTopic,
-			ChangelogTopic: st.ChangelogTopic, Select: sel, DownstreamKey: norm,
-		})
+			ChangelogTopic: st.ChangelogTopic, Select: sel, DownstreamKey: norm, Field: in.Rekey,
+		}
+		if in.Rekey != "" && reg != nil {
+			path := in.Rekey
+			ai.FieldsNear = func(rec *kread.Record) []string {
+				id, _, err := schema.SplitFrame(rec.Value)
+				if err != nil {
+					return nil
+				}
+				return reg.NearestFields(ctx, id, path, 3)
+			}
+		}
+		inputs = append(inputs, ai)
 	}
 	return inputs, outputKey, nil
 }

@@ -73,11 +73,7 @@ type topicRow struct {
 // *config.Error (exit 2) naming the key; a missing derived topic is marked
 // MISSING and ends with exit 1; failing to list topics is exit 3.
 func runTopology(ctx context.Context, cfg *config.Config, lister pipeline.TopicLister, match pipeline.Matcher, w io.Writer) error {
-	var opts []pipeline.Option
-	if match != nil {
-		opts = append(opts, pipeline.WithMatcher(match))
-	}
-	m, err := pipeline.Build(ctx, cfg, lister, opts...)
+	m, err := runner.Model(ctx, cfg, lister, match)
 	if err != nil {
 		return err
 	}
