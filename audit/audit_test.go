@@ -21,8 +21,9 @@ import (
 type fakeKafka struct {
 	parts  map[string]map[int32]*fakePart
 	group  map[kread.TP]int64
-	reads  []string // topics in the order Read was called
-	offset []string // topics in the order Offsets was called
+	reads  []string                 // topics in the order Read was called
+	offset []string                 // topics in the order Offsets was called
+	stats  map[kread.TP]kread.Stats // what Read reports for a partition
 }
 
 type fakePart struct {
@@ -116,6 +117,10 @@ func (f *fakeKafka) Read(_ context.Context, ranges []kread.Range, o kread.ReadOp
 		}
 		if err := fn(out); err != nil {
 			return nil, err
+		}
+		tp := kread.TP{Topic: rg.Topic, Partition: rg.Partition}
+		if st, ok := f.stats[tp]; ok {
+			stats[tp] = st
 		}
 	}
 	return stats, nil
@@ -396,5 +401,76 @@ func TestRunComparesWithThePreviousRun(t *testing.T) {
 	want := []string{"offset_reset inA[0]", "truncated out[1]"}
 	if strings.Join(got, ",") != strings.Join(want, ",") {
 		t.Errorf("second run partition findings = %v, want %v", got, want)
+	}
+}
+
+func TestRunHugeSelectedKey(t *testing.T) {
+	tp := newTestPipeline(t)
+	big := strings.Repeat("k", 100_000)
+	tp.process(0, 0, big, 100, "1", false, false)
+	lost := tp.process(0, 1, big+"-lost", 200, "1", true, true)
+	res := tp.run(t)
+	if len(res.Rows) != 1 || string(res.Rows[0].Key) != big+"-lost" || res.Rows[0].Offset != lost {
+		t.Fatalf("rows = %d, want exactly the lost 100,000-byte key", len(res.Rows))
+	}
+	if a := res.Summary.Inputs["a"]; a.Audited != 2 {
+		t.Errorf("audited = %d, want 2", a.Audited)
+	}
+}
+
+// TestRunWindowedReportsStaleLikeTheFullAudit: a stage holding the key
+// only from before the window must make the windowed audit say stale with
+// the observed timestamp, as the full audit of the same state does.
+func TestRunWindowedReportsStaleLikeTheFullAudit(t *testing.T) {
+	tp := newTestPipeline(t)
+	tp.process(0, 0, "k", 1000, "old", false, false)        // reached every stage, before the window
+	lost := tp.process(0, 0, "k", 5000, "new", true, true)  // lost inside the window
+	gone := tp.process(0, 1, "gone", 5000, "1", true, true) // never reached any stage
+	full := tp.run(t)
+	tp.opt.From = time.UnixMilli(3000)
+	windowed := tp.run(t)
+	for _, res := range []*finding.Result{full, windowed} {
+		got := rowsString(res.Rows)
+		want := []string{fmt.Sprintf("missing changelog a gone inA[1]@%d", gone), fmt.Sprintf("stale changelog a k inA[0]@%d", lost)}
+		if strings.Join(got, ";") != strings.Join(want, ";") {
+			t.Errorf("rows %v, want %v", got, want)
+		}
+		for _, r := range res.Rows {
+			if string(r.Key) == "k" && (!r.HasObserved || r.ObservedTS != 1000) {
+				t.Errorf("stale row observed %d (%v), want 1000", r.ObservedTS, r.HasObserved)
+			}
+		}
+	}
+}
+
+func TestRunInconclusiveWithoutCommittedOffsets(t *testing.T) {
+	tp := newTestPipeline(t)
+	for i := range 5 {
+		tp.process(0, 0, fmt.Sprint("k", i), int64(100+i), "1", false, false)
+		tp.process(1, 0, fmt.Sprint("k", i), int64(100+i), "1", false, false)
+	}
+	for tpn := range tp.f.group {
+		if tpn.Topic == "inB" {
+			delete(tp.f.group, tpn) // b's offsets expired
+		}
+	}
+	res := tp.run(t)
+	in := res.Summary.Inconclusive
+	if len(in) != 1 || in[0].Reason != finding.NoCommittedOffsets || in[0].Input != "b" {
+		t.Fatalf("inconclusive = %+v, want no_committed_offsets for input b", in)
+	}
+	if res.Complete() {
+		t.Error("an inconclusive result claims to be complete")
+	}
+}
+
+func TestRunReportsReadIssues(t *testing.T) {
+	tp := newTestPipeline(t)
+	tp.process(0, 0, "k", 100, "1", false, false)
+	tp.f.stats = map[kread.TP]kread.Stats{{Topic: "inA", Partition: 0}: {Gaps: 3, Retries: 2}}
+	res := tp.run(t)
+	want := []finding.ReadIssue{{Topic: "inA", Partition: 0, Gaps: 3, Retries: 2}}
+	if fmt.Sprint(res.Summary.Reads) != fmt.Sprint(want) {
+		t.Errorf("read issues = %+v, want %+v", res.Summary.Reads, want)
 	}
 }

@@ -97,7 +97,7 @@ func runDemo(ctx context.Context, stdout, stderr io.Writer, dir string, seed int
 	if err != nil {
 		return auditError(err)
 	}
-	status := finish(stdout, cfg, res)
+	status := finish(stdout, stderr, cfg, res)
 
 	fmt.Fprintln(stdout)
 	fmt.Fprintln(stdout, "4. Comparing the audit with what the simulation injected:")
