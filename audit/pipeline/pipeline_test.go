@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
 )
 
 func cfgWith(topologyFile, output string, inputs ...InputSpec) Spec {

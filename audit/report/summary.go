@@ -133,7 +133,7 @@ func WriteSummary(w io.Writer, res *finding.Result, opt SummaryOptions) error {
 	}
 
 	if len(s.Reads) > 0 {
-		fmt.Fprintf(&b, "\nRead issues (%s partitions)\n", Thousands(int64(len(s.Reads))))
+		fmt.Fprintf(&b, "\nRead issues (%s)\n", plural(int64(len(s.Reads)), "partition", "partitions"))
 		for i := range s.Reads {
 			r := &s.Reads[i]
 			fmt.Fprintf(&b, "  %s[%d]: %s\n", safe(r.Topic), r.Partition, ReadIssueText(r))
@@ -141,6 +141,14 @@ func WriteSummary(w io.Writer, res *finding.Result, opt SummaryOptions) error {
 	}
 
 	writeRows(&b, res, opt)
+
+	for _, src := range s.SchemaSources {
+		line := fmt.Sprintf("\nSchema source unavailable: %s (%s)", safe(src.Source), safe(src.Error))
+		if src.ServedBy != "" {
+			line += "; schemas came from " + safe(src.ServedBy) + " instead"
+		}
+		b.WriteString(line + "\n")
+	}
 
 	if len(s.DecodeErrorsBySchema) > 0 {
 		b.WriteString("\nDecode errors by schema\n")

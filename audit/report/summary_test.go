@@ -29,6 +29,7 @@ func TestWriteSummaryGolden(t *testing.T) {
 		{"findings no csv", many, SummaryOptions{MaxRows: 3}, "summary-findings-nocsv.txt"},
 		{"partial", partialResult(), SummaryOptions{CSVPath: "loss-report.csv.partial"}, "summary-partial.txt"},
 		{"partitions", partitionsResult(), SummaryOptions{}, "summary-partitions.txt"},
+		{"inconclusive", inconclusiveResult(), SummaryOptions{CSVPath: "loss-report.csv.partial"}, "summary-inconclusive.txt"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -55,6 +56,7 @@ func TestWriteSummaryVerdict(t *testing.T) {
 		{"findings", findingsResult(), "LOSS FOUND: 7 keys lost an update (4 missing, 2 stale, 1 aborted); 3 inputs, 1,234,557 records audited", ansiRed},
 		{"partitions", partitionsResult(), "LOSS SUSPECTED: no key reported lost, but 2 partition findings (1 purged_past_commit, 1 stuck_lso);", ansiYellow},
 		{"partial", partialResult(), "PARTIAL AUDIT: results are incomplete; so far 3 inputs", ansiYellow},
+		{"inconclusive", inconclusiveResult(), "INCONCLUSIVE: input b could not be checked; so far 3 inputs", ansiYellow},
 		{"single input", &finding.Result{Summary: finding.Summary{InputOrder: []string{"a"},
 			Inputs: map[string]*finding.InputCounts{"a": {Audited: 1}}}}, "NO LOSS FOUND: 1 input, 1 record audited, 0 findings", ansiGreen},
 	}
