@@ -200,3 +200,31 @@ func cleanResultForFinish() *finding.Result {
 	return &finding.Result{Summary: finding.Summary{InputOrder: []string{"a"},
 		Inputs: map[string]*finding.InputCounts{"a": {Scanned: 3, Audited: 3}}}}
 }
+
+// TestTopologyFindsWhatWouldMakeAnAuditInconclusive: `topology` checks the
+// rekey paths against the inputs' schemas and the group's offsets.
+func TestTopologyFindsWhatWouldMakeAnAuditInconclusive(t *testing.T) {
+	clearEnv(t)
+	f := fixture(t)
+	tests := []struct {
+		name string
+		edit func(c *config.Config)
+		code int
+		want string
+	}{
+		{"healthy", nil, 0, ""},
+		{"rekey typo", func(c *config.Config) { c.Pipeline.Inputs[1].Rekey = "customerID" }, 2,
+			`problem: pipeline.inputs[1].rekey: input b: "customerID" is not a field of schema`},
+		{"no committed offsets", func(c *config.Config) { c.Pipeline.ApplicationID = "no-such-group" }, 2,
+			"problem: pipeline.application_id: input a: group no-such-group has no committed offset on topic topicA"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := run([]string{"topology", "-c", f.yaml(t, tt.edit)}, &stdout, &stderr)
+			if code != tt.code || !strings.Contains(stdout.String(), tt.want) {
+				t.Errorf("exit %d (want %d), stdout lacks %q:\n%s\n%s", code, tt.code, tt.want, stdout.String(), stderr.String())
+			}
+		})
+	}
+}
