@@ -24,6 +24,15 @@ type fakeKafka struct {
 	reads  []string                 // topics in the order Read was called
 	offset []string                 // topics in the order Offsets was called
 	stats  map[kread.TP]kread.Stats // what Read reports for a partition
+	// members is the number of members the group has.
+	members int
+}
+
+func (f *fakeKafka) GroupState(context.Context, string) (string, int, error) {
+	if f.members > 0 {
+		return "Stable", f.members, nil
+	}
+	return "Empty", 0, nil
 }
 
 type fakePart struct {
@@ -472,5 +481,26 @@ func TestRunReportsReadIssues(t *testing.T) {
 	want := []finding.ReadIssue{{Topic: "inA", Partition: 0, Gaps: 3, Retries: 2}}
 	if fmt.Sprint(res.Summary.Reads) != fmt.Sprint(want) {
 		t.Errorf("read issues = %+v, want %+v", res.Summary.Reads, want)
+	}
+}
+
+func TestRunPoisonPill(t *testing.T) {
+	tp := newTestPipeline(t)
+	tp.process(0, 0, "k", 100, "1", false, false)
+	// The application stopped at an undecodable record of inA[0].
+	bad := tp.f.add("inA", 0, []byte("o"), []byte("!garbage"), 200, kread.Committed)
+	tp.f.add("inA", 0, []byte("o"), []byte("later|1"), 300, kread.Committed)
+	res := tp.run(t)
+	ps := res.Summary.Partitions
+	if len(ps) != 1 || ps[0].Kind != finding.PoisonPill || ps[0].Topic != "inA" || ps[0].Partition != 0 || ps[0].Poison.Offset != bad {
+		t.Fatalf("partition findings = %+v, want poison_pill on inA[0]@%d", ps, bad)
+	}
+	if a := res.Summary.Inputs["a"]; a.Pending != 2 {
+		t.Errorf("pending = %d, want the 2 records from the poison pill on", a.Pending)
+	}
+	// The same state with the application running: not stuck.
+	tp.f.members = 2
+	if res := tp.run(t); len(res.Summary.Partitions) != 0 {
+		t.Errorf("running group: partition findings %+v, want none", res.Summary.Partitions)
 	}
 }

@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 
 	"github.com/lossaudit/lossaudit/audit/finding"
 	"github.com/lossaudit/lossaudit/audit/internal/collect"
+	"github.com/lossaudit/lossaudit/audit/internal/detect"
 	"github.com/lossaudit/lossaudit/audit/kread"
 )
 
@@ -97,10 +100,15 @@ type collector struct {
 	counts []inputCounters
 	decode decodeErrors
 	win    window
+
+	mu sync.Mutex // guards next
+	// next holds, per input partition, the first committed record at or
+	// after the group's committed offset (unwindowed audits only).
+	next map[kread.TP]detect.NextRecord
 }
 
 func newCollector(o Options, snap *pipelineSnapshot, w entryWriter) *collector {
-	c := &collector{o: o, snap: snap, w: w, counts: make([]inputCounters, len(o.Inputs))}
+	c := &collector{o: o, snap: snap, w: w, counts: make([]inputCounters, len(o.Inputs)), next: map[kread.TP]detect.NextRecord{}}
 	if !o.From.IsZero() {
 		c.win.from = o.From.UnixMilli()
 	}
@@ -177,8 +185,16 @@ func (c *collector) readInput(ctx context.Context, x int) error {
 	}
 	rs, total := collect.Ranges(c.snap.inputs[x], start)
 	cnt := &c.counts[x]
+	seenNext := map[int32]bool{} // per partition; callbacks of one partition are sequential, in offset order
+	var seenMu sync.Mutex
 	err = collect.Read(ctx, c.o.Kafka, c.o.Progress, "input "+in.Topic, rs, total, false, &c.stats, func(recs []kread.Record) error {
 		var n [nullKey + 1]int64
+		var nextDone bool
+		if len(recs) > 0 {
+			seenMu.Lock()
+			nextDone = seenNext[recs[0].Partition] || !c.o.From.IsZero()
+			seenMu.Unlock()
+		}
 		for i := range recs {
 			rec := &recs[i]
 			committed, ok := c.snap.group[kread.TP{Topic: rec.Topic, Partition: rec.Partition}]
@@ -191,6 +207,13 @@ func (c *collector) readInput(ctx context.Context, x int) error {
 				if status == DecodeError {
 					ts = rec.Timestamp // the window applies to the record's own timestamp
 				}
+			}
+			if !nextDone && ok && rec.Offset >= committed {
+				nextDone = true
+				c.noteNext(rec, status, serr)
+				seenMu.Lock()
+				seenNext[rec.Partition] = true
+				seenMu.Unlock()
 			}
 			cl := classify(ok && rec.Offset < committed, rec.Value != nil, ts, status, c.win)
 			n[cl]++
@@ -216,6 +239,35 @@ func (c *collector) readInput(ctx context.Context, x int) error {
 		return fmt.Errorf("audit: input %s: %w", in.Name, err)
 	}
 	return nil
+}
+
+// noteNext records the record the application reads next on its
+// partition, and whether it decodes.
+func (c *collector) noteNext(rec *kread.Record, status SelectStatus, err error) {
+	n := detect.NextRecord{Topic: rec.Topic, Partition: rec.Partition, Offset: rec.Offset}
+	if rec.Value != nil && status == DecodeError {
+		n.DecodeError = fmt.Sprint(err)
+	}
+	c.mu.Lock()
+	c.next[kread.TP{Topic: rec.Topic, Partition: rec.Partition}] = n
+	c.mu.Unlock()
+}
+
+// nextRecords lists what noteNext recorded, by topic and partition.
+func (c *collector) nextRecords() []detect.NextRecord {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]detect.NextRecord, 0, len(c.next))
+	for _, n := range c.next {
+		out = append(out, n)
+	}
+	slices.SortFunc(out, func(a, b detect.NextRecord) int {
+		if a.Topic != b.Topic {
+			return strings.Compare(a.Topic, b.Topic)
+		}
+		return int(a.Partition - b.Partition)
+	})
+	return out
 }
 
 func (c *collector) readStage(ctx context.Context, name, topic string, x int, output bool, norm func([]byte) []byte) error {

@@ -14,7 +14,7 @@ import (
 
 // partitionFindings runs the partition-level detectors over the snapshot
 // and, when there is one, the previous run's snapshot.
-func partitionFindings(o Options, snap *pipelineSnapshot, prev map[kread.TP]history.Entry) []finding.PartitionFinding {
+func partitionFindings(o Options, snap *pipelineSnapshot, col *collector, prev map[kread.TP]history.Entry) []finding.PartitionFinding {
 	var reparts []snapshot.Partition
 	for _, t := range snap.reparts {
 		reparts = append(reparts, t.Partitions(snap.group)...)
@@ -23,6 +23,7 @@ func partitionFindings(o Options, snap *pipelineSnapshot, prev map[kread.TP]hist
 	for _, t := range append(snap.changelogs, snap.output) {
 		out = append(out, detect.StuckLSO(t, snap.startHW[t.Name], o.SettleTimeout)...)
 	}
+	out = append(out, detect.PoisonPill(o.Group, snap.groupActive, col.nextRecords())...)
 	if prev != nil {
 		now := snap.partitions()
 		out = append(out, detect.Truncated(prev, now)...)

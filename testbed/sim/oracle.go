@@ -230,6 +230,28 @@ func oracle(sc Scenario, n names, l *simLog, w Window) Expectation {
 		}
 	}
 	SortRows(exp.Rows)
+	// Poison pills: the application (stopped when the audit runs) left its
+	// committed offset at an undecodable record. Unwindowed audits only.
+	for x := 0; x < 3 && w.From == 0; x++ {
+		for p := 0; p < sc.Partitions; p++ {
+			commit := l.inCommit[x][p]
+			if commit < 0 {
+				continue
+			}
+			for _, r := range l.in[x][p] {
+				if r.Aborted || r.Off < commit {
+					continue
+				}
+				if r.Corrupt {
+					exp.Partitions = append(exp.Partitions, finding.PartitionFinding{
+						Kind: finding.PoisonPill, Topic: n.inputs[x], Partition: int32(p),
+						Poison: &finding.PoisonEvidence{Offset: r.Off},
+					})
+				}
+				break
+			}
+		}
+	}
 	for x := 0; x < 3; x++ {
 		for p := 0; p < sc.Partitions; p++ {
 			ls, c := l.rpStart[x][p], l.rpCommit[x][p]
