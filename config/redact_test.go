@@ -1,7 +1,6 @@
 package config
 
 import (
-	"crypto/tls"
 	"fmt"
 	"strings"
 	"testing"
@@ -37,61 +36,5 @@ func TestRedactedHidesSecrets(t *testing.T) {
 	}
 	if empty := (&Config{}).Redacted(); strings.Contains(empty, "***") {
 		t.Errorf("empty passwords rendered as ***:\n%s", empty)
-	}
-}
-
-func TestTLSConfig(t *testing.T) {
-	certPEM, keyPEM := pemPair(t)
-	dir := t.TempDir()
-	ca := writeFile(t, dir, "ca.pem", certPEM)
-	key := writeFile(t, dir, "key.pem", keyPEM)
-	junk := writeFile(t, dir, "junk.pem", "-----BEGIN CERTIFICATE-----\nnot base64\n-----END CERTIFICATE-----\n")
-
-	if cfg, err := (Kafka{}).TLSConfig(); cfg != nil || err != nil {
-		t.Errorf("disabled: got %v, %v; want nil, nil", cfg, err)
-	}
-	cfg, err := (Kafka{TLS: TLS{Enabled: true, CAFile: ca, CertFile: ca, KeyFile: key, InsecureSkipVerify: true}}).TLSConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if cfg.RootCAs == nil || len(cfg.Certificates) != 1 || !cfg.InsecureSkipVerify || cfg.MinVersion != tls.VersionTLS12 {
-		t.Errorf("unexpected TLS config: roots=%v certs=%d insecure=%v", cfg.RootCAs != nil, len(cfg.Certificates), cfg.InsecureSkipVerify)
-	}
-	cfg, err = (Kafka{TLS: TLS{Enabled: true}}).TLSConfig()
-	if err != nil || cfg.RootCAs != nil || cfg.InsecureSkipVerify {
-		t.Errorf("system roots: got %+v, %v", cfg, err)
-	}
-	if _, err := (Kafka{TLS: TLS{Enabled: true, CAFile: junk}}).TLSConfig(); err == nil || !strings.Contains(err.Error(), "kafka.tls.ca_file") {
-		t.Errorf("junk CA: err = %v, want one naming kafka.tls.ca_file", err)
-	}
-	if _, err := (Kafka{TLS: TLS{Enabled: true, CertFile: ca, KeyFile: ca}}).TLSConfig(); err == nil {
-		t.Error("cert without a key in the key file: no error")
-	}
-}
-
-func TestMechanism(t *testing.T) {
-	tests := []struct {
-		mech, wantName string
-		wantErr        bool
-	}{
-		{"", "", false},
-		{"PLAIN", "PLAIN", false},
-		{"SCRAM-SHA-256", "SCRAM-SHA-256", false},
-		{"scram-sha-512", "SCRAM-SHA-512", false},
-		{"GSSAPI", "", true},
-	}
-	for _, tc := range tests {
-		m, err := (Kafka{SASL: SASL{Mechanism: tc.mech, Username: "u", Password: "p"}}).Mechanism()
-		if (err != nil) != tc.wantErr {
-			t.Errorf("%q: err = %v", tc.mech, err)
-			continue
-		}
-		var name string
-		if m != nil {
-			name = m.Name()
-		}
-		if name != tc.wantName {
-			t.Errorf("%q: mechanism %q, want %q", tc.mech, name, tc.wantName)
-		}
 	}
 }
