@@ -10,8 +10,12 @@ import (
 )
 
 // Validate checks everything but the pipeline section and returns the first
-// problem as an *Error. Load calls it.
+// problem as an *Error, located at the value's source. Load calls it.
 func (c *Config) Validate() error {
+	return c.Locate(c.validate())
+}
+
+func (c *Config) validate() error {
 	k := c.Kafka
 	if len(k.Brokers) == 0 {
 		return errorf("kafka.brokers", "no broker address given")
@@ -90,17 +94,31 @@ func (c *Config) Validate() error {
 }
 
 // ValidatePipeline checks the pipeline section, which only the commands that
-// audit a pipeline (audit, topology) need.
+// audit a pipeline (audit, topology) need. Without a configuration file,
+// a missing pipeline says so first.
 func (c *Config) ValidatePipeline() error {
+	return c.Locate(c.validatePipeline())
+}
+
+// NoFileHint says how to name the configuration file.
+const NoFileHint = "pass one with -c audit.yaml"
+
+func (c *Config) validatePipeline() error {
 	p := c.Pipeline
+	missing := func(key, msg string) error {
+		if c.prov != nil && c.prov.file == "" {
+			return &Error{Msg: fmt.Sprintf("no configuration file was given (%s); %s is not set", NoFileHint, key)}
+		}
+		return errorf(key, "%s", msg)
+	}
 	if strings.TrimSpace(p.ApplicationID) == "" {
-		return errorf("pipeline.application_id", "must be set to the Kafka Streams application.id")
+		return missing("pipeline.application_id", "must be set to the Kafka Streams application.id")
 	}
 	if strings.TrimSpace(p.Output) == "" {
-		return errorf("pipeline.output", "must name the output topic")
+		return missing("pipeline.output", "must name the output topic")
 	}
 	if len(p.Inputs) == 0 {
-		return errorf("pipeline.inputs", "must list at least one input")
+		return missing("pipeline.inputs", "must list at least one input")
 	}
 	if p.TopologyFile != "" {
 		if err := checkReadable("pipeline.topology_file", p.TopologyFile); err != nil {

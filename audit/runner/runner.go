@@ -7,6 +7,7 @@ package runner
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -24,16 +25,36 @@ import (
 )
 
 // KafkaOptions maps the kafka section of the configuration to reader
-// options. TLS and SASL problems come back as *config.Error (exit 2).
+// options, building the TLS configuration and the SASL mechanism. Their
+// problems come back as *config.Error naming the key and where it was set
+// (exit 2).
 func KafkaOptions(cfg *config.Config) (kread.Options, error) {
 	k := cfg.Kafka
-	tlsCfg, err := k.TLSConfig()
-	if err != nil {
-		return kread.Options{}, asConfigError("kafka.tls", err)
+	var tlsCfg *tls.Config
+	if k.TLS.Enabled {
+		var err error
+		tlsCfg, err = kread.TLSConfig(kread.TLSFiles{
+			CAFile: k.TLS.CAFile, CertFile: k.TLS.CertFile, KeyFile: k.TLS.KeyFile,
+			InsecureSkipVerify: k.TLS.InsecureSkipVerify,
+		})
+		if err != nil {
+			key := "kafka.tls"
+			var te *kread.TLSError
+			if errors.As(err, &te) {
+				key = map[kread.TLSFile]string{kread.TLSCAFile: "kafka.tls.ca_file", kread.TLSCertFile: "kafka.tls.cert_file",
+					kread.TLSKeyFile: "kafka.tls.key_file"}[te.File]
+			}
+			return kread.Options{}, cfg.Errorf(key, "%v", err)
+		}
 	}
-	mech, err := k.Mechanism()
+	mech, err := kread.SASL(k.SASL.Mechanism, k.SASL.Username, k.SASL.Password)
 	if err != nil {
-		return kread.Options{}, asConfigError("kafka.sasl", err)
+		key := "kafka.sasl"
+		var se *kread.SASLError
+		if errors.As(err, &se) {
+			key = "kafka.sasl." + string(se.Field)
+		}
+		return kread.Options{}, cfg.Errorf(key, "%v", err)
 	}
 	return kread.Options{
 		Brokers:           k.Brokers,

@@ -1,5 +1,5 @@
 // Command lossaudit audits Kafka Streams pipelines for lost records. See
-// README.md and CONTRACT.md for the commands, configuration and exit codes.
+// README.md for the commands, configuration and exit codes.
 package main
 
 import (

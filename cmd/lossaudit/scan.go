@@ -23,7 +23,7 @@ func newScanCmd(g *globalFlags) *cobra.Command {
 // newScanCmdWith is newScanCmd with a hook adjusting the reader options
 // (tests shorten the retry budget with it).
 func newScanCmdWith(g *globalFlags, tweak func(*kread.Options)) *cobra.Command {
-	var asJSON, decode bool
+	var asJSON, decode, quiet bool
 	var topics []string
 	cmd := &cobra.Command{
 		Use:   "scan",
@@ -64,7 +64,8 @@ func newScanCmdWith(g *globalFlags, tweak func(*kread.Options)) *cobra.Command {
 				dec = scan.NewDecoder(ctx, reg)
 			}
 			stderr := cmd.ErrOrStderr()
-			prog := progress.New(stderr, progress.Options{TTY: true, Quiet: !isTerminal(stderr)})
+			// Progress goes to a terminal only: a log gets the result.
+			prog := progress.New(stderr, progress.Options{TTY: true, Quiet: quiet || !isTerminal(stderr)})
 			opts := scan.Options{From: cfg.Window.From, To: cfg.Window.To, Counter: prog.Phase("scan", 0)}
 			if dec != nil {
 				opts.Check = dec.Check
@@ -103,6 +104,7 @@ func newScanCmdWith(g *globalFlags, tweak func(*kread.Options)) *cobra.Command {
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object per partition per line instead of the table")
 	cmd.Flags().BoolVar(&decode, "decode", false, "also decode every value with its Avro writer schema: schema ids seen (with subjects) and decode errors by kind")
 	cmd.Flags().StringArrayVar(&topics, "topic", nil, "topic to scan (repeatable; default: the pipeline's topics)")
+	cmd.Flags().BoolVarP(&quiet, "quiet", "q", false, "no progress output on stderr (shown only on a terminal)")
 	return cmd
 }
 

@@ -2,81 +2,13 @@ package config
 
 import (
 	"bytes"
-	"crypto/tls"
-	"crypto/x509"
 	"encoding/pem"
 	"fmt"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
-
-	"github.com/segmentio/kafka-go/sasl"
-	"github.com/segmentio/kafka-go/sasl/plain"
-	"github.com/segmentio/kafka-go/sasl/scram"
 )
-
-// TLSConfig builds the TLS client configuration, or returns nil when TLS is
-// disabled. Without a CA file the system roots are used.
-func (k Kafka) TLSConfig() (*tls.Config, error) {
-	if !k.TLS.Enabled {
-		return nil, nil
-	}
-	cfg := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: k.TLS.InsecureSkipVerify}
-	if k.TLS.CAFile != "" {
-		if err := checkPEM("kafka.tls.ca_file", k.TLS.CAFile); err != nil {
-			return nil, err
-		}
-		pem, err := os.ReadFile(k.TLS.CAFile)
-		if err != nil {
-			return nil, errorf("kafka.tls.ca_file", "cannot read %s: %s", k.TLS.CAFile, describeFileErr(err))
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, errorf("kafka.tls.ca_file", "%s holds no PEM certificate", k.TLS.CAFile)
-		}
-		cfg.RootCAs = pool
-	}
-	if k.TLS.CertFile != "" || k.TLS.KeyFile != "" {
-		if k.TLS.CertFile == "" || k.TLS.KeyFile == "" {
-			return nil, errorf("kafka.tls.cert_file", "a client certificate needs both kafka.tls.cert_file and kafka.tls.key_file")
-		}
-		cert, err := tls.LoadX509KeyPair(k.TLS.CertFile, k.TLS.KeyFile)
-		if err != nil {
-			// The crypto/tls error names the PEM problem, never key material.
-			return nil, errorf("kafka.tls.cert_file", "loading client certificate %s with key %s: %v", k.TLS.CertFile, k.TLS.KeyFile, err)
-		}
-		cfg.Certificates = []tls.Certificate{cert}
-	}
-	return cfg, nil
-}
-
-// Mechanism builds the kafka-go SASL mechanism, or returns nil when SASL is
-// not configured.
-func (k Kafka) Mechanism() (sasl.Mechanism, error) {
-	s := k.SASL
-	switch strings.ToUpper(s.Mechanism) {
-	case "":
-		return nil, nil
-	case MechanismPlain:
-		return plain.Mechanism{Username: s.Username, Password: s.Password}, nil
-	case MechanismScramSHA256:
-		m, err := scram.Mechanism(scram.SHA256, s.Username, s.Password)
-		if err != nil {
-			return nil, errorf("kafka.sasl.username", "SCRAM-SHA-256: %v", err)
-		}
-		return m, nil
-	case MechanismScramSHA512:
-		m, err := scram.Mechanism(scram.SHA512, s.Username, s.Password)
-		if err != nil {
-			return nil, errorf("kafka.sasl.username", "SCRAM-SHA-512: %v", err)
-		}
-		return m, nil
-	default:
-		return nil, errorf("kafka.sasl.mechanism", "%q is not one of %s, %s, %s", s.Mechanism,
-			MechanismPlain, MechanismScramSHA256, MechanismScramSHA512)
-	}
-}
 
 // checkPEM returns an *Error naming key unless path is "" or a readable PEM
 // file. Java key stores (JKS, JCEKS, PKCS12) get a message saying how to
