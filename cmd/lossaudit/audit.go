@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -56,7 +57,8 @@ func newAuditCmd(g *globalFlags) *cobra.Command {
 // auditError maps an error of a run to its exit code: configuration
 // problems exit 2, everything else 3 (the audit could not complete).
 func auditError(err error) error {
-	if _, ok := err.(*config.Error); ok {
+	var ce *config.Error
+	if errors.As(err, &ce) {
 		return err
 	}
 	return withCode(exitIncomplete, fmt.Errorf("the audit could not complete: %w", err))
