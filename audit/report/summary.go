@@ -19,7 +19,10 @@ import (
 const DefaultMaxRows = 20
 
 // maxKeyWidth bounds how much of a key the summary shows; the CSV has it all.
-const maxKeyWidth = 40
+const maxKeyWidth = 24
+
+// lineWidth is the terminal width the summary's text is wrapped to.
+const lineWidth = 80
 
 // SummaryOptions tunes WriteSummary.
 type SummaryOptions struct {
@@ -59,25 +62,26 @@ func WriteSummary(w io.Writer, res *finding.Result, opt SummaryOptions) error {
 	names := inputNames(s)
 
 	verdict, colour := verdictLine(res, names)
+	verdict = strings.TrimSuffix(wrap("", verdict, "  "), "\n")
 	if opt.Color {
 		verdict = colour + verdict + ansiReset
 	}
 	b.WriteString(verdict)
 	b.WriteString("\n")
 	if why := PartialReason(s); why != "" {
-		fmt.Fprintf(&b, "  why: %s\n", safe(why))
+		b.WriteString(wrap("  why: ", safe(why), "       "))
 	}
 	for i := range s.Inconclusive {
-		fmt.Fprintf(&b, "  why: %s\n", safe(InconclusiveText(&s.Inconclusive[i])))
+		b.WriteString(wrap("  why: ", safe(InconclusiveText(&s.Inconclusive[i])), "       "))
 	}
 	if hint := nextStep(res, opt); hint != "" {
-		fmt.Fprintf(&b, "  next: %s\n", hint)
+		b.WriteString(wrap("  next: ", hint, "        "))
 	}
 
 	b.WriteString("\nInputs\n")
 	in := table{
-		header: []string{"INPUT", "SCANNED", "AUDITED", "PENDING", "NULL KEY", "NULL VALUE", "DECODE ERRORS", "OUTSIDE WINDOW"},
-		right:  []bool{false, true, true, true, true, true, true, true},
+		header: []string{"INPUT", "SCANNED", "AUDITED", "PENDING", "DROPPED", "UNDECODABLE", "OUTSIDE"},
+		right:  []bool{false, true, true, true, true, true, true},
 	}
 	var total finding.InputCounts
 	for _, n := range names {
@@ -98,6 +102,12 @@ func WriteSummary(w io.Writer, res *finding.Result, opt SummaryOptions) error {
 		in.add(inputCells("total", &total)...)
 	}
 	in.write(&b, "  ")
+	if total.NullKey+total.NullValue > 0 {
+		fmt.Fprintf(&b, "  DROPPED by design: %s with a null selected key, %s with a null value\n", plural(total.NullKey, "record", "records"), Thousands(total.NullValue))
+	}
+	if total.OutsideWindow > 0 {
+		b.WriteString("  OUTSIDE: records whose timestamp is outside the audit window\n")
+	}
 
 	b.WriteString("\nStages\n")
 	st := table{
@@ -124,7 +134,7 @@ func WriteSummary(w io.Writer, res *finding.Result, opt SummaryOptions) error {
 			fmt.Fprintf(&b, "  %s  %s[%d]\n", safe(string(p.Kind)), safe(p.Topic), p.Partition)
 			ev, offs := Evidence(p)
 			if ev != "" {
-				fmt.Fprintf(&b, "      %s\n", safe(ev))
+				b.WriteString(wrap("      ", safe(ev), "      "))
 			}
 			if len(offs) > 0 {
 				fmt.Fprintf(&b, "      offsets: %s\n", offsetsText(offs))
@@ -136,18 +146,18 @@ func WriteSummary(w io.Writer, res *finding.Result, opt SummaryOptions) error {
 		fmt.Fprintf(&b, "\nRead issues (%s)\n", plural(int64(len(s.Reads)), "partition", "partitions"))
 		for i := range s.Reads {
 			r := &s.Reads[i]
-			fmt.Fprintf(&b, "  %s[%d]: %s\n", safe(r.Topic), r.Partition, ReadIssueText(r))
+			b.WriteString(wrap(fmt.Sprintf("  %s[%d]: ", safe(r.Topic), r.Partition), ReadIssueText(r), "      "))
 		}
 	}
 
 	writeRows(&b, res, opt)
 
 	for _, src := range s.SchemaSources {
-		line := fmt.Sprintf("\nSchema source unavailable: %s (%s)", safe(src.Source), safe(src.Error))
+		line := fmt.Sprintf("%s (%s)", safe(src.Source), safe(src.Error))
 		if src.ServedBy != "" {
 			line += "; schemas came from " + safe(src.ServedBy) + " instead"
 		}
-		b.WriteString(line + "\n")
+		b.WriteString("\n" + wrap("Schema source unavailable: ", line, "  "))
 	}
 
 	if len(s.DecodeErrorsBySchema) > 0 {
@@ -169,7 +179,7 @@ func WriteSummary(w io.Writer, res *finding.Result, opt SummaryOptions) error {
 			fmt.Fprintf(&b, "\nUndecodable records (%s)\n", Thousands(n))
 		}
 		for _, d := range s.DecodeErrorSamples {
-			fmt.Fprintf(&b, "  %s[%d]@%d: %s\n", safe(d.Topic), d.Partition, d.Offset, safe(d.Error))
+			b.WriteString(wrap(fmt.Sprintf("  %s[%d]@%d: ", safe(d.Topic), d.Partition, d.Offset), safe(d.Error), "      "))
 		}
 	}
 
@@ -209,7 +219,7 @@ func verdictLine(res *finding.Result, names []string) (string, string) {
 	npf := int64(len(s.Partitions))
 	pending := ""
 	if n := s.Pending(); n > 0 {
-		pending = "; " + plural(n, "record", "records") + " pending (not yet processed by the application)"
+		pending = "; " + plural(n, "record", "records") + " pending (not yet processed)"
 	}
 	so := fmt.Sprintf("so far %s, %s, %s", scope, plural(nrows, "key finding", "key findings"), plural(npf, "partition finding", "partition findings"))
 	switch {
@@ -272,8 +282,8 @@ func nextStep(res *finding.Result, opt SummaryOptions) string {
 }
 
 func inputCells(name string, c *finding.InputCounts) []string {
-	return []string{name, Thousands(c.Scanned), Thousands(c.Audited), Thousands(c.Pending), Thousands(c.NullKey),
-		Thousands(c.NullValue), Thousands(c.DecodeErrors), Thousands(c.OutsideWindow)}
+	return []string{name, Thousands(c.Scanned), Thousands(c.Audited), Thousands(c.Pending), Thousands(c.NullKey + c.NullValue),
+		Thousands(c.DecodeErrors), Thousands(c.OutsideWindow)}
 }
 
 // writeRows lists the first rows of the loss report.
@@ -300,17 +310,25 @@ func writeRows(b *strings.Builder, res *finding.Result, opt SummaryOptions) {
 	} else {
 		fmt.Fprintf(b, "\nKey findings (first %s of %s)\n", Thousands(int64(limit)), Thousands(int64(n)))
 	}
-	b.WriteString("  (REPLAY is the input record carrying the lost update: topic[partition]@offset)\n")
-	t := table{header: []string{"FINDING", "STAGE", "INPUT", "KEY", "REPLAY", "TIMESTAMP", "OBSERVED", "DETAIL"}}
+	b.WriteString("  (REPLAY is the input record carrying the lost update: topic[partition]@offset;\n")
+	b.WriteString("  under each row its timestamp, what the stage holds, and the evidence)\n")
+	t := table{header: []string{"FINDING", "STAGE", "INPUT", "KEY", "REPLAY"}}
+	var notes []string
 	for _, r := range res.Rows[:limit] {
-		obs := "-"
-		if r.HasObserved {
-			obs = FormatTS(r.ObservedTS)
-		}
 		t.add(safe(string(r.Kind)), safe(string(r.Stage)), safe(r.Input), truncate(safe(FormatKey(r.Key)), maxKeyWidth),
-			fmt.Sprintf("%s[%d]@%d", safe(r.Topic), r.Partition, r.Offset), FormatTS(r.Timestamp), obs, safe(Detail(&r)))
+			fmt.Sprintf("%s[%d]@%d", safe(r.Topic), r.Partition, r.Offset))
+		note := "at " + FormatTS(r.Timestamp) + "; the stage holds "
+		if r.HasObserved {
+			note += FormatTS(r.ObservedTS)
+		} else {
+			note += "nothing for the key"
+		}
+		if d := Detail(&r); d != "" {
+			note += "; " + safe(d)
+		}
+		notes = append(notes, note)
 	}
-	t.write(b, "  ")
+	t.writeWithNotes(b, "  ", notes, "      ")
 	if limit < n {
 		fmt.Fprintf(b, "  ... and %s more, all %s\n", Thousands(int64(n-limit)), where)
 	}
@@ -407,6 +425,10 @@ func plural(n int64, one, many string) string {
 	}
 	return Thousands(n) + " " + many
 }
+
+// TerminalSafe makes text from audited data harmless on a terminal, as
+// every report printed to one does (see safe).
+func TerminalSafe(s string) string { return safe(s) }
 
 // safe makes text from audited data harmless on a terminal: control
 // characters (including ESC, CR, LF, TAB, DEL and C1 controls) and invalid

@@ -66,16 +66,21 @@ func TestWriteSummaryVerdict(t *testing.T) {
 			if err := WriteSummary(&plain, tt.res, SummaryOptions{}); err != nil {
 				t.Fatal(err)
 			}
-			first, _, _ := strings.Cut(plain.String(), "\n")
-			if !strings.HasPrefix(first, tt.prefix) {
-				t.Errorf("verdict %q, want prefix %q", first, tt.prefix)
+			para := verdictParagraph(plain.String())
+			if got := strings.Join(strings.Fields(para), " "); !strings.HasPrefix(got, tt.prefix) {
+				t.Errorf("verdict %q, want prefix %q", got, tt.prefix)
+			}
+			for _, line := range strings.Split(para, "\n") {
+				if len([]rune(line)) > lineWidth {
+					t.Errorf("verdict line of %d columns: %q", len([]rune(line)), line)
+				}
 			}
 			if err := WriteSummary(&col, tt.res, SummaryOptions{Color: true}); err != nil {
 				t.Fatal(err)
 			}
-			wantCol := tt.colour + first + ansiReset + "\n"
+			wantCol := tt.colour + para + ansiReset + "\n"
 			if !strings.HasPrefix(col.String(), wantCol) {
-				t.Errorf("coloured verdict %q, want %q", strings.SplitN(col.String(), "\n", 2)[0], wantCol)
+				t.Errorf("coloured verdict %q, want %q", col.String()[:min(len(col.String()), len(wantCol))], wantCol)
 			}
 			if strings.Count(col.String(), "\x1b[") != 2 {
 				t.Error("colour used beyond the verdict line")
@@ -177,4 +182,15 @@ func TestZeroAndNilResults(t *testing.T) {
 	if err := WriteResultCSV(&buf, nil); err == nil {
 		t.Error("WriteResultCSV(nil) did not fail")
 	}
+}
+
+// verdictParagraph returns the verdict at the top of a summary: its first
+// line and the continuation lines under it, without the trailing newline.
+func verdictParagraph(summary string) string {
+	lines := strings.Split(summary, "\n")
+	n := 1
+	for n < len(lines) && strings.HasPrefix(lines[n], "  ") && !strings.HasPrefix(lines[n], "  why:") && !strings.HasPrefix(lines[n], "  next:") {
+		n++
+	}
+	return strings.Join(lines[:n], "\n")
 }

@@ -126,12 +126,12 @@ func TestAuditVerdicts(t *testing.T) {
 				t.Errorf("exit code %d, want %d\nstdout:\n%s\nstderr:\n%s", code, tt.code, stdout.String(), stderr.String())
 			}
 			for _, s := range tt.stdout {
-				if !strings.Contains(stdout.String(), s) {
+				if !strings.Contains(oneLine(stdout.String()), s) {
 					t.Errorf("stdout lacks %q:\n%s", s, stdout.String())
 				}
 			}
 			for _, s := range tt.stderr {
-				if !strings.Contains(stderr.String(), s) {
+				if !strings.Contains(oneLine(stderr.String()), s) {
 					t.Errorf("stderr lacks %q:\n%s", s, stderr.String())
 				}
 			}
@@ -222,9 +222,12 @@ func TestTopologyFindsWhatWouldMakeAnAuditInconclusive(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
 			code := run([]string{"topology", "-c", f.yaml(t, tt.edit)}, &stdout, &stderr)
-			if code != tt.code || !strings.Contains(stdout.String(), tt.want) {
+			if code != tt.code || !strings.Contains(oneLine(stdout.String()), tt.want) {
 				t.Errorf("exit %d (want %d), stdout lacks %q:\n%s\n%s", code, tt.code, tt.want, stdout.String(), stderr.String())
 			}
 		})
 	}
 }
+
+// oneLine joins text wrapped for the terminal back into one line.
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }

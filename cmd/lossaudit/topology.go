@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/lossaudit/lossaudit/audit/pipeline"
+	"github.com/lossaudit/lossaudit/audit/report"
 	"github.com/lossaudit/lossaudit/audit/runner"
 	"github.com/lossaudit/lossaudit/config"
 )
@@ -117,16 +118,19 @@ func runTopology(ctx context.Context, cfg *config.Config, lister pipeline.TopicL
 	}
 	rows = append(rows, topicRow{"-", "output", m.Output, m.OutputOrigin, outKey, true})
 
-	fmt.Fprintf(w, "application.id %s (consumer group and internal topic prefix); join order: ", m.ApplicationID)
+	safe := report.TerminalSafe
+	fmt.Fprintf(w, "application.id %s (consumer group and internal topic prefix)\njoin order: ", safe(m.ApplicationID))
 	for i, s := range m.Stages {
 		if i > 0 {
 			fmt.Fprint(w, " leftJoin ")
 		}
-		fmt.Fprint(w, s.Input.Name)
+		fmt.Fprint(w, safe(s.Input.Name))
 	}
-	fmt.Fprintf(w, " -> %s\n\n", m.Output)
+	fmt.Fprintf(w, " -> %s\n\n", safe(m.Output))
+	// The names come last: they are the long column, and the only one that
+	// may run past an 80-column terminal.
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "INPUT\tROLE\tNAME\tFROM\tSTATUS")
+	fmt.Fprintln(tw, "INPUT\tROLE\tFROM\tSTATUS\tNAME")
 	var userMissing []topicRow
 	var derivedMissing []string
 	for _, r := range rows {
@@ -146,13 +150,13 @@ func runTopology(ctx context.Context, cfg *config.Config, lister pipeline.TopicL
 				derivedMissing = append(derivedMissing, name)
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.input, r.role, name, r.origin, status)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", safe(r.input), r.role, r.origin, status, safe(name))
 	}
 	if err := tw.Flush(); err != nil {
 		return nil, fmt.Errorf("writing the stage map: %w", err)
 	}
 	for _, warn := range m.Warnings {
-		fmt.Fprintf(w, "warning: %s\n", warn)
+		fmt.Fprintf(w, "warning: %s\n", safe(warn))
 	}
 	if len(userMissing) > 0 {
 		first := userMissing[0]

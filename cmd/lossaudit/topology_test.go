@@ -56,9 +56,9 @@ func without(ts []string, drop ...string) []string {
 	return out
 }
 
-// rowRe matches one stage-map row: INPUT ROLE NAME FROM STATUS.
+// rowRe matches one stage-map row: INPUT ROLE FROM STATUS NAME.
 func row(input, role, name, from, status string) *regexp.Regexp {
-	return regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(input) + `\s+` + role + `\s+` + regexp.QuoteMeta(name) + `\s+` + regexp.QuoteMeta(from) + `\s+` + status + `$`)
+	return regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(input) + `\s+` + role + `\s+` + regexp.QuoteMeta(from) + `\s+` + status + `\s+` + regexp.QuoteMeta(name) + `$`)
 }
 
 func TestRunTopology(t *testing.T) {
