@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/csv"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -231,3 +232,48 @@ func TestTopologyFindsWhatWouldMakeAnAuditInconclusive(t *testing.T) {
 
 // oneLine joins text wrapped for the terminal back into one line.
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// TestScanShowsTheGroupsLag: with pipeline.application_id, scan shows the
+// group's committed offset and lag per consumed partition, like
+// kafka-consumer-groups --describe.
+func TestScanShowsTheGroupsLag(t *testing.T) {
+	clearEnv(t)
+	f := fixture(t)
+	cfg := f.yaml(t, nil)
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"scan", "-q", "-c", cfg, "--json"}, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	lagging := 0
+	for _, line := range strings.Split(strings.TrimSpace(stdout.String()), "\n") {
+		var r struct {
+			Topic       string `json:"topic"`
+			LSO         int64  `json:"lso"`
+			GroupOffset *int64 `json:"group_offset"`
+			Lag         *int64 `json:"lag"`
+		}
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			t.Fatal(err)
+		}
+		consumed := strings.HasPrefix(r.Topic, "topic") || strings.HasSuffix(r.Topic, "-repartition")
+		if consumed != (r.GroupOffset != nil) {
+			t.Errorf("%s: group offset %v, want one exactly on the inputs and repartition topics", r.Topic, r.GroupOffset)
+			continue
+		}
+		if r.GroupOffset != nil {
+			if *r.Lag != r.LSO-*r.GroupOffset {
+				t.Errorf("%s: lag %d, want LSO %d - committed %d", r.Topic, *r.Lag, r.LSO, *r.GroupOffset)
+			}
+			if *r.Lag > 0 {
+				lagging++
+			}
+		}
+	}
+	if lagging == 0 {
+		t.Error("no partition shows lag, but the scenario leaves some unprocessed")
+	}
+	stdout.Reset()
+	if code := run([]string{"scan", "-q", "-c", cfg}, &stdout, &stderr); code != 0 || !strings.Contains(stdout.String(), "GROUP_OFFSET  LAG") {
+		t.Errorf("table lacks the group columns (exit %d):\n%s", code, stdout.String())
+	}
+}

@@ -35,7 +35,8 @@ func newScanCmdWith(g *globalFlags, tweak func(*kread.Options)) *cobra.Command {
 			"offsets found for those times. Partitions whose LSO is below the high watermark have a\n" +
 			"transaction open (or hanging) and are flagged.\n\n" +
 			"Without --topic it scans the configured pipeline's inputs, output and every topic\n" +
-			"named <pipeline.application_id>-*.",
+			"named <pipeline.application_id>-*. With pipeline.application_id set, the group's\n" +
+			"committed offset and lag show on the partitions it consumes.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg, err := g.load(cmd)
@@ -67,6 +68,17 @@ func newScanCmdWith(g *globalFlags, tweak func(*kread.Options)) *cobra.Command {
 			// Progress goes to a terminal only: a log gets the result.
 			prog := progress.New(stderr, progress.Options{TTY: true, Quiet: quiet || !isTerminal(stderr)})
 			opts := scan.Options{From: cfg.Window.From, To: cfg.Window.To, Counter: prog.Phase("scan", 0)}
+			if app := cfg.Pipeline.ApplicationID; app != "" {
+				// The application's committed offsets and lag, as
+				// kafka-consumer-groups --describe shows them; read-only.
+				if opts.Group, err = client.GroupOffsets(ctx, app, names); err != nil {
+					prog.Stop()
+					if errors.Is(err, kread.ErrUnknownTopic) {
+						return withCode(exitUsage, fmt.Errorf("scan: %w", err))
+					}
+					return withCode(exitIncomplete, fmt.Errorf("scan: committed offsets of group %s: %w", app, err))
+				}
+			}
 			if dec != nil {
 				opts.Check = dec.Check
 			}
