@@ -222,6 +222,12 @@ const (
 	NoRecords InconclusiveReason = "no_records"
 )
 
+// InconclusiveReasons lists every reason, in the order reports list them.
+var InconclusiveReasons = []InconclusiveReason{NoCommittedOffsets, MostlyUndecodable, NothingAudited, EmptyWindow, NoRecords}
+
+// Stages lists the stages of the Kafka Streams audit, in pipeline order.
+var Stages = []Stage{StageChangelog, StageOutput}
+
 // Inconclusive is one reason the run cannot vouch for an input.
 type Inconclusive struct {
 	Reason InconclusiveReason

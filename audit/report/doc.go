@@ -1,5 +1,5 @@
 // Package report renders a finding.Result for people and for programs: the
-// terminal summary (WriteSummary), the loss report CSV of CONTRACT.md
+// terminal summary (WriteSummary), the loss report CSV of docs/reference.md
 // (WriteCSV), the JSON report (WriteJSON), and writes report files
 // atomically (WriteFileAtomic, WriteCSVFile, WriteJSONFile).
 //

@@ -16,7 +16,7 @@ import (
 )
 
 // newDemoCmd returns `lossaudit demo`: an in-process Kafka cluster, the
-// seeds/001 pipeline simulated through an outage that loses known records,
+// user story's pipeline simulated through an outage that loses known records,
 // an audit of it, and a comparison of the findings with what was injected.
 func newDemoCmd(g *globalFlags) *cobra.Command {
 	var (

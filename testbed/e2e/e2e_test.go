@@ -133,12 +133,21 @@ func TestCleanRun(t *testing.T) {
 // notUTF8Keys checks that the customerIds that are not UTF-8 went through
 // the application, keyed as Java decodes them (so verify's clean audit
 // covered them): each is in every changelog and in the output under its
-// U+FFFD form, never under its raw bytes.
+// U+FFFD form, never under its raw bytes. So did the 100,000-byte one.
 func notUTF8Keys(t *testing.T, obs *Observed) {
 	t.Helper()
 	// Issue 10's example, as kcat showed it: EF BF BD EF BF BD -notutf8.
 	if k := loadgen.SelectedKey("\xff\xfe-notutf8"); k != "\xef\xbf\xbd\xef\xbf\xbd-notutf8" {
 		t.Errorf("selected key of ff fe -notutf8 is %x", k)
+	}
+	huge := loadgen.HugeCustomer()
+	for _, in := range loadgen.InputNames {
+		if _, ok := obs.Changelog[in][huge]; !ok {
+			t.Errorf("changelog of %s lacks the %d-byte key", in, len(huge))
+		}
+	}
+	if _, ok := obs.Output[huge]; !ok {
+		t.Errorf("output lacks the %d-byte key", len(huge))
 	}
 	for _, c := range loadgen.NotUTF8Customers() {
 		k := loadgen.SelectedKey(c)
@@ -272,7 +281,7 @@ func TestPurgedPastCommit(t *testing.T) {
 }
 
 // TestSecondInstance starts a second instance with the same application.id
-// during the load (a deploy) and kills it a few seconds later (seeds/000):
+// during the load (a deploy) and kills it a few seconds later (the rollback story):
 // tasks move to it and back, zombies are fenced, and exactly-once holds.
 func TestSecondInstance(t *testing.T) {
 	var second *streamsapp.App

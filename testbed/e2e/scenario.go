@@ -1,4 +1,4 @@
-// Package e2e runs end-to-end scenarios of the seeds/001 pipeline on real
+// Package e2e runs end-to-end scenarios of the user story's pipeline on real
 // Apache Kafka brokers with the real Kafka Streams application, and checks
 // the outcome against the load generator's ledger and the application's
 // ground truth. RunScenario also hands back a ready lossaudit configuration,
@@ -43,7 +43,7 @@ type Scenario struct {
 	KafkaVersion, StreamsVersion string
 	Records                      int // per input; default 600
 	Rate                         int // records per second per input; default 100
-	Customers                    int // distinct "cust-NNN" selected keys; default 40 (plus loadgen.NotUTF8Customers)
+	Customers                    int // distinct "cust-NNN" selected keys; default 40 (plus loadgen.NotUTF8Customers and loadgen.HugeCustomer)
 	// DropBeforeStore and DropBeforeOutput inject loss in the application (see streamsapp.Options).
 	DropBeforeStore  map[string][]string
 	DropBeforeOutput []string
@@ -177,7 +177,7 @@ func RunScenario(t *testing.T, sc Scenario) *Result {
 	// Every scenario includes customerIds that are not valid UTF-8: the
 	// application keys them as Java decodes them, and the audit must too.
 	gen, err := loadgen.New(ctx, loadgen.Config{Brokers: c.Bootstrap(), Topics: Inputs, SchemasTopic: SchemasTopic,
-		Customers: sc.Customers, ExtraCustomers: loadgen.NotUTF8Customers(), Records: sc.Records, Rate: sc.Rate})
+		Customers: sc.Customers, ExtraCustomers: append(loadgen.NotUTF8Customers(), loadgen.HugeCustomer()), Records: sc.Records, Rate: sc.Rate})
 	if err != nil {
 		t.Fatal(err)
 	}

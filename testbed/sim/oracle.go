@@ -48,7 +48,7 @@ func witnessSig(r finding.Row) string {
 	return detailPurged
 }
 
-// oracle implements TEAM.md "Audit semantics (exact)" directly over the
+// oracle implements the audit semantics of docs/checks.md directly over the
 // simulator's own record of what it produced, processed and wrote
 // (committed or aborted), never over the topics. It assumes every
 // transaction has ended (LSO = high watermark everywhere), as it has when

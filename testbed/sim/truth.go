@@ -118,7 +118,7 @@ func (t *Truth) Expect(w Window) Expectation {
 
 // Config returns an audit configuration for the simulated pipeline: the
 // brokers, the _schemas topic, the inputs with explicit store,
-// repartition and changelog names, and the defaults of CONTRACT.md. Clear
+// repartition and changelog names, and the defaults of docs/configuration.md. Clear
 // the three overrides and set Pipeline.TopologyFile to a file holding
 // t.Topology to exercise the describe() parser instead.
 func (t *Truth) Config(brokers []string, storeDir string) *config.Config {

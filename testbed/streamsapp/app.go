@@ -1,5 +1,5 @@
 // Package streamsapp builds and runs the Kafka Streams application of
-// seeds/001 (the Java Maven project in this directory) for end-to-end tests.
+// the user story (the Java Maven project in this directory) for end-to-end tests.
 package streamsapp
 
 import (

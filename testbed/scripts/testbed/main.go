@@ -1,7 +1,7 @@
 // Command testbed runs the lossaudit testbed by hand: a 3-node Apache Kafka
 // cluster on loopback, the pipeline's topics, the Kafka Streams application
-// of seeds/001 and the load generator, then reads commands from stdin to
-// inject outages (see testbed/README-section.md).
+// of the user story and the load generator, then reads commands from stdin to
+// inject outages (see docs/testbed.md).
 //
 // Usage: go run ./testbed/scripts/testbed [-dir D] [-records N] [-rate R] [-drop-before-store a:k1;b:k2] [-drop-before-output k3]
 package main
