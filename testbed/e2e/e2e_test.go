@@ -3,11 +3,13 @@ package e2e
 import (
 	"context"
 	"path/filepath"
+	"slices"
 
 	"fmt"
 	"github.com/lossaudit/lossaudit/audit/finding"
 	"github.com/lossaudit/lossaudit/audit/kread"
 	"github.com/lossaudit/lossaudit/audit/runner"
+	"github.com/lossaudit/lossaudit/config"
 	"github.com/lossaudit/lossaudit/testbed/loadgen"
 	"github.com/lossaudit/lossaudit/testbed/streamsapp"
 	"reflect"
@@ -278,6 +280,63 @@ func TestPurgedPastCommit(t *testing.T) {
 	t.Logf("purged %d repartition records on %d partitions; lost newest updates of %d (input, key) pairs; pending %v",
 		len(purged), len(parts), len(lost), pending)
 	verifyFull(t, res, processed, want, pending, parts)
+	windowedAgrees(t, res, processed)
+}
+
+// windowedAgrees audits the scenario's cluster twice, in full and through
+// a window starting at the median timestamp of the processed records, and
+// requires the windowed audit to name each of its rows with the kind,
+// observed timestamp and replay record of the full audit: a stage holding
+// a key only from before the window is stale, never missing. At least one
+// row must prove the look before the window (stale, observed before it).
+func windowedAgrees(t *testing.T, res *Result, processed *loadgen.Ledger) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	var ts []int64
+	for _, e := range processed.Entries() {
+		ts = append(ts, e.Timestamp)
+	}
+	slices.Sort(ts)
+	if len(ts) == 0 {
+		t.Fatal("no processed records")
+	}
+	from := time.UnixMilli(ts[len(ts)/2])
+	run := func(cfg config.Config) map[string]finding.Row {
+		ar, _, err := runner.Run(ctx, &cfg, runner.Options{})
+		if err != nil {
+			t.Fatalf("audit: %v", err)
+		}
+		out := map[string]finding.Row{}
+		for _, r := range ar.Rows {
+			out[fmt.Sprintf("%s/%s/%q", r.Stage, r.Input, r.Key)] = r
+		}
+		return out
+	}
+	full := *res.Config
+	full.Store.Dir = filepath.Join(res.Env.Dir, "store-full")
+	windowed := full
+	windowed.Store.Dir = filepath.Join(res.Env.Dir, "store-windowed")
+	windowed.Window.From = from
+	fr, wr := run(full), run(windowed)
+	looked := 0
+	for k, w := range wr {
+		f, ok := fr[k]
+		switch {
+		case !ok:
+			t.Errorf("windowed audit reports %s, the full audit does not", k)
+		case f.Kind != w.Kind || f.HasObserved != w.HasObserved || f.ObservedTS != w.ObservedTS || f.Offset != w.Offset:
+			t.Errorf("%s: windowed %s observed %d (%v) @%d, full %s observed %d (%v) @%d", k,
+				w.Kind, w.ObservedTS, w.HasObserved, w.Offset, f.Kind, f.ObservedTS, f.HasObserved, f.Offset)
+		}
+		if w.Kind == finding.Stale && w.ObservedTS < from.UnixMilli() {
+			looked++
+		}
+	}
+	t.Logf("windowed audit from %s: %d rows (full: %d), %d stale from before the window", from.UTC().Format(time.RFC3339Nano), len(wr), len(fr), looked)
+	if looked == 0 {
+		t.Error("no windowed row is stale with a value from before the window: the look before it went untested")
+	}
 }
 
 // TestSecondInstance starts a second instance with the same application.id
