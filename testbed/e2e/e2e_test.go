@@ -6,8 +6,8 @@ import (
 
 	"fmt"
 	"github.com/lossaudit/lossaudit/audit/finding"
-	"github.com/lossaudit/lossaudit/audit/kread"
 	"github.com/lossaudit/lossaudit/audit/runner"
+	"github.com/lossaudit/lossaudit/testbed/kafka"
 	"github.com/lossaudit/lossaudit/testbed/loadgen"
 	"github.com/lossaudit/lossaudit/testbed/streamsapp"
 	"reflect"
@@ -31,7 +31,7 @@ func verifyWith(t *testing.T, res *Result, l *loadgen.Ledger, want []Discrepancy
 }
 
 // verifyFull is verifyWith that also expects purged_past_commit findings on exactly purged.
-func verifyFull(t *testing.T, res *Result, l *loadgen.Ledger, want []Discrepancy, pending map[string]int64, purged []kread.TP) *Observed {
+func verifyFull(t *testing.T, res *Result, l *loadgen.Ledger, want []Discrepancy, pending map[string]int64, purged []kafka.TP) *Observed {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -67,7 +67,7 @@ func verifyFull(t *testing.T, res *Result, l *loadgen.Ledger, want []Discrepancy
 // auditAgrees runs lossaudit's audit on the scenario's cluster and checks
 // that it reports exactly the (stage, input, key, kind) the ledger says, with
 // the same expected timestamps and no partition-level findings.
-func auditAgrees(t *testing.T, res *Result, want []Discrepancy, pending map[string]int64, purged []kread.TP) {
+func auditAgrees(t *testing.T, res *Result, want []Discrepancy, pending map[string]int64, purged []kafka.TP) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -177,7 +177,7 @@ func TestLagDraining(t *testing.T) {
 // purged_past_commit on exactly the purged partitions.
 func TestPurgedPastCommit(t *testing.T) {
 	var purged []Purged
-	var parts []kread.TP
+	var parts []kafka.TP
 	// 20 s of load, so that the application is still busy with its inputs
 	// when it is stopped even on a slow, shared machine.
 	res := RunScenario(t, Scenario{Records: 2000, FaultAfter: time.Second, NoCatchUp: true,
