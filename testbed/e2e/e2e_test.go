@@ -244,14 +244,26 @@ func TestPurgedPastCommit(t *testing.T) {
 	verifyFull(t, res, processed, want, pending, parts)
 }
 
+// secondInstanceLife is how long the second instance of TestSecondInstance
+// processes once tasks have moved to it, before it is killed: a scenario
+// parameter, nothing is asserted on it.
+const secondInstanceLife = 3 * time.Second
+
 // TestSecondInstance starts a second instance with the same application.id
-// during the load (a deploy) and kills it a few seconds later (seeds/000):
-// tasks move to it and back, zombies are fenced, and exactly-once holds.
+// during the load (a deploy) and kills it a few seconds after tasks moved to
+// it (seeds/000): the tasks move back, zombies are fenced, and exactly-once
+// holds.
 func TestSecondInstance(t *testing.T) {
 	var second *streamsapp.App
 	res := RunScenario(t, Scenario{Records: 900, FaultAfter: 2 * time.Second,
 		Fault: func(ctx context.Context, env *Env) error {
-			var err error
+			before, err := Assignments(ctx, env.Admin)
+			if err != nil {
+				return err
+			}
+			if len(before) == 0 {
+				return fmt.Errorf("group %s has no members while the first instance runs", ApplicationID)
+			}
 			second, err = streamsapp.New(ctx, streamsapp.Options{Bootstrap: env.Cluster.Bootstrap(), ApplicationID: ApplicationID,
 				Inputs: Inputs, Output: Output, SchemasTopic: SchemasTopic, Dir: filepath.Join(env.Dir, "app2"),
 				SessionTimeout: 10 * time.Second})
@@ -265,13 +277,23 @@ func TestSecondInstance(t *testing.T) {
 			if err := second.WaitRunning(ctx); err != nil {
 				return err
 			}
-			time.Sleep(3 * time.Second)
+			if err := WaitTasksMoved(ctx, env, before); err != nil {
+				return err
+			}
+			time.Sleep(secondInstanceLife)
 			return second.Kill()
 		}})
 	verify(t, res, nil)
 	t.Logf("first instance:\n%s", res.Env.App.LogGrep(8, "ProducerFenced", "TaskMigrated", "lossaudit-streamsapp: state"))
 	t.Logf("second instance:\n%s", second.LogGrep(8, "ProducerFenced", "TaskMigrated", "lossaudit-streamsapp: state"))
 }
+
+// outage is how long TestAllBrokersKilled keeps every broker down: a
+// scenario parameter, longer than the 10 s transaction timeout Kafka Streams
+// sets under exactly-once, so that the struck transaction may time out while
+// the brokers are down. Nothing is asserted on it; after it the test waits
+// for the cluster to be ready.
+const outage = 25 * time.Second
 
 func TestAllBrokersKilled(t *testing.T) {
 	// A 10 min purge interval keeps the aborted repartition records in the log
@@ -287,7 +309,7 @@ func TestAllBrokersKilled(t *testing.T) {
 			if err := env.Cluster.KillAll(); err != nil {
 				return err
 			}
-			time.Sleep(25 * time.Second)
+			time.Sleep(outage)
 			if err := env.Cluster.StartAll(); err != nil {
 				return err
 			}

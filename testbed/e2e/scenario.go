@@ -494,3 +494,26 @@ func WaitTail(ctx context.Context, env *Env) error {
 		}
 	}
 }
+
+// WaitTasksMoved waits until a member of the application's group whose
+// client id is not in before (a new instance's) has been assigned
+// partitions: tasks have moved to it.
+func WaitTasksMoved(ctx context.Context, env *Env, before map[string][]kafka.TP) error {
+	var last map[string][]kafka.TP
+	for {
+		now, err := Assignments(ctx, env.Admin)
+		if err == nil {
+			last = now
+			for id, tps := range now {
+				if _, old := before[id]; !old && len(tps) > 0 {
+					return nil
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for tasks to move to the new instance: %w (members before %v, now %v, last error %v)", ctx.Err(), before, last, err)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/lossaudit/lossaudit/testbed/kafka"
 )
@@ -70,4 +71,41 @@ func allRecords(ctx context.Context, env *Env, ranges []kafka.Range) (int64, err
 		return nil
 	})
 	return n, err
+}
+
+// Assignments returns the partitions assigned to each member of the
+// application's consumer group, by the member's client id (DescribeGroups).
+// A Kafka Streams member's assignment holds the source partitions of its
+// active tasks. Members of a group that is rebalancing have none yet.
+func Assignments(ctx context.Context, adm *kafka.Admin) (map[string][]kafka.TP, error) {
+	req := kmsg.NewPtrDescribeGroupsRequest()
+	req.Groups = []string{ApplicationID}
+	resp, err := req.RequestWith(ctx, adm.Client())
+	if err != nil {
+		return nil, fmt.Errorf("describing group %s: %w", ApplicationID, err)
+	}
+	out := map[string][]kafka.TP{}
+	for _, g := range resp.Groups {
+		if err := kerr.ErrorForCode(g.ErrorCode); err != nil {
+			return nil, fmt.Errorf("describing group %s: %w", g.Group, err)
+		}
+		for _, m := range g.Members {
+			if _, ok := out[m.ClientID]; !ok {
+				out[m.ClientID] = nil // a member, with or without partitions
+			}
+			if len(m.MemberAssignment) == 0 {
+				continue
+			}
+			a := kmsg.NewConsumerMemberAssignment()
+			if err := a.ReadFrom(m.MemberAssignment); err != nil {
+				return nil, fmt.Errorf("group %s: assignment of member %s: %w", g.Group, m.ClientID, err)
+			}
+			for _, t := range a.Topics {
+				for _, p := range t.Partitions {
+					out[m.ClientID] = append(out[m.ClientID], kafka.TP{Topic: t.Topic, Partition: p})
+				}
+			}
+		}
+	}
+	return out, nil
 }
