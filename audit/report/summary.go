@@ -323,8 +323,10 @@ func writeRows(b *strings.Builder, res *finding.Result, opt SummaryOptions) {
 		} else {
 			note += "nothing for the key"
 		}
-		if d := Detail(&r); d != "" {
-			note += "; " + safe(d)
+		if w := r.Witness; w != nil && w.Seen {
+			note += fmt.Sprintf("; in the repartition topic at [%d]@%d: lost before the store", w.Partition, w.Offset)
+		} else if w != nil {
+			note += "; not in the repartition topic (purged, or never written)"
 		}
 		notes = append(notes, note)
 	}
