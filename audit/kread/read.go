@@ -70,9 +70,9 @@ type task struct {
 	stats    Stats
 	dec      decoder
 	maxBytes int32
-	failures int // consecutive failed attempts
-	empties  int // consecutive responses without progress
-	atLSO    int // consecutive responses stopping at an open transaction
+	failures attempts // consecutive failed attempts
+	empties  int      // consecutive responses without progress
+	atLSO    int      // consecutive responses stopping at an open transaction
 }
 
 // Read reads every range and calls fn with the records of one partition at
@@ -215,20 +215,9 @@ func (c *Client) step(ctx context.Context, t *task, o ReadOptions, fn func([]Rec
 	if errors.As(err, &cb) {
 		return false, cb.err
 	}
-	if ctx.Err() != nil {
-		return false, c.readErr(t, fmt.Errorf("%w (last error: %v)", ctx.Err(), err))
-	}
-	if !retriable(err) {
+	what := fmt.Sprintf("%s[%d] at %d", t.rng.Topic, t.rng.Partition, t.next)
+	if err := c.failed(ctx, &t.failures, what, gen, err); err != nil {
 		return false, c.readErr(t, err)
-	}
-	t.failures++
-	if t.failures >= c.o.MaxRetries {
-		return false, c.readErr(t, fmt.Errorf("giving up after %d attempts: %w", t.failures, err))
-	}
-	c.retries.Add(1)
-	c.refresh(gen)
-	if serr := sleep(ctx, c.backoff(t.failures)); serr != nil {
-		return false, c.readErr(t, fmt.Errorf("%w (last error: %v)", serr, err))
 	}
 	return false, nil
 }
@@ -310,7 +299,8 @@ func (c *Client) fetchOnce(ctx context.Context, t *task, o ReadOptions, fn func(
 			}
 		}
 		t.advance(cnt, next)
-		t.failures, t.empties, t.atLSO = 0, 0, 0
+		t.failures.reset()
+		t.empties, t.atLSO = 0, 0
 		t.maxBytes = c.o.PartitionMaxBytes
 		c.progress(t, o)
 		return t.next >= t.rng.To, 0, nil
@@ -387,6 +377,6 @@ func (c *Client) outOfRange(ctx context.Context, t *task) (bool, error) {
 	end := min(ls, t.rng.To)
 	t.stats.Gaps += end - t.next
 	t.next = end
-	t.failures = 0
+	t.failures.reset()
 	return t.next >= t.rng.To, nil
 }

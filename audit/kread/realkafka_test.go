@@ -3,10 +3,12 @@ package kread
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/segmentio/kafka-go/sasl/plain"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	tkafka "github.com/lossaudit/lossaudit/testbed/kafka"
@@ -40,6 +42,7 @@ func TestRealKafkaCommittedAbortedOpen(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
+	checkWrongSecurityNamed(t, cl.Bootstrap())
 	offs, err := r.Offsets(ctx, topic)
 	if err != nil {
 		t.Fatal(err)
@@ -153,6 +156,38 @@ func TestRealKafkaBrokerKilledMidScan(t *testing.T) {
 		checkRecords(t, tp, col.recs[tp], want)
 		if s := stats[tp]; s.Committed != wst.Committed || s.Aborted != wst.Aborted || s.Control != m.ctrl[p] || s.Next != o.LSO {
 			t.Errorf("%v stats %+v, want committed %d aborted %d control %d next %d", tp, s, wst.Committed, wst.Aborted, m.ctrl[p], o.LSO)
+		}
+	}
+}
+
+// checkWrongSecurityNamed points TLS and SASL clients at a real plaintext
+// listener: each must be told so in words, without retrying for long.
+func checkWrongSecurityNamed(t *testing.T, brokers []string) {
+	t.Helper()
+	_, clientTLS := selfSigned(t)
+	for _, tc := range []struct {
+		name string
+		mod  func(o *Options)
+		want string
+	}{
+		{"TLS", func(o *Options) { o.TLS = clientTLS }, "closed the connection during the TLS handshake: is it a TLS listener? (kafka.tls.enabled)"},
+		{"SASL", func(o *Options) { o.SASL = plain.Mechanism{Username: "alice", Password: "s3cret"} },
+			"refused the SASL handshake: is it a SASL listener? (kafka.sasl.mechanism)"},
+	} {
+		o := Options{Brokers: brokers, Timeout: 10 * time.Second}
+		tc.mod(&o)
+		r, err := New(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		_, err = r.Topics(ctxT(t))
+		r.Close()
+		if want := brokers[0] + " " + tc.want; err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s against plaintext: err = %v, want it to say %q", tc.name, err, want)
+		}
+		if d := time.Since(start); d > 45*time.Second {
+			t.Errorf("%s against plaintext: took %s", tc.name, d)
 		}
 	}
 }
