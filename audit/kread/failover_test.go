@@ -189,8 +189,8 @@ func TestReadRetriesNotLeaderThenGivesUpNamingThePartition(t *testing.T) {
 	}
 	want, _ := m.expect(0, 0, 20, false)
 	checkRecords(t, TP{topic, 0}, col.recs[TP{topic, 0}], want)
-	if stats[TP{topic, 0}].Committed != 20 {
-		t.Errorf("stats %+v", stats[TP{topic, 0}])
+	if s := stats[TP{topic, 0}]; s.Committed != 20 || s.Retries != 3 {
+		t.Errorf("stats %+v, want 20 committed after 3 retries", s)
 	}
 
 	// A permanent NOT_LEADER: the retry budget runs out with a clear error.

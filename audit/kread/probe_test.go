@@ -353,12 +353,12 @@ func TestPermanentFetchErrorNotRetried(t *testing.T) {
 	p.send(0, "a")
 	c.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Fetch}, Topic: topic, Err: kerr.TopicAuthorizationFailed, Count: -1})
 	r := newReader(t, c)
-	_, err := r.Read(ctxT(t), []Range{{Topic: topic, Partition: 0, From: 0, To: 1}}, ReadOptions{}, func([]Record) error { return nil })
+	stats, err := r.Read(ctxT(t), []Range{{Topic: topic, Partition: 0, From: 0, To: 1}}, ReadOptions{}, func([]Record) error { return nil })
 	if !errors.Is(err, kafka.TopicAuthorizationFailed) || !strings.Contains(err.Error(), "secret[0] at 0") {
 		t.Fatalf("err = %v", err)
 	}
-	if n := r.retries.Load(); n != 0 {
-		t.Errorf("retried %d times", n)
+	if n := r.retries.Load(); n != 0 || stats[TP{topic, 0}].Retries != 0 {
+		t.Errorf("retried %d times (stats %+v)", n, stats[TP{topic, 0}])
 	}
 }
 
@@ -373,13 +373,16 @@ func TestRetryTimeoutBoundsAPartitionAndSaysSo(t *testing.T) {
 		o.MaxRetries, o.RetryTimeout, o.Wait = 0, 2*time.Second, said.add
 	})
 	start := time.Now()
-	_, err := r.Read(ctxT(t), []Range{{Topic: topic, Partition: 0, From: 0, To: 1}}, ReadOptions{}, func([]Record) error { return nil })
+	stats, err := r.Read(ctxT(t), []Range{{Topic: topic, Partition: 0, From: 0, To: 1}}, ReadOptions{}, func([]Record) error { return nil })
 	took := time.Since(start)
 	if err == nil || !strings.Contains(err.Error(), "reading stuck[0] at 0: gave up after retrying for 2s") {
 		t.Fatalf("err = %v", err)
 	}
 	if took > callBound {
 		t.Errorf("took %s", took)
+	}
+	if s := stats[TP{topic, 0}]; s.Retries == 0 || s.Retries != r.retries.Load() {
+		t.Errorf("stats %+v, %d retries in all", s, r.retries.Load())
 	}
 	got := said.all()
 	if len(got) == 0 || !strings.HasPrefix(got[0], "waiting for stuck[0] at 0: fetch: ") || !strings.Contains(got[0], "s more)") {

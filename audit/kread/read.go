@@ -45,6 +45,10 @@ type Stats struct {
 	// start offset had moved past them (retention, DeleteRecords); the
 	// caller should report them.
 	Gaps int64
+	// Retries counts the failed fetches of the partition that were retried
+	// (leader moves, brokers restarting, a broker not answering); throttled
+	// fetches are not counted.
+	Retries int64
 	// Next is the first offset not read. It equals the range's To when the
 	// range was read completely; it is smaller when reading stopped at the
 	// partition's last stable offset (a transaction still open) or on error.
@@ -219,6 +223,7 @@ func (c *Client) step(ctx context.Context, t *task, o ReadOptions, fn func([]Rec
 	if err := c.failed(ctx, &t.failures, what, gen, err); err != nil {
 		return false, c.readErr(t, err)
 	}
+	t.stats.Retries++
 	return false, nil
 }
 
