@@ -103,7 +103,7 @@ func TestRealKafkaBrokerKilledMidScan(t *testing.T) {
 	}
 
 	r, err := New(Options{Brokers: cl.Bootstrap(), Timeout: 10 * time.Second, PartitionMaxBytes: 200, Concurrency: 2,
-		MaxRetries: 100, RetryBackoff: 50 * time.Millisecond, MaxRetryBackoff: time.Second})
+		MaxRetries: 100, RetryTimeout: 3 * time.Minute, RetryBackoff: 50 * time.Millisecond, MaxRetryBackoff: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,37 +117,62 @@ func TestRealKafkaBrokerKilledMidScan(t *testing.T) {
 		ranges = append(ranges, Range{Topic: topic, Partition: p, From: 0, To: o.LSO})
 	}
 	col := newCollector()
+	// Every 25th callback kills the leader of its partition (as the
+	// client's metadata names it, so the partition's next fetch goes to
+	// the dead broker), after the previous kill's restart finished; the
+	// broker is started again once a fetch failed on it.
 	var wg sync.WaitGroup
 	var killMu sync.Mutex // the hook runs on several partitions' goroutines
 	kills := 0
-	stats, err := r.Read(ctx, ranges, ReadOptions{}, col.fn(func(call int, _ []Record) {
-		killMu.Lock()
-		defer killMu.Unlock()
-		if call%25 != 0 || kills >= 3 {
+	var back chan struct{}
+	stats, err := r.Read(ctx, ranges, ReadOptions{}, col.fn(func(call int, recs []Record) {
+		if call%25 != 0 {
 			return
 		}
-		node := kills%3 + 1
-		kills++
+		killMu.Lock()
+		defer killMu.Unlock()
+		if back != nil {
+			select {
+			case <-back:
+			case <-time.After(2 * time.Minute):
+				t.Error("the killed broker did not come back")
+				return
+			}
+		}
+		if kills >= 3 {
+			return
+		}
+		node, err := leaderOf(ctx, r, recs[0].Topic, recs[0].Partition)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		before := r.retries.Load()
 		if err := cl.KillNode(node); err != nil {
 			t.Error(err)
 			return
 		}
+		kills++
+		done := make(chan struct{})
+		back = done
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			time.Sleep(2 * time.Second)
+			defer close(done)
+			if !eventually(func() bool { return r.retries.Load() > before }) {
+				t.Errorf("no fetch failed while node %d was down", node)
+			}
 			if err := cl.StartNode(node); err != nil {
 				t.Error(err)
 			}
 		}()
-		time.Sleep(300 * time.Millisecond) // let reads hit the dead broker
 	}))
 	wg.Wait()
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("%d kills, %d callbacks, %d retried attempts", kills, col.calls, r.retries.Load())
-	if kills < 2 || r.retries.Load() == 0 {
+	if kills < 2 || r.retries.Load() < int64(kills) {
 		t.Errorf("%d kills, %d retries: the scan was not disrupted", kills, r.retries.Load())
 	}
 	for p, o := range offs {
@@ -190,4 +215,21 @@ func checkWrongSecurityNamed(t *testing.T, brokers []string) {
 			t.Errorf("%s against plaintext: took %s", tc.name, d)
 		}
 	}
+}
+
+// leaderOf is the node id the client's metadata names as the leader of a
+// partition.
+func leaderOf(ctx context.Context, r *Client, topic string, part int32) (int, error) {
+	m, err := r.meta(ctx)
+	if err != nil {
+		return 0, err
+	}
+	for _, mt := range m.Topics {
+		for _, p := range mt.Partitions {
+			if mt.Name == topic && p.PartitionIndex == part {
+				return int(p.LeaderID), nil
+			}
+		}
+	}
+	return 0, fmt.Errorf("%s[%d] not in the metadata", topic, part)
 }
