@@ -100,7 +100,7 @@ func (c *Client) Offsets(ctx context.Context, topic string) (map[int32]Offsets, 
 
 func (c *Client) offsetsOf(ctx context.Context, topic string, parts []int32) (map[int32]Offsets, error) {
 	var start, lso, hw map[int32]int64
-	err := c.retry(ctx, func(ctx context.Context) (err error) {
+	err := c.retry(ctx, "the offsets of "+topic, func(ctx context.Context) (err error) {
 		if start, err = c.listOffsets(ctx, topic, parts, earliest, readUncommitted); err != nil {
 			return fmt.Errorf("log start offsets: %w", err)
 		}
@@ -131,7 +131,7 @@ func (c *Client) OffsetsForTime(ctx context.Context, topic string, t time.Time) 
 		return nil, err
 	}
 	var at, hw map[int32]int64
-	err = c.retry(ctx, func(ctx context.Context) (err error) {
+	err = c.retry(ctx, "the offsets of "+topic, func(ctx context.Context) (err error) {
 		if at, err = c.listOffsets(ctx, topic, parts, t.UnixMilli(), readUncommitted); err != nil {
 			return fmt.Errorf("offsets for time: %w", err)
 		}
@@ -178,7 +178,7 @@ func (c *Client) GroupOffsets(ctx context.Context, group string, topics []string
 		return map[TP]int64{}, nil
 	}
 	out := map[TP]int64{}
-	err := c.retry(ctx, func(ctx context.Context) error {
+	err := c.retry(ctx, fmt.Sprintf("the committed offsets of group %q", group), func(ctx context.Context) error {
 		clear(out)
 		r, err := c.roundTrip(ctx, req)
 		if err != nil {

@@ -45,8 +45,9 @@ type Stats struct {
 	// start offset had moved past them (retention, DeleteRecords); the
 	// caller should report them.
 	Gaps int64
-	// Retries counts failed fetches of the range that were retried (leader
-	// moves, brokers restarting, connection failures).
+	// Retries counts the failed fetches of the partition that were retried
+	// (leader moves, brokers restarting, a broker not answering); throttled
+	// fetches are not counted.
 	Retries int64
 	// Next is the first offset not read. It equals the range's To when the
 	// range was read completely; it is smaller when reading stopped at the
@@ -73,9 +74,9 @@ type task struct {
 	stats    Stats
 	dec      decoder
 	maxBytes int32
-	failures int // consecutive failed attempts
-	empties  int // consecutive responses without progress
-	atLSO    int // consecutive responses stopping at an open transaction
+	failures attempts // consecutive failed attempts
+	empties  int      // consecutive responses without progress
+	atLSO    int      // consecutive responses stopping at an open transaction
 }
 
 // Read reads every range and calls fn with the records of one partition at
@@ -218,22 +219,11 @@ func (c *Client) step(ctx context.Context, t *task, o ReadOptions, fn func([]Rec
 	if errors.As(err, &cb) {
 		return false, cb.err
 	}
-	if ctx.Err() != nil {
-		return false, c.readErr(t, fmt.Errorf("%w (last error: %v)", ctx.Err(), err))
-	}
-	if !retriable(err) {
+	what := fmt.Sprintf("%s[%d] at %d", t.rng.Topic, t.rng.Partition, t.next)
+	if err := c.failed(ctx, &t.failures, what, gen, err); err != nil {
 		return false, c.readErr(t, err)
 	}
-	t.failures++
 	t.stats.Retries++
-	if t.failures >= c.o.MaxRetries {
-		return false, c.readErr(t, fmt.Errorf("giving up after %d attempts: %w", t.failures, err))
-	}
-	c.retries.Add(1)
-	c.refresh(gen)
-	if serr := sleep(ctx, c.backoff(t.failures)); serr != nil {
-		return false, c.readErr(t, fmt.Errorf("%w (last error: %v)", serr, err))
-	}
 	return false, nil
 }
 
@@ -314,7 +304,8 @@ func (c *Client) fetchOnce(ctx context.Context, t *task, o ReadOptions, fn func(
 			}
 		}
 		t.advance(cnt, next)
-		t.failures, t.empties, t.atLSO = 0, 0, 0
+		t.failures.reset()
+		t.empties, t.atLSO = 0, 0
 		t.maxBytes = c.o.PartitionMaxBytes
 		c.progress(t, o)
 		return t.next >= t.rng.To, 0, nil
@@ -391,6 +382,6 @@ func (c *Client) outOfRange(ctx context.Context, t *task) (bool, error) {
 	end := min(ls, t.rng.To)
 	t.stats.Gaps += end - t.next
 	t.next = end
-	t.failures = 0
+	t.failures.reset()
 	return t.next >= t.rng.To, nil
 }

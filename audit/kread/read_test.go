@@ -216,12 +216,22 @@ func TestReadStopsAtToWhileProducing(t *testing.T) {
 		}
 	}()
 	defer func() { close(stop); <-done }()
-	for written.Load() < 20 {
-		time.Sleep(5 * time.Millisecond)
+	if !eventually(func() bool { return written.Load() >= 20 }) {
+		t.Fatalf("the writer wrote %d records", written.Load())
 	}
 
 	col := newCollector()
-	slow := func(int, []Record) { time.Sleep(2 * time.Millisecond) } // let the writer get ahead
+	// The first callback waits until the writer has written past the end
+	// of the range, so the read runs while the partition grows.
+	atStart := written.Load()
+	var once sync.Once
+	slow := func(int, []Record) {
+		once.Do(func() {
+			if !eventually(func() bool { return written.Load() >= atStart+20 }) {
+				t.Errorf("the writer did not get ahead (%d written)", written.Load())
+			}
+		})
+	}
 	stats, err := r.Read(ctx, []Range{{Topic: topic, Partition: 0, From: 0, To: to}}, ReadOptions{Aborted: true}, col.fn(slow))
 	if err != nil {
 		t.Fatal(err)
@@ -401,7 +411,11 @@ func TestReadBoundsConcurrencyAndReportsProgress(t *testing.T) {
 				break
 			}
 		}
-		time.Sleep(5 * time.Millisecond)
+		// The first callbacks wait for each other: with concurrency 2 two
+		// partitions must be in their callbacks at once (and never more).
+		if !eventually(func() bool { return maxInCallback.Load() >= 2 }) {
+			t.Errorf("no second partition was handled while one was in its callback")
+		}
 		inCallback.Add(-1)
 	}))
 	if err != nil {

@@ -56,20 +56,21 @@ func offsetsPartition(group string, partitions int) int32 {
 func (c *Client) awaitStableOffsets(ctx context.Context, group string, wait time.Duration) (bool, error) {
 	deadline := time.Now().Add(wait)
 	var target int64 = -1
-	for attempt := 0; ; attempt++ {
+	var a attempts
+	for {
+		gen := c.generation()
 		lso, hw, ok, err := c.offsetsTopicEnds(ctx, group)
 		switch {
-		case err != nil && attempt < c.o.MaxRetries && time.Now().Before(deadline):
+		case err != nil:
 			// A leader move: look the leader up again.
-			if err := sleep(ctx, c.backoff(attempt)); err != nil {
-				return false, err
+			if err := c.failed(ctx, &a, fmt.Sprintf("the stable offsets of group %q", group), gen, err); err != nil {
+				return false, fmt.Errorf("waiting for stable offsets of group %q: %w", group, err)
 			}
 			continue
-		case err != nil:
-			return false, fmt.Errorf("waiting for stable offsets of group %q: %w", group, err)
 		case !ok:
 			return false, nil
 		}
+		a.reset()
 		if target < 0 {
 			target = hw
 		}
