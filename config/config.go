@@ -51,6 +51,11 @@ type Kafka struct {
 	Concurrency int
 	// Timeout bounds one request to the cluster.
 	Timeout time.Duration
+	// ConnectTimeout bounds opening a connection to a broker (TCP, TLS,
+	// the first Kafka request).
+	ConnectTimeout time.Duration
+	// RetryTimeout bounds the time spent retrying one problem.
+	RetryTimeout time.Duration
 }
 
 // TLS configures transport security to the brokers. Files are PEM.

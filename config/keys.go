@@ -43,6 +43,8 @@ func keyDefs() []keyDef {
 		{key: "kafka.partition_max_bytes", kind: kindInt32, def: 1048576},
 		{key: "kafka.concurrency", kind: kindInt, def: 8},
 		{key: "kafka.timeout", kind: kindDuration, def: "30s"},
+		{key: "kafka.connect_timeout", kind: kindDuration, def: "10s"},
+		{key: "kafka.retry_timeout", kind: kindDuration, def: "1m"},
 		{key: "schema.registry_url", kind: kindString, def: ""},
 		{key: "schema.registry_username", kind: kindString, def: ""},
 		{key: "schema.registry_password", kind: kindString, def: ""},

@@ -123,6 +123,8 @@ func Load(opts LoadOptions) (*Config, error) {
 	c.Kafka.PartitionMaxBytes = int32(r.int("kafka.partition_max_bytes", math.MaxInt32))
 	c.Kafka.Concurrency = int(r.int("kafka.concurrency", math.MaxInt32))
 	c.Kafka.Timeout = r.duration("kafka.timeout")
+	c.Kafka.ConnectTimeout = r.duration("kafka.connect_timeout")
+	c.Kafka.RetryTimeout = r.duration("kafka.retry_timeout")
 	c.Schema.RegistryURL = r.str("schema.registry_url")
 	c.Schema.RegistryUsername = r.str("schema.registry_username")
 	c.Schema.RegistryPassword = r.str("schema.registry_password")

@@ -110,6 +110,8 @@ func (c *Config) Redacted() string {
 	line("kafka.partition_max_bytes", c.Kafka.PartitionMaxBytes)
 	line("kafka.concurrency", c.Kafka.Concurrency)
 	line("kafka.timeout", c.Kafka.Timeout)
+	line("kafka.connect_timeout", c.Kafka.ConnectTimeout)
+	line("kafka.retry_timeout", c.Kafka.RetryTimeout)
 	line("schema.registry_url", redactURL(c.Schema.RegistryURL))
 	line("schema.registry_username", c.Schema.RegistryUsername)
 	line("schema.registry_password", mask(c.Schema.RegistryPassword))

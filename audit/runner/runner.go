@@ -62,6 +62,8 @@ func KafkaOptions(cfg *config.Config) (kread.Options, error) {
 		SASL:              mech,
 		ClientID:          "lossaudit",
 		Timeout:           k.Timeout,
+		ConnectTimeout:    k.ConnectTimeout,
+		RetryTimeout:      k.RetryTimeout,
 		Concurrency:       k.Concurrency,
 		FetchMaxBytes:     k.FetchMaxBytes,
 		PartitionMaxBytes: k.PartitionMaxBytes,
@@ -149,8 +151,19 @@ func Schemas(cfg *config.Config, c *kread.Client) (*schema.Registry, error) {
 type Options struct {
 	// Progress receives progress of the long phases; nil for none.
 	Progress audit.Progress
-	// Warnings receives non-fatal observations (model warnings); nil to drop.
+	// Warnings receives non-fatal observations (model warnings) and, while
+	// the reader retries, what it waits for; nil to drop.
 	Warnings io.Writer
+}
+
+// waitLines tells w, one line each, what a retrying reader waits for.
+func waitLines(w io.Writer) func(*kread.Options) {
+	if w == nil {
+		return nil
+	}
+	return func(o *kread.Options) {
+		o.Wait = func(msg string) { fmt.Fprintf(w, "lossaudit: %s\n", msg) }
+	}
 }
 
 // Run performs one audit of the configured pipeline. Configuration
@@ -160,7 +173,7 @@ func Run(ctx context.Context, cfg *config.Config, o Options) (*finding.Result, *
 	if err := cfg.ValidatePipeline(); err != nil {
 		return nil, nil, err
 	}
-	client, err := NewClient(cfg, nil)
+	client, err := NewClient(cfg, waitLines(o.Warnings))
 	if err != nil {
 		return nil, nil, err
 	}
