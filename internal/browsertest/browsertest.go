@@ -6,7 +6,7 @@
 // for the state they need, never after a fixed delay.
 //
 // Chromium is the Debian package chromium (/usr/bin/chromium), or the
-// binary named by $LOSSAUDIT_CHROMIUM; when neither is there, Open skips
+// binary named by $LOSSAUDIT_TESTBED_CHROMIUM; when neither is there, Open skips
 // the test with a message saying how to install it.
 package browsertest
 
@@ -38,7 +38,7 @@ const Timeout = 60 * time.Second
 
 // Path returns the Chromium binary to use, "" when there is none.
 func Path() string {
-	if p := os.Getenv("LOSSAUDIT_CHROMIUM"); p != "" {
+	if p := os.Getenv("LOSSAUDIT_TESTBED_CHROMIUM"); p != "" {
 		return p
 	}
 	for _, name := range []string{"chromium", "chromium-browser"} {
