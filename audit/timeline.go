@@ -53,10 +53,16 @@ func newTimeline(inputs int) *timeline {
 // floorTo returns the start of the width-wide bucket holding ts (ts >= 0).
 func floorTo(ts, width int64) int64 { return ts - ts%width }
 
-// timelineBatch is one read callback's counts.
+// timelineBatch is one read callback's counts. Records of one partition
+// come in offset order, so their timestamps mostly fall in the bucket of
+// the record before: that bucket is counted apart (cur) and goes into the
+// map only when the bucket changes.
 type timelineBatch struct {
-	width int64
-	m     map[int64]finding.BucketCounts
+	width  int64
+	curK   int64
+	cur    finding.BucketCounts
+	hasCur bool
+	m      map[int64]finding.BucketCounts
 }
 
 // batch starts counting one read callback's records.
@@ -64,21 +70,35 @@ func (t *timeline) batch() timelineBatch { return timelineBatch{width: t.width.L
 
 // note counts one record with timestamp ts, audited or pending.
 func (b *timelineBatch) note(ts int64, pending bool) {
+	if !b.hasCur || ts < b.curK || ts-b.curK >= b.width {
+		b.flush()
+		b.curK, b.hasCur = floorTo(clampTS(ts), b.width), true
+	}
+	if pending {
+		b.cur.Pending++
+	} else {
+		b.cur.Audited++
+	}
+}
+
+// flush moves the current bucket's counts into the map.
+func (b *timelineBatch) flush() {
+	if !b.hasCur {
+		return
+	}
 	if b.m == nil {
 		b.m = map[int64]finding.BucketCounts{}
 	}
-	k := floorTo(clampTS(ts), b.width)
-	c := b.m[k]
-	if pending {
-		c.Pending++
-	} else {
-		c.Audited++
-	}
-	b.m[k] = c
+	c := b.m[b.curK]
+	c.Audited += b.cur.Audited
+	c.Pending += b.cur.Pending
+	b.m[b.curK] = c
+	b.cur, b.hasCur = finding.BucketCounts{}, false
 }
 
 // add merges input x's batch into the timeline.
 func (t *timeline) add(x int, b timelineBatch) {
+	b.flush()
 	if len(b.m) == 0 {
 		return
 	}
