@@ -100,6 +100,8 @@ type collector struct {
 	counts []inputCounters
 	decode decodeErrors
 	win    window
+	// timeline counts the audited and pending input records by timestamp.
+	timeline *timeline
 
 	mu sync.Mutex // guards next
 	// next holds, per input partition, the first committed record at or
@@ -108,7 +110,8 @@ type collector struct {
 }
 
 func newCollector(o Options, snap *pipelineSnapshot, w entryWriter) *collector {
-	c := &collector{o: o, snap: snap, w: w, counts: make([]inputCounters, len(o.Inputs)), next: map[kread.TP]detect.NextRecord{}}
+	c := &collector{o: o, snap: snap, w: w, counts: make([]inputCounters, len(o.Inputs)), next: map[kread.TP]detect.NextRecord{},
+		timeline: newTimeline(len(o.Inputs))}
 	if !o.From.IsZero() {
 		c.win.from = o.From.UnixMilli()
 	}
@@ -195,6 +198,7 @@ func (c *collector) readInput(ctx context.Context, x int) error {
 			nextDone = seenNext[recs[0].Partition] || !c.o.From.IsZero()
 			seenMu.Unlock()
 		}
+		tl := c.timeline.batch()
 		for i := range recs {
 			rec := &recs[i]
 			committed, ok := c.snap.group[kread.TP{Topic: rec.Topic, Partition: rec.Partition}]
@@ -220,12 +224,16 @@ func (c *collector) readInput(ctx context.Context, x int) error {
 			switch cl {
 			case undecodable:
 				c.decode.add(x, in, rec, serr)
+			case pending:
+				tl.note(ts, true)
 			case candidate:
+				tl.note(ts, false)
 				if err := c.w.input(uint8(x), key, ts, rec.Partition, rec.Offset, fingerprint(rec.Value)); err != nil {
 					return fmt.Errorf("indexing %s[%d]@%d: %w", rec.Topic, rec.Partition, rec.Offset, err)
 				}
 			}
 		}
+		c.timeline.add(x, tl)
 		cnt.scanned.Add(int64(len(recs)))
 		cnt.candidates.Add(n[candidate])
 		cnt.outside.Add(n[outsideWindow])

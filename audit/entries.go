@@ -95,8 +95,10 @@ func (e entryWriter) stage(output bool, x uint8, key []byte, ts, offset int64, a
 }
 
 // fold reads the entries of one key into ev (reset to key first). inputs
-// is the pipeline's number of inputs.
-func fold(key []byte, c *index.Cursor, ev *detect.KeyEvidence, inputs int) error {
+// is the pipeline's number of inputs. pending, when not nil, is told the
+// input and timestamp of every candidate that turns out pending at the
+// second hop.
+func fold(key []byte, c *index.Cursor, ev *detect.KeyEvidence, inputs int, pending func(x int, ts int64)) error {
 	ev.Reset(key)
 	var prevTag byte
 	var prev []byte
@@ -114,14 +116,14 @@ func fold(key []byte, c *index.Cursor, ev *detect.KeyEvidence, inputs int) error
 			continue // the same record read twice
 		}
 		prevTag, prev = e.Tag, append(prev[:0], f...)
-		if err := apply(ev, e, x, f[1:]); err != nil {
+		if err := apply(ev, e, x, f[1:], pending); err != nil {
 			return fmt.Errorf("index: entry %#x of key %q: %w", e.Tag, key, err)
 		}
 	}
 	return nil
 }
 
-func apply(ev *detect.KeyEvidence, e index.Entry, x int, f []byte) error {
+func apply(ev *detect.KeyEvidence, e index.Entry, x int, f []byte, pending func(x int, ts int64)) error {
 	switch e.Tag {
 	case tagRepartition:
 		if len(f) != 17 || len(e.Value) != 12 {
@@ -137,8 +139,13 @@ func apply(ev *detect.KeyEvidence, e index.Entry, x int, f []byte) error {
 		if len(f) != 20 || len(e.Value) != 8 {
 			return fmt.Errorf("input entry of %d+%d bytes", len(f), len(e.Value))
 		}
-		ev.AddCandidate(x, detect.InputRecord{TS: uninv(be64(f[0:8])), Partition: int32(^be32(f[8:12])),
+		before := ev.Inputs[x].Pending
+		ts := uninv(be64(f[0:8]))
+		ev.AddCandidate(x, detect.InputRecord{TS: ts, Partition: int32(^be32(f[8:12])),
 			Offset: uninv(be64(f[12:20])), FP: be64(e.Value)})
+		if pending != nil && ev.Inputs[x].Pending > before {
+			pending(x, ts)
+		}
 	case tagChangelog, tagOutput:
 		if len(f) != 16 {
 			return fmt.Errorf("stage entry of %d bytes", len(f))

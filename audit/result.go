@@ -59,8 +59,11 @@ func assemble(ctx context.Context, o Options, snap *pipelineSnapshot, col *colle
 		DecodeErrorsBySchema: col.decode.byClass,
 		DecodeErrorSamples:   col.decode.samples,
 	}
+	s.Pipeline = &finding.Pipeline{Output: o.Output}
 	var outcome []detect.InputOutcome
 	for x, in := range o.Inputs {
+		s.Pipeline.Inputs = append(s.Pipeline.Inputs, finding.PipelineInput{Name: in.Name, Topic: in.Topic,
+			RepartitionTopic: in.RepartitionTopic, ChangelogTopic: in.ChangelogTopic})
 		c := col.counts[x].counts()
 		// Candidates whose copy is still in the repartition tail are
 		// pending at the second hop, not audited.
@@ -78,6 +81,7 @@ func assemble(ctx context.Context, o Options, snap *pipelineSnapshot, col *colle
 		outcome = append(outcome, detect.InputOutcome{Name: in.Name, Counts: c, Committed: committed,
 			Field: in.Field, TopError: col.decode.top(x), Nearest: col.decode.near[x]})
 	}
+	s.Timeline = col.timeline.result(s.InputOrder)
 	for _, r := range chk.rows {
 		s.Stages[r.Stage].Findings[r.Kind]++
 	}

@@ -154,6 +154,8 @@ type Store struct {
 // audit command writes the CSV report to stdout then.
 type Report struct {
 	CSV, JSON string
+	// HTML is the self-contained HTML report (report.html).
+	HTML string
 }
 
 // Audit tunes the audit run.

@@ -59,6 +59,7 @@ func keyDefs() []keyDef {
 		{key: "store.dir", kind: kindString, def: "./lossaudit-data"},
 		{key: "report.csv", kind: kindString, def: "loss-report.csv"},
 		{key: "report.json", kind: kindString, def: ""},
+		{key: "report.html", kind: kindString, def: ""},
 		{key: "audit.settle_timeout", kind: kindDuration, def: "60s"},
 	}
 }

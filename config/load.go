@@ -139,6 +139,7 @@ func Load(opts LoadOptions) (*Config, error) {
 	c.Store.Dir = r.str("store.dir")
 	c.Report.CSV = r.str("report.csv")
 	c.Report.JSON = r.str("report.json")
+	c.Report.HTML = r.str("report.html")
 	c.Audit.SettleTimeout = r.duration("audit.settle_timeout")
 	if r.err != nil {
 		return nil, r.err

@@ -129,6 +129,7 @@ func (c *Config) Redacted() string {
 	line("store.dir", c.Store.Dir)
 	line("report.csv", c.Report.CSV)
 	line("report.json", c.Report.JSON)
+	line("report.html", c.Report.HTML)
 	line("audit.settle_timeout", c.Audit.SettleTimeout)
 	return b.String()
 }

@@ -28,7 +28,7 @@ func newAuditCmd(g *globalFlags) *cobra.Command {
 			"semantics, indexes them on disk and reports, per input and selected key, the newest processed\n" +
 			"update that did not reach a stage. Exit 0: nothing missing; 1: findings; 2: configuration\n" +
 			"error; 3: the audit could not complete.",
-		Example: "  lossaudit audit -c audit.yaml\n  lossaudit audit -c audit.yaml --from 2026-11-29T00:00:00Z --csv loss.csv",
+		Example: "  lossaudit audit -c audit.yaml\n  lossaudit audit -c audit.yaml --from 2026-11-29T00:00:00Z --csv loss.csv --html loss.html",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg, err := g.load(cmd)
@@ -67,7 +67,7 @@ func auditError(err error) error {
 // reportKeys lists the report keys of cfg with their paths, in the order
 // the reports are written.
 func reportKeys(cfg *config.Config) [][2]string {
-	return [][2]string{{"report.csv", cfg.Report.CSV}, {"report.json", cfg.Report.JSON}}
+	return [][2]string{{"report.csv", cfg.Report.CSV}, {"report.json", cfg.Report.JSON}, {"report.html", cfg.Report.HTML}}
 }
 
 // checkReportPaths fails, before anything is read, when a configured
@@ -112,6 +112,14 @@ func finish(stdout, stderr io.Writer, cfg *config.Config, res *finding.Result) e
 			failed = append(failed, fmt.Sprintf("the JSON report could not be written: %v", err))
 		}
 		opt.JSONPath = p
+	}
+	if cfg.Report.HTML != "" {
+		hopt := report.HTMLOptions{CSVPath: opt.CSVPath, JSONPath: opt.JSONPath, Config: cfg.Redacted()}
+		p, err := report.WriteHTMLFile(cfg.Report.HTML, res, hopt)
+		if err != nil {
+			failed = append(failed, fmt.Sprintf("the HTML report could not be written: %v", err))
+		}
+		opt.HTMLPath = p
 	}
 	opt.Color = colorOK(out)
 	if err := report.WriteSummary(out, res, opt); err != nil {

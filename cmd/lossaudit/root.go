@@ -17,7 +17,7 @@ import (
 // flag set is one line here.
 func commandFlags() map[string][]string {
 	return map[string][]string{
-		"audit":    {"config", "brokers", "command-config", "from", "to", "store-dir", "csv", "json"},
+		"audit":    {"config", "brokers", "command-config", "from", "to", "store-dir", "csv", "json", "html"},
 		"scan":     {"config", "brokers", "command-config", "from", "to"},
 		"topology": {"config", "brokers", "command-config"},
 	}
