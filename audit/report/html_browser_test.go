@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/lossaudit/lossaudit/audit/finding"
-	"github.com/lossaudit/lossaudit/internal/browsertest"
+	"github.com/lossaudit/lossaudit/testbed/browsertest"
 )
 
 // openHTML writes the HTML report of res and opens it in headless Chromium.

@@ -18,7 +18,7 @@ import (
 
 	"github.com/lossaudit/lossaudit/audit/finding"
 	"github.com/lossaudit/lossaudit/audit/runner"
-	"github.com/lossaudit/lossaudit/internal/browsertest"
+	"github.com/lossaudit/lossaudit/testbed/browsertest"
 	"github.com/lossaudit/lossaudit/testbed/sim"
 )
 
