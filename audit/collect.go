@@ -100,6 +100,7 @@ type collector struct {
 	counts []inputCounters
 	decode decodeErrors
 	win    window
+	tails  tailSet
 	// timeline counts the audited and pending input records by timestamp.
 	timeline *timeline
 
@@ -112,6 +113,7 @@ type collector struct {
 func newCollector(o Options, snap *pipelineSnapshot, w entryWriter) *collector {
 	c := &collector{o: o, snap: snap, w: w, counts: make([]inputCounters, len(o.Inputs)), next: map[kread.TP]detect.NextRecord{},
 		timeline: newTimeline(len(o.Inputs))}
+	c.tails.limit = o.maxTails
 	if !o.From.IsZero() {
 		c.win.from = o.From.UnixMilli()
 	}
@@ -172,7 +174,11 @@ func (c *collector) readRepartition(ctx context.Context, x int) error {
 			if in.DownstreamKey != nil {
 				key = in.DownstreamKey(key)
 			}
-			if err := c.w.repartition(uint8(x), key, rec.Timestamp, fingerprint(rec.Value), !ok || rec.Offset >= committed, rec.Partition, rec.Offset); err != nil {
+			fp, tail := fingerprint(rec.Value), !ok || rec.Offset >= committed
+			if tail {
+				c.tails.add(newTailID(uint8(x), key, rec.Timestamp, fp))
+			}
+			if err := c.w.repartition(uint8(x), key, rec.Timestamp, fp, tail, rec.Partition, rec.Offset); err != nil {
 				return fmt.Errorf("indexing %s[%d]@%d: %w", rec.Topic, rec.Partition, rec.Offset, err)
 			}
 		}
@@ -188,6 +194,10 @@ func (c *collector) readInput(ctx context.Context, x int) error {
 	}
 	rs, total := collect.Ranges(c.snap.inputs[x], start)
 	cnt := &c.counts[x]
+	// With every repartition-tail record in memory, a candidate pending at
+	// the second hop is known as it is read, so the others can be
+	// coalesced to the newest per key: the check needs no more.
+	coalesce := c.tails.complete()
 	seenNext := map[int32]bool{} // per partition; callbacks of one partition are sequential, in offset order
 	var seenMu sync.Mutex
 	err = collect.Read(ctx, c.o.Kafka, c.o.Progress, "input "+in.Topic, rs, total, false, &c.stats, func(recs []kread.Record) error {
@@ -220,6 +230,13 @@ func (c *collector) readInput(ctx context.Context, x int) error {
 				seenMu.Unlock()
 			}
 			cl := classify(ok && rec.Offset < committed, rec.Value != nil, ts, status, c.win)
+			var fp uint64
+			if cl == candidate {
+				fp = fingerprint(rec.Value)
+				if coalesce && c.tails.has(newTailID(uint8(x), key, ts, fp)) {
+					cl = pending // its copy waits in the repartition tail: the second hop's lag
+				}
+			}
 			n[cl]++
 			switch cl {
 			case undecodable:
@@ -228,7 +245,7 @@ func (c *collector) readInput(ctx context.Context, x int) error {
 				tl.note(ts, true)
 			case candidate:
 				tl.note(ts, false)
-				if err := c.w.input(uint8(x), key, ts, rec.Partition, rec.Offset, fingerprint(rec.Value)); err != nil {
+				if err := c.w.input(coalesce, uint8(x), key, ts, rec.Partition, rec.Offset, fp); err != nil {
 					return fmt.Errorf("indexing %s[%d]@%d: %w", rec.Topic, rec.Partition, rec.Offset, err)
 				}
 			}

@@ -59,7 +59,11 @@ func (e entryWriter) repartition(x uint8, key []byte, ts int64, fp uint64, tail 
 	return e.w.Add(key, tagRepartition, f[:], v[:])
 }
 
-func (e entryWriter) input(x uint8, key []byte, ts int64, partition int32, offset int64, fp uint64) error {
+// input writes a candidate of input x. With first, only the newest
+// candidate per key of a chunk is kept: right when the candidates pending
+// at the second hop were left out (see tailSet), since the evidence is
+// then simply the newest.
+func (e entryWriter) input(first bool, x uint8, key []byte, ts int64, partition int32, offset int64, fp uint64) error {
 	var f [21]byte
 	f[0] = x
 	binary.BigEndian.PutUint64(f[1:], inv(ts))
@@ -67,6 +71,9 @@ func (e entryWriter) input(x uint8, key []byte, ts int64, partition int32, offse
 	binary.BigEndian.PutUint64(f[13:], inv(offset))
 	var v [8]byte
 	binary.BigEndian.PutUint64(v[:], fp)
+	if first {
+		return e.w.AddFirst(key, tagInput, 1, f[:], v[:])
+	}
 	return e.w.Add(key, tagInput, f[:], v[:])
 }
 
@@ -81,7 +88,7 @@ func (e entryWriter) stage(output bool, x uint8, key []byte, ts, offset int64, a
 		var f [9]byte
 		f[0] = x
 		binary.BigEndian.PutUint64(f[1:], inv(ts))
-		return e.w.Add(key, tag+0x10, f[:], nil) // tagChangelogAborted, tagOutputAborted
+		return e.w.AddFirst(key, tag+0x10, 1, f[:], nil) // tagChangelogAborted, tagOutputAborted: only the newest counts
 	}
 	var f [17]byte
 	f[0] = x
@@ -91,7 +98,9 @@ func (e entryWriter) stage(output bool, x uint8, key []byte, ts, offset int64, a
 	if tombstone {
 		flags[0] = flagTombstone
 	}
-	return e.w.Add(key, tag, f[:], flags[:])
+	// Only the newest committed record of a key counts (with its tombstone
+	// flag): one entry per key and chunk.
+	return e.w.AddFirst(key, tag, 1, f[:], flags[:])
 }
 
 // fold reads the entries of one key into ev (reset to key first). inputs
