@@ -3,8 +3,8 @@ package index
 import (
 	"bytes"
 	"encoding/binary"
-	"math/rand/v2"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"testing"
 )
