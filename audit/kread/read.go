@@ -337,9 +337,10 @@ func (c *Client) fetchGroup(ctx context.Context, w *worker, s *schedule, group [
 		res, err = c.fetch(ctx, w, group, lead)
 	}
 	var (
-		wait  time.Duration
-		again []*task
-		later []*task
+		wait    time.Duration
+		again   []*task
+		later   []*task
+		lastErr = err
 	)
 	for i, t := range group {
 		var done bool
@@ -359,6 +360,7 @@ func (c *Client) fetchGroup(ctx context.Context, w *worker, s *schedule, group [
 				return c.readErr(t, ferr)
 			}
 			t.stats.Retries++
+			lastErr = terr
 			wait = max(wait, d)
 			later = append(later, t)
 			continue
@@ -376,7 +378,10 @@ func (c *Client) fetchGroup(ctx context.Context, w *worker, s *schedule, group [
 	s.put(again...)
 	if len(later) > 0 {
 		if serr := sleep(ctx, wait); serr != nil {
-			return c.readErr(later[0], fmt.Errorf("%w (last error: %v)", serr, err))
+			if lastErr == nil {
+				return c.readErr(later[0], serr)
+			}
+			return c.readErr(later[0], fmt.Errorf("%w (last error: %v)", serr, lastErr))
 		}
 		s.put(later...)
 	}
