@@ -94,7 +94,12 @@ func (c *Client) judge(ctx context.Context, a *attempts, what string, gen uint64
 	if k == suspect || elapsed >= waitQuiet {
 		c.waitLine(what, err, left, k)
 	}
-	return min(c.backoff(a.n), left), nil
+	d := min(c.backoff(a.n), left)
+	if k == suspect {
+		// The next attempt must probe again, not reuse this probe.
+		d = max(d, probeTTL)
+	}
+	return d, nil
 }
 
 // waitLine tells Options.Wait what is awaited, at most once every waitEvery
