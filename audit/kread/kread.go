@@ -3,12 +3,17 @@
 //
 // kafka-go's Reader and Conn hand out records of aborted transactions and
 // transaction markers as ordinary messages, so kread works one level lower:
-// it sends protocol-level Fetch requests at isolation level 1 to each
-// partition's leader, and filters the answer with the partition response's
-// aborted-transaction list and each batch's producer id, the way
-// CompletedFetch.java does. Every record is classified Committed, Aborted or
-// Control; committed (and, on request, aborted) records reach the caller,
-// all of them are counted.
+// it sends Fetch requests at isolation level 1 to the partitions' leaders,
+// several partitions of a leader per request, and filters the answer with
+// each partition's aborted-transaction list and each batch's producer id,
+// the way CompletedFetch.java does. kafka-go stays the client (connections,
+// TLS, SASL, metadata, routing); the Fetch request is written and its
+// response parsed by kread itself (fetch.go, through kafka-go's
+// protocol.RawExchanger), and record batches (format v2, every codec) are
+// decoded by kread's own decoder (batch.go), which hands records out from
+// the fetched or decompressed bytes without allocating per record. Every
+// record is classified Committed, Aborted or Control; committed (and, on
+// request, aborted) records reach the caller, all of them are counted.
 //
 // kread never produces, never joins or commits to a consumer group and never
 // deletes anything.
@@ -23,12 +28,8 @@
 // authentication, unknown topic, unsupported version) not at all; while
 // retrying, Options.Wait hears every few seconds what is awaited.
 //
-// Known limits of the kafka-go decoding underneath: a batch's max timestamp
-// and timestamp type are not exposed, so on topics with
-// message.timestamp.type=LogAppendTime Record.Timestamp is the producer's
-// create time, not the append time a Java consumer reports; and a batch's
-// lastOffsetDelta is not exposed, so a batch whose records were all
-// compacted away is known by its base offset only (see decode).
+// Record batches in the message formats before Kafka 0.11 (magic 0 and 1)
+// are not read: a partition holding one fails with an error naming it.
 package kread
 
 import (
@@ -87,10 +88,11 @@ type Options struct {
 	// partitions of one Read.
 	Concurrency int
 	// FetchMaxBytes and PartitionMaxBytes are the Fetch request's MaxBytes
-	// and per-partition PartitionMaxBytes. kread fetches one partition per
-	// request, so memory is bounded by roughly
-	// Concurrency * min(FetchMaxBytes, PartitionMaxBytes) (a single batch
-	// larger than that is still returned whole by the broker).
+	// and per-partition PartitionMaxBytes. A fetch carries at most
+	// FetchMaxBytes/Concurrency/PartitionMaxBytes partitions (at least
+	// one), so the fetches in flight hold roughly
+	// max(FetchMaxBytes, Concurrency*PartitionMaxBytes) (a single batch
+	// larger than its limit is still returned whole by the broker).
 	FetchMaxBytes, PartitionMaxBytes int32
 	// RetryTimeout bounds the time spent retrying one problem (a
 	// partition's fetch, a metadata or offsets lookup): after failing for

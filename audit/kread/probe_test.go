@@ -9,6 +9,7 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -167,6 +168,7 @@ func TestBrokerProblemsNamed(t *testing.T) {
 		t.Cleanup(c.Close)
 		return c.ListenAddrs()
 	}
+	var silentConns atomic.Int64
 	tests := []struct {
 		name    string
 		brokers func(t *testing.T) []string
@@ -175,10 +177,15 @@ func TestBrokerProblemsNamed(t *testing.T) {
 		// retried: whether the client may try again (suspect: once more);
 		// permanent problems are not retried at all.
 		retried bool
+		conns   *atomic.Int64 // connections the listener accepted; want 2
 	}{
 		{
-			name:    "a listener that accepts and says nothing",
-			brokers: func(t *testing.T) []string { return []string{listen(t, silent)} },
+			// Tried twice (a broker may be starting), each time freshly.
+			name: "a listener that accepts and says nothing",
+			brokers: func(t *testing.T) []string {
+				return []string{listen(t, func(c net.Conn) { silentConns.Add(1); silent(c) })}
+			},
+			conns:   &silentConns,
 			want:    []string{"no broker answered: {addr} accepted a connection but did not answer a Kafka request within 1s: is it a Kafka listener?"},
 			retried: true,
 		},
@@ -287,6 +294,9 @@ func TestBrokerProblemsNamed(t *testing.T) {
 			}
 			if tc.retried && len(said.all()) == 0 {
 				t.Errorf("nothing was said while retrying")
+			}
+			if tc.conns != nil && tc.conns.Load() != suspectAttempts {
+				t.Errorf("the listener saw %d connections, want %d probes", tc.conns.Load(), suspectAttempts)
 			}
 		})
 	}

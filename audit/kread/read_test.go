@@ -529,3 +529,64 @@ func TestReadHandsOutLargeFetchesInPieces(t *testing.T) {
 		}
 	}
 }
+
+// Partitions of one leader travel in one fetch, and batches written with
+// every compression codec come out exactly.
+func TestReadFetchesALeadersPartitionsTogether(t *testing.T) {
+	const topic, parts = "codecs", 10
+	c := newCluster(t, 1, parts, topic)
+	m := newModel()
+	codecs := []kgo.CompressionCodec{kgo.NoCompression(), kgo.GzipCompression(), kgo.SnappyCompression(), kgo.Lz4Compression(), kgo.ZstdCompression()}
+	for part := int32(0); part < parts; part++ {
+		p := newProducer(t, c, m, topic, "", kgo.ProducerBatchCompression(codecs[int(part)%len(codecs)]))
+		vals := make([]string, 200)
+		for i := range vals {
+			vals[i] = fmt.Sprintf("value %d of partition %d, compressible compressible compressible", i, part)
+		}
+		p.send(part, vals...)
+	}
+	var mu sync.Mutex
+	perFetch := map[int]int{} // partitions in a fetch -> fetches
+	c.ControlKey(int16(kmsg.Fetch), func(kr kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		n := 0
+		for _, rt := range kr.(*kmsg.FetchRequest).Topics {
+			n += len(rt.Partitions)
+		}
+		mu.Lock()
+		perFetch[n]++
+		mu.Unlock()
+		return nil, nil, false
+	})
+	r := newReader(t, c, func(o *Options) { o.Concurrency = 2; o.PartitionMaxBytes = 2048 })
+	var ranges []Range
+	for part := int32(0); part < parts; part++ {
+		ranges = append(ranges, Range{Topic: topic, Partition: part, From: 0, To: 200})
+	}
+	col := newCollector()
+	stats, err := r.Read(ctxT(t), ranges, ReadOptions{}, col.fn(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(col.errs) > 0 {
+		t.Fatal(strings.Join(col.errs, "\n"))
+	}
+	for part := int32(0); part < parts; part++ {
+		tp := TP{topic, part}
+		want, _ := m.expect(part, 0, 200, false)
+		checkRecords(t, tp, col.recs[tp], want)
+		if s := stats[tp]; s.Committed != 200 || s.Next != 200 {
+			t.Errorf("%v stats %+v", tp, s)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	most := 0
+	for n := range perFetch {
+		most = max(most, n)
+	}
+	// 10 partitions, 2 workers: a fetch carries up to 5 partitions.
+	if most != 5 {
+		t.Errorf("partitions per fetch: %v; want fetches of 5", perFetch)
+	}
+}

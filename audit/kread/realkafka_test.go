@@ -43,6 +43,7 @@ func TestRealKafkaCommittedAbortedOpen(t *testing.T) {
 	}
 	defer r.Close()
 	checkWrongSecurityNamed(t, cl.Bootstrap())
+	checkCodecsAndAppendTime(t, ctx, adm, cl.Bootstrap(), r)
 	offs, err := r.Offsets(ctx, topic)
 	if err != nil {
 		t.Fatal(err)
@@ -232,4 +233,49 @@ func leaderOf(ctx context.Context, r *Client, topic string, part int32) (int, er
 		}
 	}
 	return 0, fmt.Errorf("%s[%d] not in the metadata", topic, part)
+}
+
+// checkCodecsAndAppendTime writes records with every codec to a topic with
+// message.timestamp.type=LogAppendTime, with create times in 2001, and
+// reads them back: exact values, and the broker's append time as the
+// timestamp, as a Java consumer reports it.
+func checkCodecsAndAppendTime(t *testing.T, ctx context.Context, adm *tkafka.Admin, brokers []string, r *Client) {
+	t.Helper()
+	const topic = "appendtime"
+	if err := adm.CreateTopics(ctx, tkafka.TopicSpec{Name: topic, Partitions: 5, Configs: map[string]string{"message.timestamp.type": "LogAppendTime"}}); err != nil {
+		t.Fatal(err)
+	}
+	codecs := []kgo.CompressionCodec{kgo.NoCompression(), kgo.GzipCompression(), kgo.SnappyCompression(), kgo.Lz4Compression(), kgo.ZstdCompression()}
+	created := time.Date(2001, 1, 1, 0, 0, 0, 0, time.UTC)
+	before := time.Now().Add(-time.Minute)
+	m := newModel()
+	for part, codec := range codecs {
+		p := newProducerAt(t, brokers, m, topic, "", kgo.ProducerBatchCompression(codec))
+		var recs []*kgo.Record
+		for i := range 300 {
+			recs = append(recs, &kgo.Record{Partition: int32(part), Timestamp: created,
+				Key: fmt.Appendf(nil, "k%d", i), Value: fmt.Appendf(nil, "value %d, codec %d, compressible compressible", i, part)})
+		}
+		p.sendRecs(recs...)
+	}
+	after := time.Now().Add(time.Minute)
+	var ranges []Range
+	for part := range codecs {
+		ranges = append(ranges, Range{Topic: topic, Partition: int32(part), From: 0, To: 300})
+	}
+	col := newCollector()
+	if _, err := r.Read(ctx, ranges, ReadOptions{}, col.fn(nil)); err != nil {
+		t.Fatal(err)
+	}
+	for part := range codecs {
+		tp := TP{topic, int32(part)}
+		want, _ := m.expect(int32(part), 0, 300, false)
+		checkRecords(t, tp, col.recs[tp], want)
+		for _, rec := range col.recs[tp] {
+			if ts := time.UnixMilli(rec.Timestamp); !rec.LogAppendTime || ts.Before(before) || ts.After(after) {
+				t.Errorf("%v offset %d: timestamp %s (LogAppendTime %v), want the append time", tp, rec.Offset, ts.UTC(), rec.LogAppendTime)
+				break
+			}
+		}
+	}
 }

@@ -40,8 +40,21 @@ func (a *attempts) reset() { a.n = 0 }
 // metadata generation gen). It returns nil once it has waited the backoff
 // and another attempt should be made, or the error to give up with.
 func (c *Client) failed(ctx context.Context, a *attempts, what string, gen uint64, err error) error {
+	d, err := c.judge(ctx, a, what, gen, err)
+	if err != nil {
+		return err
+	}
+	if serr := sleep(ctx, d); serr != nil {
+		return fmt.Errorf("%w (last error: %v)", serr, err)
+	}
+	return nil
+}
+
+// judge is failed without the sleep: it returns the backoff to wait
+// before the next attempt, or the error to give up with.
+func (c *Client) judge(ctx context.Context, a *attempts, what string, gen uint64, err error) (time.Duration, error) {
 	if ctx.Err() != nil {
-		return fmt.Errorf("%w (last error: %v)", ctx.Err(), err)
+		return 0, fmt.Errorf("%w (last error: %v)", ctx.Err(), err)
 	}
 	var nb *noBrokerError
 	if errors.As(err, &nb) {
@@ -53,13 +66,13 @@ func (c *Client) failed(ctx context.Context, a *attempts, what string, gen uint6
 		// kafka-go made of it.
 		if derr := c.diagnose(ctx); derr != nil {
 			if ctx.Err() != nil {
-				return fmt.Errorf("%w (last error: %v)", ctx.Err(), err)
+				return 0, fmt.Errorf("%w (last error: %v)", ctx.Err(), err)
 			}
 			err, k = derr, classify(derr)
 		}
 	}
 	if k == permanent {
-		return err
+		return 0, err
 	}
 	a.n++
 	now := time.Now()
@@ -69,11 +82,11 @@ func (c *Client) failed(ctx context.Context, a *attempts, what string, gen uint6
 	elapsed := now.Sub(a.since)
 	switch {
 	case k == suspect && a.n >= suspectAttempts:
-		return err
+		return 0, err
 	case c.o.MaxRetries > 0 && a.n >= c.o.MaxRetries:
-		return fmt.Errorf("giving up after %d attempts: %w", a.n, err)
+		return 0, fmt.Errorf("giving up after %d attempts: %w", a.n, err)
 	case elapsed >= c.o.RetryTimeout:
-		return fmt.Errorf("gave up after retrying for %s: %w", elapsed.Round(time.Second), err)
+		return 0, fmt.Errorf("gave up after retrying for %s: %w", elapsed.Round(time.Second), err)
 	}
 	c.retries.Add(1)
 	c.refresh(gen)
@@ -81,10 +94,12 @@ func (c *Client) failed(ctx context.Context, a *attempts, what string, gen uint6
 	if k == suspect || elapsed >= waitQuiet {
 		c.waitLine(what, err, left, k)
 	}
-	if serr := sleep(ctx, min(c.backoff(a.n), left)); serr != nil {
-		return fmt.Errorf("%w (last error: %v)", serr, err)
+	d := min(c.backoff(a.n), left)
+	if k == suspect {
+		// The next attempt must probe again, not reuse this probe.
+		d = max(d, probeTTL)
 	}
-	return nil
+	return d, nil
 }
 
 // waitLine tells Options.Wait what is awaited, at most once every waitEvery
@@ -94,13 +109,12 @@ func (c *Client) waitLine(what string, err error, left time.Duration, k class) {
 		return
 	}
 	c.waitMu.Lock()
+	defer c.waitMu.Unlock() // also keeps calls of Wait apart
 	now := time.Now()
 	if !c.lastWait.IsZero() && now.Sub(c.lastWait) < waitEvery {
-		c.waitMu.Unlock()
 		return
 	}
 	c.lastWait = now
-	c.waitMu.Unlock()
 	var nb *noBrokerError
 	if errors.As(err, &nb) {
 		what = "a broker"
