@@ -3,7 +3,6 @@ package index
 import (
 	"bufio"
 	"bytes"
-	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -27,7 +26,8 @@ type Writer struct {
 	runs  []string
 	done  bool
 
-	spill sync.Mutex // one chunk is sorted and written at a time
+	spill   sync.Mutex // one chunk is sorted and written at a time
+	sortTmp []ent      // the radix sort's buffer; guarded by spill
 }
 
 // chunk is a batch of entries in memory: encoded back to back in buf.
@@ -247,7 +247,10 @@ func (w *Writer) write(c *chunk) {
 	}
 	// By hash first (integer compares only), then each run of equal hashes
 	// (one key's entries, or a rare collision) by the bytes.
-	slices.SortFunc(c.ents, func(a, b ent) int { return cmp.Compare(a.h, b.h) })
+	if cap(w.sortTmp) < len(c.ents) {
+		w.sortTmp = make([]ent, len(c.ents))
+	}
+	radixSortByHash(c.ents, w.sortTmp[:len(c.ents)])
 	for i := 0; i < len(c.ents); {
 		j := i + 1
 		for j < len(c.ents) && c.ents[j].h == c.ents[i].h {
