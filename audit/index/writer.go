@@ -9,6 +9,7 @@ import (
 	"os"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/cespare/xxhash/v2"
 )
@@ -25,6 +26,8 @@ type Writer struct {
 	err   error
 	runs  []string
 	done  bool
+
+	stored atomic.Int64 // entries written to run files
 
 	spill   sync.Mutex // one chunk is sorted and written at a time
 	sortTmp []ent      // the radix sort's buffer; guarded by spill
@@ -104,6 +107,11 @@ func (w *Writer) Flush() error {
 	w.s.runs = runs
 	return nil
 }
+
+// Entries returns how many entries the writer has written out so far (all
+// of them once Flush returned): after coalescing (AddFirst), before any
+// merge of runs.
+func (w *Writer) Entries() int64 { return w.stored.Load() }
 
 // Cancel abandons the writer after an error.
 func (w *Writer) Cancel() {
@@ -270,6 +278,7 @@ func (w *Writer) write(c *chunk) {
 			if err := emit(c.key(e), c.val(e)); err != nil {
 				return err
 			}
+			w.stored.Add(1)
 		}
 		return nil
 	})

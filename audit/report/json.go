@@ -86,6 +86,7 @@ func Verdict(res *finding.Result) string {
 //	  "decode_error_samples": [{               // optional: the first few
 //	    "topic": string, "partition": n, "offset": n, "error": string }],
 //	  "timings": {string: string},         // optional, phase -> duration text
+//	  "index": {"records_read": n, "entries": n},  // optional: evidence kept on disk
 //	  "row_count": n,                      // len(rows)
 //	  "rows": [{                           // same order and content as the CSV
 //	    "finding": "missing" | "stale" | "aborted",
@@ -113,6 +114,7 @@ type jsonReport struct {
 	DecodeErrors  map[string]int64   `json:"decode_errors_by_schema,omitempty"`
 	DecodeSamples []jsonDecodeSample `json:"decode_error_samples,omitempty"`
 	Timings       map[string]string  `json:"timings,omitempty"`
+	Index         *jsonIndex         `json:"index,omitempty"`
 	RowCount      int                `json:"row_count"`
 	// "rows" follows, streamed by writeJSONStream.
 }
@@ -147,6 +149,11 @@ type jsonReadIssue struct {
 	Partition int32  `json:"partition"`
 	Gaps      int64  `json:"gaps"`
 	Retries   int64  `json:"retries"`
+}
+
+type jsonIndex struct {
+	RecordsRead int64 `json:"records_read"`
+	Entries     int64 `json:"entries"`
 }
 
 type jsonSchemaSource struct {
@@ -237,6 +244,9 @@ func WriteJSON(w io.Writer, res *finding.Result) error {
 	}
 	for _, d := range s.DecodeErrorSamples {
 		rep.DecodeSamples = append(rep.DecodeSamples, jsonDecodeSample(d))
+	}
+	if s.Index != (finding.IndexStats{}) {
+		rep.Index = &jsonIndex{RecordsRead: s.Index.RecordsRead, Entries: s.Index.Entries}
 	}
 	if len(s.Timings) > 0 {
 		rep.Timings = map[string]string{}
