@@ -10,8 +10,6 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
-
-	"github.com/cespare/xxhash/v2"
 )
 
 // Writer collects evidence into the store. Its methods are safe for
@@ -29,13 +27,6 @@ type Writer struct {
 
 	stored atomic.Int64 // entries written to run files
 
-	// Coalescing (AddFirst) costs a hash-map probe per entry; it pays when
-	// keys repeat within a chunk. coalesce says whether the chunk being
-	// filled coalesces; it is decided per chunk from the last coalescing
-	// chunk's hit rate, and sampled again every coalesceProbe chunks.
-	coalesce   bool
-	sinceProbe int
-
 	spill   sync.Mutex // one chunk is sorted and written at a time
 	sortTmp []ent      // the radix sort's buffer; guarded by spill
 }
@@ -44,38 +35,17 @@ type Writer struct {
 type chunk struct {
 	buf  []byte
 	ents []ent
-	// first maps the group hash of an entry added with AddFirst to its
-	// index in ents.
-	first map[uint64]int32
-	// dead counts entries replaced by an AddFirst entry sorting first.
-	dead int
-	// coalesce says whether AddFirst coalesces in this chunk; firstCalls
-	// and firstHits count its AddFirst entries and those that found their
-	// group already there.
-	coalesce              bool
-	firstCalls, firstHits int
 }
 
-// Coalescing is kept while at least one AddFirst entry in
-// coalesceMinHitRate finds its group already in the chunk; otherwise it is
-// tried again every coalesceProbe chunks.
-const (
-	coalesceMinHitRate = 8 // one hit in 8
-	coalesceProbe      = 8
-)
-
-// firstEntryCost is what an AddFirst group costs a chunk's memory (its map
-// entry), counted against the chunk size.
-const firstEntryCost = 40
-
 // ent locates one entry of a chunk; h is the entry's leading hash, so
-// most comparisons while sorting look at one integer. dead marks an entry
-// another one replaced (AddFirst).
+// most comparisons while sorting look at one integer. group is, for an
+// entry added with AddFirst, the length of its stored key up to the end of
+// its group bytes (hash, length, key, tag, group); 0 otherwise.
 type ent struct {
 	h          uint64
 	off        uint32
 	klen, vlen uint32
-	dead       bool
+	group      uint32
 }
 
 func (c *chunk) key(e ent) []byte { return c.buf[e.off : e.off+e.klen] }
@@ -83,7 +53,7 @@ func (c *chunk) val(e ent) []byte { return c.buf[e.off+e.klen : e.off+e.klen+e.v
 
 // NewWriter starts a writer. Evidence of any earlier writer is dropped.
 func (s *Store) NewWriter() *Writer {
-	return &Writer{s: s, cur: &chunk{coalesce: true}, coalesce: true}
+	return &Writer{s: s, cur: &chunk{}}
 }
 
 // maxRunsMerged bounds the run files merged at once (open files and read
@@ -161,11 +131,12 @@ func (w *Writer) Add(key []byte, tag byte, fields, val []byte) error {
 // AddFirst is Add for entries of which only one per group matters: among
 // the entries of key and tag whose fields start with the same group bytes,
 // only the one whose fields sort first is needed (callers encode "newest"
-// so that it sorts first). Within the chunk being collected it keeps only
-// that one, so a key written a million times costs one entry per chunk,
-// not a million. Entries collected in other chunks are not merged with it:
-// a Scan may still see several entries of a group, never more than one per
-// chunk, the first-sorting one among them.
+// so that it sorts first). When the chunk it is collected in is sorted,
+// only that one is written out, so a key updated a thousand times within a
+// chunk costs one entry on disk, not a thousand; it costs nothing while
+// collecting. Chunks are not merged with each other: a Scan may still see
+// several entries of a group, never more than one per chunk, the
+// first-sorting one among them.
 func (w *Writer) AddFirst(key []byte, tag byte, group int, fields, val []byte) error {
 	if group < 0 || group > len(fields) {
 		return fmt.Errorf("index: group of %d bytes in fields of %d", group, len(fields))
@@ -173,27 +144,10 @@ func (w *Writer) AddFirst(key []byte, tag byte, group int, fields, val []byte) e
 	return w.add(key, tag, group, fields, val)
 }
 
-// groupHash identifies an AddFirst group within a chunk.
-func groupHash(key []byte, tag byte, group []byte) uint64 {
-	var d xxhash.Digest
-	d.Reset()
-	var n [5]byte
-	binary.BigEndian.PutUint32(n[:4], uint32(len(key)))
-	n[4] = tag
-	d.Write(n[:])
-	d.Write(key)
-	d.Write(group)
-	return d.Sum64()
-}
-
-// add appends one entry; with group >= 0 it coalesces as AddFirst does.
+// add appends one entry; group >= 0 marks an AddFirst entry.
 func (w *Writer) add(key []byte, tag byte, group int, fields, val []byte) error {
 	if err := checkKey(key); err != nil {
 		return err
-	}
-	var gh uint64
-	if group >= 0 {
-		gh = groupHash(key, tag, fields[:group])
 	}
 	w.mu.Lock()
 	if w.err != nil || w.done {
@@ -205,50 +159,24 @@ func (w *Writer) add(key []byte, tag byte, group int, fields, val []byte) error 
 		return err
 	}
 	c := w.cur
-	if group >= 0 && c.coalesce {
-		c.firstCalls++
-		if i, ok := c.first[gh]; ok {
-			c.firstHits++
-			e := &c.ents[i]
-			k := c.key(*e)
-			if skey, stag, sfields, ok := splitKey(k); ok && stag == tag && bytes.Equal(skey, key) &&
-				len(sfields) >= group && bytes.Equal(sfields[:group], fields[:group]) {
-				if bytes.Compare(fields, sfields) >= 0 {
-					w.mu.Unlock()
-					return nil // the one kept sorts first already
-				}
-				if len(sfields) == len(fields) && int(e.vlen) == len(val) {
-					copy(sfields, fields)
-					copy(c.val(*e), val)
-					w.mu.Unlock()
-					return nil
-				}
-				e.dead = true
-				c.dead++
-			}
-		}
-	}
 	off := len(c.buf)
 	c.buf = appendHead(c.buf, key, tag)
 	c.buf = append(c.buf, fields...)
 	klen := len(c.buf) - off
 	c.buf = append(c.buf, val...)
-	c.ents = append(c.ents, ent{h: binary.BigEndian.Uint64(c.buf[off:]), off: uint32(off), klen: uint32(klen), vlen: uint32(len(val))})
-	if group >= 0 && c.coalesce {
-		if c.first == nil {
-			c.first = map[uint64]int32{}
-		}
-		c.first[gh] = int32(len(c.ents) - 1)
+	e := ent{h: binary.BigEndian.Uint64(c.buf[off:]), off: uint32(off), klen: uint32(klen), vlen: uint32(len(val))}
+	if group >= 0 {
+		e.group = uint32(klen - len(fields) + group)
 	}
+	c.ents = append(c.ents, e)
 	var full *chunk
-	if int64(len(c.buf))+int64(len(c.first))*firstEntryCost >= w.s.chunk || len(c.buf) > 1<<31 || len(c.ents) >= 1<<31-1 {
+	if int64(len(c.buf)) >= w.s.chunk || len(c.buf) > 1<<31 {
 		full = c
 		if w.spare != nil {
 			w.cur, w.spare = w.spare, nil
 		} else {
 			w.cur = &chunk{buf: make([]byte, 0, cap(c.buf)), ents: make([]ent, 0, cap(c.ents))}
 		}
-		w.cur.coalesce = w.nextCoalesce(c)
 	}
 	w.mu.Unlock()
 	if full != nil {
@@ -256,29 +184,13 @@ func (w *Writer) add(key []byte, tag byte, group int, fields, val []byte) error 
 		w.mu.Lock()
 		err := w.err
 		if w.spare == nil && !w.done {
-			full.buf, full.ents, full.dead, full.firstCalls, full.firstHits = full.buf[:0], full.ents[:0], 0, 0, 0
-			clear(full.first)
+			full.buf, full.ents = full.buf[:0], full.ents[:0]
 			w.spare = full
 		}
 		w.mu.Unlock()
 		return err
 	}
 	return nil
-}
-
-// nextCoalesce decides whether the chunk after full coalesces: yes when
-// full coalesced and enough of its AddFirst entries found their group, or
-// when it is time to probe again; w.mu must be held.
-func (w *Writer) nextCoalesce(full *chunk) bool {
-	if full.coalesce && full.firstCalls > 0 {
-		w.coalesce = full.firstHits*coalesceMinHitRate >= full.firstCalls
-		w.sinceProbe = 0
-	}
-	if w.coalesce {
-		return true
-	}
-	w.sinceProbe++
-	return w.sinceProbe >= coalesceProbe
 }
 
 // write sorts a chunk and writes it as a run file.
@@ -309,11 +221,20 @@ func (w *Writer) write(c *chunk) {
 	}
 	path := w.s.newRunPath()
 	err := writeRun(path, func(emit func(k, v []byte) error) error {
+		// Sorted, the entries of an AddFirst group are adjacent, the one
+		// that sorts first first: write it, skip the rest.
+		var group []byte
 		for _, e := range c.ents {
-			if e.dead {
-				continue
+			k := c.key(e)
+			if e.group > 0 {
+				if group != nil && bytes.Equal(k[:e.group], group) {
+					continue
+				}
+				group = k[:e.group]
+			} else {
+				group = nil
 			}
-			if err := emit(c.key(e), c.val(e)); err != nil {
+			if err := emit(k, c.val(e)); err != nil {
 				return err
 			}
 			w.stored.Add(1)
