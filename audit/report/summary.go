@@ -74,43 +74,30 @@ func WriteSummary(w io.Writer, res *finding.Result, opt SummaryOptions) error {
 		fmt.Fprintf(&b, "  next: %s\n", hint)
 	}
 
-	b.WriteString("\nInputs\n")
-	in := table{
-		header: []string{"INPUT", "SCANNED", "AUDITED", "PENDING", "NULL KEY", "NULL VALUE", "DECODE ERRORS", "OUTSIDE WINDOW"},
-		right:  []bool{false, true, true, true, true, true, true, true},
+	if s.Compare != nil {
+		writeCompareTables(&b, s, names)
+	} else {
+		writeInputs(&b, s, names)
 	}
-	var total finding.InputCounts
-	for _, n := range names {
-		c := s.Inputs[n]
-		if c == nil {
-			c = &finding.InputCounts{}
-		}
-		total.Scanned += c.Scanned
-		total.Audited += c.Audited
-		total.Pending += c.Pending
-		total.NullKey += c.NullKey
-		total.NullValue += c.NullValue
-		total.DecodeErrors += c.DecodeErrors
-		total.OutsideWindow += c.OutsideWindow
-		in.add(inputCells(safe(n), c)...)
-	}
-	if len(names) > 1 {
-		in.add(inputCells("total", &total)...)
-	}
-	in.write(&b, "  ")
 
 	b.WriteString("\nStages\n")
-	st := table{
-		header: []string{"STAGE", "KEYS CHECKED", "MISSING", "STALE", "ABORTED"},
-		right:  []bool{false, true, true, true, true},
+	stages := stageNames(s)
+	kinds := stageKinds(stages)
+	st := table{header: []string{"STAGE", checkedHeader(s)}, right: []bool{false, true}}
+	for _, k := range kinds {
+		st.header = append(st.header, strings.ToUpper(strings.ReplaceAll(string(k), "_", " ")))
+		st.right = append(st.right, true)
 	}
-	for _, name := range stageNames(s) {
+	for _, name := range stages {
 		c := s.Stages[name]
 		if c == nil {
 			c = &finding.StageCounts{}
 		}
-		st.add(safe(string(name)), Thousands(c.KeysChecked), Thousands(c.Findings[finding.Missing]),
-			Thousands(c.Findings[finding.Stale]), Thousands(c.Findings[finding.Aborted]))
+		cells := []string{safe(string(name)), Thousands(c.KeysChecked)}
+		for _, k := range kinds {
+			cells = append(cells, Thousands(c.Findings[k]))
+		}
+		st.add(cells...)
 	}
 	st.write(&b, "  ")
 
@@ -190,37 +177,63 @@ func WriteSummary(w io.Writer, res *finding.Result, opt SummaryOptions) error {
 // verdictLine returns the first line of the summary and its colour.
 func verdictLine(res *finding.Result, names []string) (string, string) {
 	s := &res.Summary
+	if s.Compare != nil {
+		return verdictOf(res, compareWords(res))
+	}
 	var audited int64
 	for _, c := range s.Inputs {
 		if c != nil {
 			audited += c.Audited
 		}
 	}
-	scope := fmt.Sprintf("%s, %s audited", plural(int64(len(names)), "input", "inputs"), plural(audited, "record", "records"))
+	nrows := int64(len(res.Rows))
+	return verdictOf(res, verdictWords{
+		scope:       fmt.Sprintf("%s, %s audited", plural(int64(len(names)), "input", "inputs"), plural(audited, "record", "records")),
+		pending:     [3]string{"record", "records", "not yet processed by the application"},
+		rows:        plural(nrows, "key finding", "key findings"),
+		found:       fmt.Sprintf("LOSS FOUND: %s lost an update", plural(nrows, "key", "keys")),
+		partial:     "PARTIAL AUDIT",
+		nothingRows: "no key reported lost",
+	})
+}
+
+// verdictWords are the words that differ between the verdicts of an
+// audit and of a comparison.
+type verdictWords struct {
+	// scope says what was checked; rows counts the rows; found heads a
+	// verdict with rows; partial heads a partial one; nothingRows says
+	// there are no rows but partition findings.
+	scope, rows, found, partial, nothingRows string
+	// pending names one and many pending records, and why they are.
+	pending [3]string
+}
+
+// verdictOf returns the verdict line of res in words w, and its colour.
+func verdictOf(res *finding.Result, w verdictWords) (string, string) {
+	s := &res.Summary
 	nrows := int64(len(res.Rows))
 	npf := int64(len(s.Partitions))
 	pending := ""
 	if n := s.Pending(); n > 0 {
-		pending = "; " + plural(n, "record", "records") + " pending (not yet processed by the application)"
+		pending = "; " + plural(n, w.pending[0], w.pending[1]) + " pending (" + w.pending[2] + ")"
 	}
-	so := fmt.Sprintf("so far %s, %s, %s", scope, plural(nrows, "key finding", "key findings"), plural(npf, "partition finding", "partition findings"))
+	so := fmt.Sprintf("so far %s, %s, %s", w.scope, w.rows, plural(npf, "partition finding", "partition findings"))
 	switch {
 	case s.Partial:
-		return "PARTIAL AUDIT: results are incomplete; " + so, ansiYellow
+		return w.partial + ": results are incomplete; " + so, ansiYellow
 	case len(s.Inconclusive) > 0:
 		return fmt.Sprintf("INCONCLUSIVE: %s could not be checked; %s%s", inconclusiveSubject(s.Inconclusive), so, pending), ansiYellow
 	case nrows > 0:
-		line := fmt.Sprintf("LOSS FOUND: %s lost an update (%s); %s",
-			plural(nrows, "key", "keys"), kindCounts(res.Rows), scope)
+		line := fmt.Sprintf("%s (%s); %s", w.found, kindCounts(res.Rows), w.scope)
 		if npf > 0 {
 			line += "; " + plural(npf, "partition finding", "partition findings")
 		}
 		return line + pending, ansiRed
 	case npf > 0:
-		return fmt.Sprintf("LOSS SUSPECTED: no key reported lost, but %s (%s); %s%s",
-			plural(npf, "partition finding", "partition findings"), partitionKindCounts(s.Partitions), scope, pending), ansiYellow
+		return fmt.Sprintf("LOSS SUSPECTED: %s, but %s (%s); %s%s", w.nothingRows,
+			plural(npf, "partition finding", "partition findings"), partitionKindCounts(s.Partitions), w.scope, pending), ansiYellow
 	}
-	return fmt.Sprintf("NO LOSS FOUND: %s, 0 findings%s", scope, pending), ansiGreen
+	return fmt.Sprintf("NO LOSS FOUND: %s, 0 findings%s", w.scope, pending), ansiGreen
 }
 
 // inconclusiveSubject names what could not be checked: "input c", "inputs
@@ -253,6 +266,8 @@ func nextStep(res *finding.Result, opt SummaryOptions) string {
 		return "fix what the lines above name and re-run; findings so far are in " + safe(opt.CSVPath)
 	case len(s.Inconclusive) > 0:
 		return "fix what the lines above name and re-run"
+	case len(res.Rows) > 0 && opt.CSVPath != "" && s.Compare != nil:
+		return "each row of " + safe(opt.CSVPath) + " names the source record (or the offset a ledger claims) and, in detail, the copies found"
 	case len(res.Rows) > 0 && opt.CSVPath != "":
 		return "each row of " + safe(opt.CSVPath) + " names the input record to replay (topic, partition, offset)"
 	case len(res.Rows) > 0:
@@ -261,6 +276,56 @@ func nextStep(res *finding.Result, opt SummaryOptions) string {
 		return "read the partition findings below: they name records that could not be checked key by key"
 	}
 	return ""
+}
+
+// writeInputs writes the per-input table of an audit.
+func writeInputs(b *strings.Builder, s *finding.Summary, names []string) {
+	b.WriteString("\nInputs\n")
+	in := table{
+		header: []string{"INPUT", "SCANNED", "AUDITED", "PENDING", "NULL KEY", "NULL VALUE", "DECODE ERRORS", "OUTSIDE WINDOW"},
+		right:  []bool{false, true, true, true, true, true, true, true},
+	}
+	var total finding.InputCounts
+	for _, n := range names {
+		c := s.Inputs[n]
+		if c == nil {
+			c = &finding.InputCounts{}
+		}
+		total.Scanned += c.Scanned
+		total.Audited += c.Audited
+		total.Pending += c.Pending
+		total.NullKey += c.NullKey
+		total.NullValue += c.NullValue
+		total.DecodeErrors += c.DecodeErrors
+		total.OutsideWindow += c.OutsideWindow
+		in.add(inputCells(safe(n), c)...)
+	}
+	if len(names) > 1 {
+		in.add(inputCells("total", &total)...)
+	}
+	in.write(b, "  ")
+}
+
+// checkedHeader names the stage table's count column.
+func checkedHeader(s *finding.Summary) string {
+	if s.Compare != nil {
+		return "RECORDS CHECKED"
+	}
+	return "KEYS CHECKED"
+}
+
+// stageKinds returns the finding kinds the stages can report, each once, in
+// the order of the stages' own lists.
+func stageKinds(stages []finding.Stage) []finding.Kind {
+	var out []finding.Kind
+	for _, st := range stages {
+		for _, k := range st.Kinds() {
+			if !slices.Contains(out, k) {
+				out = append(out, k)
+			}
+		}
+	}
+	return out
 }
 
 func inputCells(name string, c *finding.InputCounts) []string {
@@ -279,20 +344,28 @@ func writeRows(b *strings.Builder, res *finding.Result, opt SummaryOptions) {
 		limit = DefaultMaxRows
 	}
 	limit = max(0, min(limit, n))
+	title := "Key findings"
+	if res.Summary.Compare != nil {
+		title = "Record findings"
+	}
 	where := "in the CSV report (set report.csv or pass --csv)"
 	if opt.CSVPath != "" {
 		where = "in " + safe(opt.CSVPath)
 	}
 	if limit == 0 {
-		fmt.Fprintf(b, "\nKey findings (%s): all %s\n", Thousands(int64(n)), where)
+		fmt.Fprintf(b, "\n%s (%s): all %s\n", title, Thousands(int64(n)), where)
 		return
 	}
 	if limit == n {
-		fmt.Fprintf(b, "\nKey findings (%s)\n", Thousands(int64(n)))
+		fmt.Fprintf(b, "\n%s (%s)\n", title, Thousands(int64(n)))
 	} else {
-		fmt.Fprintf(b, "\nKey findings (first %s of %s)\n", Thousands(int64(limit)), Thousands(int64(n)))
+		fmt.Fprintf(b, "\n%s (first %s of %s)\n", title, Thousands(int64(limit)), Thousands(int64(n)))
 	}
-	b.WriteString("  (REPLAY is the input record carrying the lost update: topic[partition]@offset)\n")
+	if res.Summary.Compare != nil {
+		b.WriteString("  (REPLAY is the source record, or the offset a ledger claims: topic[partition]@offset)\n")
+	} else {
+		b.WriteString("  (REPLAY is the input record carrying the lost update: topic[partition]@offset)\n")
+	}
 	t := table{header: []string{"FINDING", "STAGE", "INPUT", "KEY", "REPLAY", "TIMESTAMP", "OBSERVED", "DETAIL"}}
 	for _, r := range res.Rows[:limit] {
 		obs := "-"
@@ -351,14 +424,15 @@ func timingNames(m map[string]time.Duration) []string {
 	return names
 }
 
-// kindCounts renders "9 missing, 2 stale" in the order missing, stale,
-// aborted, then other kinds by name, leaving out zeros.
+// kindCounts renders "9 missing, 2 stale" in the order of the stages' kinds
+// (missing, stale, aborted, then the comparison's), then other kinds by
+// name, leaving out zeros.
 func kindCounts(rows []finding.Row) string {
 	counts := map[finding.Kind]int64{}
 	for i := range rows {
 		counts[rows[i].Kind]++
 	}
-	order := []finding.Kind{finding.Missing, finding.Stale, finding.Aborted}
+	order := stageKinds([]finding.Stage{finding.StageChangelog, finding.StageSink, finding.StageLedger})
 	for _, k := range slices.Sorted(maps.Keys(counts)) {
 		if !slices.Contains(order, k) {
 			order = append(order, k)

@@ -12,8 +12,16 @@ import (
 // written here, from the structured evidence the detectors produce.
 
 // Detail is the CSV `detail` of a row: for a changelog row, whether the
-// repartition topic still holds a processed copy of the lost update.
+// repartition topic still holds a processed copy of the lost update; for a
+// sink row, the copies on both sides; for a ledger row, the ledger line and
+// what the topic holds.
 func Detail(r *finding.Row) string {
+	switch {
+	case r.Sink != nil:
+		return sinkDetail(r)
+	case r.Ledger != nil:
+		return ledgerDetail(r)
+	}
 	w := r.Witness
 	switch {
 	case w == nil:
