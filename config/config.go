@@ -25,6 +25,11 @@ type Config struct {
 	Store    Store
 	Report   Report
 	Audit    Audit
+	// SinkKafka is the sink cluster of lossaudit compare, set only when
+	// HasSinkKafka (a sink_kafka key was given); Sink() merges it.
+	SinkKafka    Kafka
+	HasSinkKafka bool
+	Compare      Compare
 }
 
 // Kafka says how to reach the audited cluster.

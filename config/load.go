@@ -64,7 +64,7 @@ func EnvName(key string) string {
 // Defaults returns every key with its default value. Every key lossaudit
 // reads appears here.
 func Defaults() map[string]any {
-	return map[string]any{
+	m := map[string]any{
 		"kafka.brokers":                  []string{"localhost:9092"},
 		"kafka.client_properties":        "",
 		"kafka.tls.enabled":              false,
@@ -95,6 +95,10 @@ func Defaults() map[string]any {
 		"report.json":                    "",
 		"audit.settle_timeout":           "60s",
 	}
+	for k, v := range compareDefaults() {
+		m[k] = v
+	}
+	return m
 }
 
 // inputKeyList lists the keys of one pipeline.inputs entry, for error messages.
@@ -202,6 +206,9 @@ func Load(opts LoadOptions) (*Config, error) {
 	c.Audit.SettleTimeout = g.duration("audit.settle_timeout")
 	if g.err != nil {
 		return nil, g.err
+	}
+	if err := loadCompare(g, c, explicit); err != nil {
+		return nil, err
 	}
 
 	if c.Kafka.ClientProperties != "" {

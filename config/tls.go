@@ -196,6 +196,7 @@ func (c *Config) Redacted() string {
 	line("report.csv", c.Report.CSV)
 	line("report.json", c.Report.JSON)
 	line("audit.settle_timeout", c.Audit.SettleTimeout)
+	c.redactedCompare(line)
 	return b.String()
 }
 

@@ -260,6 +260,10 @@ type Inconclusive struct {
 	Input string
 	// Group is the consumer group (NoCommittedOffsets).
 	Group string
+	// Key, set by lossaudit compare, is the configuration key deciding
+	// what is due (compare.group or compare.grace); Input is then a
+	// pair's name.
+	Key string
 	// Counts are the input's counters when the verdict was reached.
 	Counts InputCounts
 	// Field is the configured field path that failed to decode and

@@ -50,7 +50,12 @@ type Record struct {
 	// Key and Value are nil for a null key/value and non-nil (possibly
 	// empty) otherwise. They are valid only during the callback.
 	Key, Value []byte
-	Kind       Kind
+	// Header is the value of the header ReadOptions.Header names (its
+	// first occurrence): nil when the record has no such header (or
+	// none was asked for), non-nil otherwise; valid only during the
+	// callback.
+	Header []byte
+	Kind   Kind
 	// ProducerID is the producer id of the record's batch (-1 when none).
 	ProducerID int64
 }
@@ -63,6 +68,8 @@ const controlAbort = 0
 type decoder struct {
 	topic     string
 	partition int32
+	// header names the header whose value records carry ("" for none).
+	header string
 
 	arena []byte    // key and value bytes of the current fetch
 	raw   []rawRec  // records of the current fetch, pointing into arena
@@ -76,6 +83,7 @@ type rawRec struct {
 	kind            Kind
 	kOff, kLen      int // kLen < 0: null
 	vOff, vLen      int
+	hOff, hLen      int // hLen < 0: no such header
 }
 
 type txnMark struct{ pid, first int64 }
@@ -229,7 +237,7 @@ func (d *decoder) records() []Record {
 	for _, r := range d.raw {
 		d.out = append(d.out, Record{
 			Topic: d.topic, Partition: d.partition, Offset: r.offset, Timestamp: r.ts,
-			Key: d.slice(r.kOff, r.kLen), Value: d.slice(r.vOff, r.vLen),
+			Key: d.slice(r.kOff, r.kLen), Value: d.slice(r.vOff, r.vLen), Header: d.slice(r.hOff, r.hLen),
 			Kind: r.kind, ProducerID: r.pid,
 		})
 	}
@@ -258,7 +266,7 @@ func (d *decoder) readBatch(b protocol.RecordReader, control bool, abortMarker *
 			}
 			return err
 		}
-		r := rawRec{offset: rec.Offset, ts: rec.Time.UnixMilli(), kLen: -1, vLen: -1}
+		r := rawRec{offset: rec.Offset, ts: rec.Time.UnixMilli(), kLen: -1, vLen: -1, hLen: -1}
 		if control {
 			if i == 0 {
 				k, err := protocol.ReadAll(rec.Key)
@@ -275,6 +283,15 @@ func (d *decoder) readBatch(b protocol.RecordReader, control bool, abortMarker *
 		} else {
 			if r.kOff, r.kLen, err = d.copyBytes(rec.Key); err == nil {
 				r.vOff, r.vLen, err = d.copyBytes(rec.Value)
+			}
+			if d.header != "" {
+				for _, h := range rec.Headers {
+					if h.Key == d.header {
+						r.hOff, r.hLen = len(d.arena), len(h.Value)
+						d.arena = append(d.arena, h.Value...)
+						break
+					}
+				}
 			}
 			if err != nil {
 				closeBytes(rec)

@@ -218,3 +218,33 @@ func TestDecodeKeepsNullDistinctFromEmpty(t *testing.T) {
 		t.Errorf("record 2 = %q/%#v", recs[2].Key, recs[2].Value)
 	}
 }
+
+func TestDecodeCarriesTheAskedHeader(t *testing.T) {
+	b := &protocol.RecordBatch{BaseOffset: 0, ProducerID: -1, Records: protocol.NewRecordReader(
+		protocol.Record{Offset: 0, Value: protocol.NewBytes([]byte("a")), Headers: []protocol.Header{{Key: "other", Value: []byte("x")}, {Key: "id", Value: []byte("id-0")}, {Key: "id", Value: []byte("second")}}},
+		protocol.Record{Offset: 1, Value: protocol.NewBytes([]byte("b"))},
+		protocol.Record{Offset: 2, Value: protocol.NewBytes([]byte("c")), Headers: []protocol.Header{{Key: "id", Value: []byte{}}}},
+	)}
+	d := decoder{header: "id"}
+	recs, _, _, err := d.decode(stream(b), nil, 0, 10, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != 3 {
+		t.Fatalf("got %d records, want 3", len(recs))
+	}
+	if string(recs[0].Header) != "id-0" || string(recs[0].Value) != "a" {
+		t.Errorf("record 0: header %q value %q, want the first id header and value a", recs[0].Header, recs[0].Value)
+	}
+	if recs[1].Header != nil {
+		t.Errorf("record 1 has no id header, got %q", recs[1].Header)
+	}
+	if recs[2].Header == nil || len(recs[2].Header) != 0 {
+		t.Errorf("record 2 has an empty id header, got %#v", recs[2].Header)
+	}
+	d = decoder{}
+	recs, _, _, _ = d.decode(stream(data(-1, false, 0, "v")), nil, 0, 10, false)
+	if len(recs) != 1 || recs[0].Header != nil {
+		t.Errorf("no header asked for, got %#v", recs)
+	}
+}

@@ -63,6 +63,9 @@ type ReadOptions struct {
 	// next offset to read. It may be called concurrently for different
 	// partitions.
 	Progress func(tp TP, next int64)
+	// Header, when not "", names a record header whose value (of its first
+	// occurrence) each record carries in Record.Header.
+	Header string
 }
 
 // task is the reading state of one range. It is owned by one worker at a
@@ -297,6 +300,7 @@ func (c *Client) fetchOnce(ctx context.Context, t *task, o ReadOptions, fn func(
 		return false, 0, fmt.Errorf("fetch: %w", codeErr(p.ErrorCode))
 	}
 
+	t.dec.header = o.Header
 	recs, cnt, next, err := t.dec.decodeEmit(p.RecordSet.Records, p.AbortedTransactions, t.next, t.rng.To, o.Aborted, fn)
 	if err != nil {
 		// Records handed out before the error count as read: a retry

@@ -403,9 +403,9 @@ func writeTimings(b *strings.Builder, s *finding.Summary) {
 	}
 }
 
-// timingOrder is the order in which an audit runs its phases (audit.Run's
-// Timings keys); Summary.Timings is a map, so the order is restored here.
-var timingOrder = []string{"snapshot", "read", "check", "lookup"}
+// timingOrder is the order in which an audit (and a comparison) runs its
+// phases (the Timings keys of audit.Run and compare.Run); Summary.Timings is a map, so the order is restored here.
+var timingOrder = []string{"ledger", "snapshot", "read", "check", "lookup"}
 
 // timingNames returns the keys of m: known phases in run order, then the
 // others by name.

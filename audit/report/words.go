@@ -86,6 +86,11 @@ func PartialReason(s *finding.Summary) string {
 // for itself), and what to do about it.
 func InconclusiveText(i *finding.Inconclusive) string {
 	c := i.Counts
+	if i.Key != "" {
+		if t := compareInconclusive(i); t != "" {
+			return t
+		}
+	}
 	switch i.Reason {
 	case finding.NoCommittedOffsets:
 		return fmt.Sprintf("input %s: group %s has no committed offset on its topic, so no record counts as processed (%s records pending): check pipeline.application_id (list the groups with kafka-consumer-groups.sh --bootstrap-server HOST:PORT --list); committed offsets of a group without members expire after offsets.retention.minutes",

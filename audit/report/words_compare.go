@@ -84,3 +84,23 @@ func ledgerDetail(r *finding.Row) string {
 	}
 	return ""
 }
+
+// compareInconclusive says why a comparison cannot vouch for a pair; ""
+// when the audit's words fit.
+func compareInconclusive(i *finding.Inconclusive) string {
+	c := i.Counts
+	switch i.Reason {
+	case finding.NoCommittedOffsets:
+		return fmt.Sprintf("pair %s: group %s has no committed offset on its source, so no record is due (%s records pending): check %s",
+			i.Input, i.Group, Thousands(c.Pending), i.Key)
+	case finding.NothingAudited:
+		return fmt.Sprintf("pair %s: none of its %s source records could be compared (%s pending, %s undecodable, the rest without an identity under the match): wait for them to be due, or check %s",
+			i.Input, Thousands(c.Scanned), Thousands(c.Pending), Thousands(c.DecodeErrors), i.Key)
+	case finding.MostlyUndecodable:
+		return fmt.Sprintf("pair %s: %s of %s source records could not be decoded (mostly %s): check compare.match and the schema sources",
+			i.Input, Thousands(c.DecodeErrors), Thousands(c.Scanned), i.TopError)
+	case finding.NoRecords:
+		return "no source topic holds any record and there is no ledger: nothing to compare"
+	}
+	return ""
+}

@@ -58,7 +58,7 @@ func (g *globalFlags) load(cmd *cobra.Command) (*config.Config, error) {
 // newRootCmd builds the lossaudit command tree writing to stdout and stderr.
 func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 	g := &globalFlags{}
-	return buildRoot(g, stdout, stderr, newScanCmd(g), newTopologyCmd(g), newAuditCmd(g), newDemoCmd(g))
+	return buildRoot(g, stdout, stderr, newScanCmd(g), newTopologyCmd(g), newAuditCmd(g), newCompareCmd(g), newDemoCmd(g))
 }
 
 // buildRoot makes the root command with g's persistent flags and the given

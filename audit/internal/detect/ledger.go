@@ -51,6 +51,7 @@ type LedgerEvidence struct {
 	Unverified, Failed []LedgerLine
 
 	last     Record
+	lastKey  []byte
 	lastFree bool
 	free     int64
 	freeAt   []Record
@@ -58,13 +59,18 @@ type LedgerEvidence struct {
 
 // Reset forgets everything, for the next identity.
 func (e *LedgerEvidence) Reset() {
-	*e = LedgerEvidence{Unverified: e.Unverified[:0], Failed: e.Failed[:0], freeAt: e.freeAt[:0]}
+	*e = LedgerEvidence{Unverified: e.Unverified[:0], Failed: e.Failed[:0], freeAt: e.freeAt[:0], lastKey: e.lastKey[:0]}
 }
 
 // AddCopy records a record of the topic with this identity.
 func (e *LedgerEvidence) AddCopy(r Record) {
 	e.flush()
 	e.Copies++
+	if r.Key != nil {
+		// The key is the caller's only until the next fact: keep it.
+		e.lastKey = append(e.lastKey[:0], r.Key...)
+		r.Key = e.lastKey
+	}
 	e.last, e.lastFree = r, true
 }
 

@@ -139,3 +139,17 @@ func TestLedger(t *testing.T) {
 		})
 	}
 }
+
+func TestLedgerKeepsCopyKeysPastTheCallback(t *testing.T) {
+	spec := &LedgerSpec{Topic: "t", Partitions: map[int32]Bounds{0: {LSO: 10, HighWatermark: 10}}}
+	var e LedgerEvidence
+	buf := []byte("first")
+	e.AddCopy(Record{Partition: 0, Offset: 1, Key: buf})
+	copy(buf, "XXXXX") // the index reuses its buffers
+	e.AddCopy(Record{Partition: 0, Offset: 2, Key: []byte("second")})
+	e.AddLine(spec, LedgerLine{Line: 1, Acked: true, Partition: 0, Offset: 2})
+	rows, _ := Ledger(spec, &e, nil)
+	if len(rows) != 1 || rows[0].Kind != finding.Duplicated || string(rows[0].Key) != "first" || rows[0].Offset != 1 {
+		t.Errorf("rows %+v, want one duplicated row naming the unclaimed copy at 1 with key first", rows)
+	}
+}
