@@ -41,6 +41,7 @@ func newDemoCmd(g *globalFlags) *cobra.Command {
 	cmd.Flags().StringVar(&dir, "dir", "./lossaudit-demo", "directory for the demo's index, topology file and reports")
 	cmd.Flags().Int64Var(&seed, "seed", 1, "seed of the simulated data and outage")
 	cmd.Flags().BoolVarP(&quiet, "quiet", "q", false, "no progress output on stderr")
+	cmd.AddCommand(newDemoCompareCmd(g))
 	return cmd
 }
 

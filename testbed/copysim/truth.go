@@ -320,6 +320,10 @@ func (t *Truth) WriteStory(w io.Writer) error {
 	if t.LedgerPath != "" {
 		fmt.Fprintf(&b, "- the producer of %s kept a ledger of %d sends: %s\n", t.Prefix+t.Scenario.Pairs[0].Source, t.LedgerLines, t.LedgerPath)
 	}
+	fmt.Fprintf(&b, "- so a comparison must report these %d records, and nothing else:\n", len(t.Rows))
+	for _, r := range t.Rows {
+		fmt.Fprintf(&b, "    %-16s %-7s %s[%d]@%d\n", r.Kind, r.Stage, r.Topic, r.Partition, r.Offset)
+	}
 	_, err := io.WriteString(w, b.String())
 	return err
 }
