@@ -63,3 +63,27 @@ func WaitInSync(ctx context.Context, brokers []string, topic string) error {
 		}
 	}
 }
+
+// configPair is one compare.pairs entry.
+func configPair(name, source, sink string) config.Pair {
+	return config.Pair{Name: name, Source: source, Sink: sink}
+}
+
+// copiesEnd returns the sum of the end offsets of topic's partitions (0
+// when it does not exist yet).
+func copiesEnd(ctx context.Context, brokers []string, topic string) (int64, error) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.RetryTimeout(2*time.Second))
+	if err != nil {
+		return 0, err
+	}
+	defer cl.Close()
+	ends, err := listOffsets(ctx, cl, topic, -1, 0)
+	if err != nil {
+		return 0, err
+	}
+	var n int64
+	for _, e := range ends {
+		n += e
+	}
+	return n, nil
+}
