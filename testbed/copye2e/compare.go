@@ -72,18 +72,20 @@ func configPair(name, source, sink string) config.Pair {
 // copiesEnd returns the sum of the end offsets of topic's partitions (0
 // when it does not exist yet).
 func copiesEnd(ctx context.Context, brokers []string, topic string) (int64, error) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.RetryTimeout(2*time.Second))
-	if err != nil {
-		return 0, err
-	}
-	defer cl.Close()
-	ends, err := listOffsets(ctx, cl, topic, -1, 0)
-	if err != nil {
-		return 0, err
-	}
+	ends, err := copiesEnds(ctx, brokers, topic)
 	var n int64
 	for _, e := range ends {
 		n += e
 	}
-	return n, nil
+	return n, err
+}
+
+// copiesEnds returns the high watermark of every partition of topic.
+func copiesEnds(ctx context.Context, brokers []string, topic string) (map[int32]int64, error) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.RetryTimeout(2*time.Second))
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	return listOffsets(ctx, cl, topic, -1, 0)
 }

@@ -15,9 +15,10 @@ import (
 	"github.com/lossaudit/lossaudit/testbed/kafka"
 )
 
-// produce writes records from to to-1 (unique values) to topic at about
-// rate records a second, counting them in sent; it returns the first error.
-func produce(ctx context.Context, brokers []string, topic string, from, to, rate int, sent *atomic.Int64) error {
+// produce writes records from to to-1 (unique values, keys by key) to
+// topic at about rate records a second, counting them in sent; it returns
+// the first error.
+func produce(ctx context.Context, brokers []string, topic string, from, to, rate int, key func(j int) []byte, sent *atomic.Int64) error {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.DefaultProduceTopic(topic))
 	if err != nil {
 		return err
@@ -29,7 +30,7 @@ func produce(ctx context.Context, brokers []string, topic string, from, to, rate
 	for i := from; i < to; i += batch {
 		var rs []*kgo.Record
 		for j := i; j < min(i+batch, to); j++ {
-			rs = append(rs, &kgo.Record{Key: fmt.Appendf(nil, "order-%d", j%500), Value: fmt.Appendf(nil, "order %d: %d items", j, j%7)})
+			rs = append(rs, &kgo.Record{Key: key(j), Value: fmt.Appendf(nil, "order %d: %d items", j, j%7)})
 		}
 		if err := cl.ProduceSync(ctx, rs...).FirstErr(); err != nil {
 			return fmt.Errorf("producing to %s: %w", topic, err)
@@ -43,6 +44,9 @@ func produce(ctx context.Context, brokers []string, topic string, from, to, rate
 	}
 	return nil
 }
+
+// customer keys records by one of 500 customers: keys repeat.
+func customer(j int) []byte { return fmt.Appendf(nil, "customer-%d", j%500) }
 
 // recordID identifies a record by its key and value, as compare.match
 // record does.
@@ -76,7 +80,7 @@ func TestMirrorMakerOutage(t *testing.T) {
 	}
 	defer mm.Kill()
 	var sent atomic.Int64
-	if err := produce(ctx, src.Bootstrap(), topic, 0, 1000, 2000, &sent); err != nil {
+	if err := produce(ctx, src.Bootstrap(), topic, 0, 1000, 2000, customer, &sent); err != nil {
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)
@@ -102,7 +106,7 @@ func TestMirrorMakerOutage(t *testing.T) {
 		}
 	}
 	waitFor("the mirror to start copying", func() bool { return copied() >= 500 })
-	go func() { done <- produce(ctx, src.Bootstrap(), topic, 1000, total, 400, &sent) }()
+	go func() { done <- produce(ctx, src.Bootstrap(), topic, 1000, total, 400, customer, &sent) }()
 	waitFor("2,500 copies", func() bool { return copied() >= 2500 })
 	t.Logf("killing the target cluster at %d records sent, %d copied", sent.Load(), copied())
 	if err := dst.KillAll(); err != nil {
