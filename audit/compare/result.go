@@ -45,7 +45,9 @@ func assemble(o Options, snap *compareSnapshot, col *collector, led *ledgerState
 		Compare:              cs,
 	}
 	sink := &finding.StageCounts{Findings: map[finding.Kind]int64{}}
-	s.Stages[finding.StageSink] = sink
+	if len(o.Pairs) > 0 {
+		s.Stages[finding.StageSink] = sink
+	}
 	key := "compare.grace"
 	if o.Group != "" {
 		key = "compare.group"

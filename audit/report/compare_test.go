@@ -101,3 +101,25 @@ func TestCompareDetail(t *testing.T) {
 		}
 	}
 }
+
+func TestCompareLedgerOnlySummary(t *testing.T) {
+	res := &finding.Result{
+		Summary: finding.Summary{
+			Stages:  map[finding.Stage]*finding.StageCounts{finding.StageLedger: {KeysChecked: 10, Findings: map[finding.Kind]int64{finding.AckedMissing: 1}}},
+			Compare: &finding.CompareSummary{Match: "record", Grace: time.Minute, Ledger: &finding.LedgerCounts{Lines: 10, Acked: 10, Verified: 9}},
+		},
+		Rows: []finding.Row{{Kind: finding.AckedMissing, Stage: finding.StageLedger, Input: "t", Topic: "t", Offset: 9,
+			Ledger: &finding.LedgerEvidence{Line: 10, Acked: true, Sends: 1, LogEnd: 5}}},
+	}
+	var b bytes.Buffer
+	if err := WriteSummary(&b, res, SummaryOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	if first := strings.SplitN(out, "\n", 2)[0]; first != "LOSS FOUND: 1 record finding (1 acked_missing); a ledger of 10 sends" {
+		t.Errorf("verdict %q", first)
+	}
+	if strings.Contains(out, "\n  sink ") {
+		t.Errorf("a ledger-only comparison lists a sink stage:\n%s", out)
+	}
+}

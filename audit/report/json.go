@@ -375,12 +375,12 @@ func inputNames(s *finding.Summary) []string {
 }
 
 // stageNames returns the stages of s in pipeline order; the changelog and
-// output stages are always included in an audit's (and the sink stage in a
-// comparison's), so reports have a stable shape.
+// output stages are always included in an audit's, so reports have a
+// stable shape (a comparison lists the stages it checked).
 func stageNames(s *finding.Summary) []finding.Stage {
 	st := []finding.Stage{finding.StageChangelog, finding.StageOutput}
 	if s.Compare != nil {
-		st = []finding.Stage{finding.StageSink}
+		st = nil
 	}
 	for name := range s.Stages {
 		if !slices.Contains(st, name) {

@@ -33,7 +33,7 @@ func writeCompareTables(b *strings.Builder, s *finding.Summary, names []string) 
 	if len(cs.Pairs) > 0 {
 		t.write(b, "  ")
 	} else {
-		b.WriteString("  none\n")
+		b.WriteString("  none (a ledger only)\n")
 	}
 	if l := cs.Ledger; l != nil {
 		b.WriteString("\nLedger\n")
@@ -57,10 +57,14 @@ func compareWords(res *finding.Result) verdictWords {
 			due += c.Audited
 		}
 	}
-	scope := fmt.Sprintf("%s, %s compared", plural(int64(len(s.Compare.Pairs)), "pair", "pairs"), plural(due, "due source record", "due source records"))
-	if l := s.Compare.Ledger; l != nil {
-		scope += fmt.Sprintf(", a ledger of %s", plural(l.Lines, "send", "sends"))
+	var parts []string
+	if len(s.Compare.Pairs) > 0 {
+		parts = append(parts, fmt.Sprintf("%s, %s compared", plural(int64(len(s.Compare.Pairs)), "pair", "pairs"), plural(due, "due source record", "due source records")))
 	}
+	if l := s.Compare.Ledger; l != nil {
+		parts = append(parts, fmt.Sprintf("a ledger of %s", plural(l.Lines, "send", "sends")))
+	}
+	scope := strings.Join(parts, ", ")
 	nrows := int64(len(res.Rows))
 	head := "DUPLICATES FOUND"
 	for _, r := range res.Rows {
