@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/lossaudit/lossaudit/audit/runner"
 	"github.com/lossaudit/lossaudit/testbed/copysim"
@@ -45,15 +44,9 @@ func newDemoCompareCmd(g *globalFlags) *cobra.Command {
 }
 
 func runDemoCompare(ctx context.Context, stdout, stderr io.Writer, dir string, seed int64, quiet bool) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return withCode(exitUsage, fmt.Errorf("demo: creating --dir %s: %w", dir, err))
-	}
-	fmt.Fprintln(stdout, "lossaudit demo compare: mirrored topics after an outage, and the comparison that finds what went wrong")
-	fmt.Fprintln(stdout)
-	fmt.Fprintln(stdout, "1. Starting a 3-broker Kafka cluster in this process (kfake, loopback only).")
-	cluster, err := kfake.NewCluster(kfake.NumBrokers(3))
+	cluster, err := startDemo(stdout, dir, "lossaudit demo compare: mirrored topics after an outage, and the comparison that finds what went wrong")
 	if err != nil {
-		return withCode(exitIncomplete, fmt.Errorf("demo: starting the in-process cluster: %w", err))
+		return err
 	}
 	defer cluster.Close()
 	brokers := cluster.ListenAddrs()
@@ -88,17 +81,11 @@ func runDemoCompare(ctx context.Context, stdout, stderr io.Writer, dir string, s
 
 	fmt.Fprintln(stdout)
 	fmt.Fprintln(stdout, "4. Checking the comparison against what the simulation injected:")
-	if diff := truth.Diff(res); len(diff) > 0 {
-		for _, d := range diff {
-			fmt.Fprintf(stdout, "   MISMATCH %s\n", d)
-		}
-		return withCode(exitFindings, fmt.Errorf("demo: the comparison differs from what was injected in %d ways (listed above)", len(diff)))
+	diff := truth.Diff(res)
+	if len(diff) == 0 {
+		fmt.Fprintf(stdout, "   MATCH: the comparison reported exactly the %d injected records, each with the record to replay\n", len(truth.Rows))
+		fmt.Fprintln(stdout, "   or the ledger line to act on, and nothing else: no false alarm from records still on their way,")
+		fmt.Fprintln(stdout, "   records written twice at the source, or acknowledgements whose records retention deleted.")
 	}
-	fmt.Fprintf(stdout, "   MATCH: the comparison reported exactly the %d injected records, each with the record to replay\n", len(truth.Rows))
-	fmt.Fprintln(stdout, "   or the ledger line to act on, and nothing else: no false alarm from records still on their way,")
-	fmt.Fprintln(stdout, "   records written twice at the source, or acknowledgements whose records retention deleted.")
-	if code := exitCode(status); code != exitFindings && code != exitOK {
-		return status
-	}
-	return nil
+	return demoVerdict(stdout, diff, "the comparison", status)
 }

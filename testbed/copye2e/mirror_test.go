@@ -12,6 +12,7 @@ import (
 
 	"github.com/lossaudit/lossaudit/audit/finding"
 	"github.com/lossaudit/lossaudit/audit/runner"
+	"github.com/lossaudit/lossaudit/config"
 	"github.com/lossaudit/lossaudit/testbed/kafka"
 )
 
@@ -92,19 +93,8 @@ func TestMirrorMakerOutage(t *testing.T) {
 		}
 		return offs
 	}
-	waitFor := func(what string, cond func() bool) {
-		t.Helper()
-		for !cond() {
-			if !mm.Running() {
-				t.Fatalf("MirrorMaker exited while waiting for %s:\n%s", what, kafka.Tail(mm.Log, 40))
-			}
-			select {
-			case <-ctx.Done():
-				t.Fatalf("waiting for %s: %v\n%s", what, ctx.Err(), kafka.Tail(mm.Log, 40))
-			case <-time.After(250 * time.Millisecond):
-			}
-		}
-	}
+	alive := func() (bool, string) { return mm.Running(), "MirrorMaker's log:\n" + kafka.Tail(mm.Log, 40) }
+	waitFor := func(what string, cond func() bool) { t.Helper(); pollUntil(ctx, t, what, alive, cond) }
 	waitFor("the mirror to start copying", func() bool { return copied() >= 500 })
 	go func() { done <- produce(ctx, src.Bootstrap(), topic, 1000, total, 400, customer, &sent) }()
 	waitFor("2,500 copies", func() bool { return copied() >= 2500 })
@@ -173,6 +163,15 @@ func TestMirrorMakerOutage(t *testing.T) {
 	cfg.HasSinkKafka, cfg.SinkKafka.Brokers = true, dst.Bootstrap()
 	cfg.Compare.Pairs = append(cfg.Compare.Pairs, configPair(topic, topic, copyTopic))
 	cfg.Compare.Grace = 0 // the mirror is stopped: nothing is on its way
+	kinds := checkCopies(ctx, t, cfg, truth)
+	t.Logf("%d source records, %d copies; the truth and the comparison: %v", len(source.Records), len(sink.Records), kinds)
+}
+
+// checkCopies runs the comparison cfg configures and requires its rows to
+// equal truth and its verdict to be complete; it returns the truth's
+// findings by kind.
+func checkCopies(ctx context.Context, t *testing.T, cfg *config.Config, truth []Row) map[finding.Kind]int {
+	t.Helper()
 	res, err := runner.Compare(ctx, cfg, runner.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -187,5 +186,22 @@ func TestMirrorMakerOutage(t *testing.T) {
 	for _, r := range truth {
 		kinds[r.Kind]++
 	}
-	t.Logf("%d source records, %d copies; the truth and the comparison: %v", len(source.Records), len(sink.Records), kinds)
+	return kinds
+}
+
+// pollUntil polls cond every 250 ms until it holds, failing t when alive
+// says the process under test exited, or ctx ends.
+func pollUntil(ctx context.Context, t *testing.T, what string, alive func() (bool, string), cond func() bool) {
+	t.Helper()
+	for !cond() {
+		if ok, log := alive(); !ok {
+			t.Fatalf("exited while waiting for %s:\n%s", what, log)
+		}
+		select {
+		case <-ctx.Done():
+			_, log := alive()
+			t.Fatalf("waiting for %s: %v\n%s", what, ctx.Err(), log)
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
 }
