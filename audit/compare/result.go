@@ -64,11 +64,16 @@ func assemble(o Options, snap *compareSnapshot, col *collector, led *ledgerState
 			SinkDecodeErrors: snk.decodeErrors.Load(), Identities: chk.identities[x], Unexplained: chk.unexplained[x]})
 		sink.KeysChecked += chk.identities[x]
 		in := finding.Inconclusive{Input: p.Name, Key: key, Group: o.Group, Counts: c}
+		sinkBad := finding.InputCounts{Scanned: snk.records.Load(), DecodeErrors: snk.decodeErrors.Load()}
 		switch {
 		case !snap.committed[x]:
 			in.Reason = finding.NoCommittedOffsets
 		case c.Scanned > 0 && 2*c.DecodeErrors > c.Scanned:
-			in.Reason, in.TopError = finding.MostlyUndecodable, topClass(col.decode.byClass)
+			in.Reason, in.TopError, in.Topic = finding.MostlyUndecodable, topClass(col.decode.byClass), p.Source
+		case sinkBad.Scanned > 0 && 2*sinkBad.DecodeErrors > sinkBad.Scanned:
+			// Copies that do not decode cannot be matched: every record
+			// would look missing.
+			in.Reason, in.TopError, in.Topic, in.Counts = finding.MostlyUndecodable, topClass(col.decode.byClass), p.Sink, sinkBad
 		case c.Scanned > 0 && c.Audited == 0:
 			in.Reason = finding.NothingAudited
 		default:

@@ -262,8 +262,10 @@ type Inconclusive struct {
 	Group string
 	// Key, set by lossaudit compare, is the configuration key deciding
 	// what is due (compare.group or compare.grace); Input is then a
-	// pair's name.
-	Key string
+	// pair's name, and Topic, for MostlyUndecodable, the pair's topic
+	// (source or sink) whose records mostly did not decode.
+	Key   string
+	Topic string
 	// Counts are the input's counters when the verdict was reached.
 	Counts InputCounts
 	// Field is the configured field path that failed to decode and

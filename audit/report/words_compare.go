@@ -97,8 +97,8 @@ func compareInconclusive(i *finding.Inconclusive) string {
 		return fmt.Sprintf("pair %s: none of its %s source records could be compared (%s pending, %s undecodable, the rest without an identity under the match): wait for them to be due, or check %s",
 			i.Input, Thousands(c.Scanned), Thousands(c.Pending), Thousands(c.DecodeErrors), i.Key)
 	case finding.MostlyUndecodable:
-		return fmt.Sprintf("pair %s: %s of %s source records could not be decoded (mostly %s): check compare.match and the schema sources",
-			i.Input, Thousands(c.DecodeErrors), Thousands(c.Scanned), i.TopError)
+		return fmt.Sprintf("pair %s: %s of %s records of %s could not be decoded (mostly %s): check compare.match and the schema sources",
+			i.Input, Thousands(c.DecodeErrors), Thousands(c.Scanned), i.Topic, i.TopError)
 	case finding.NoRecords:
 		return "no source topic holds any record and there is no ledger: nothing to compare"
 	}
