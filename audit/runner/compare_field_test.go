@@ -61,9 +61,9 @@ func TestCompareByAvroField(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := &config.Config{
-		Kafka:  config.Kafka{Brokers: brokers, FetchMaxBytes: 1 << 20, PartitionMaxBytes: 1 << 20, Concurrency: 2, Timeout: 10 * time.Second},
-		Schema: config.Schema{AvscDir: dir},
-		Store:  config.Store{Dir: filepath.Join(dir, "index")},
+		Kafka:   config.Kafka{Brokers: brokers, FetchMaxBytes: 1 << 20, PartitionMaxBytes: 1 << 20, Concurrency: 2, Timeout: 10 * time.Second},
+		Schema:  config.Schema{AvscDir: dir},
+		Store:   config.Store{Dir: filepath.Join(dir, "index")},
 		Compare: config.Compare{Match: "field:id", Pairs: []config.Pair{{Name: "orders", Source: "src", Sink: "copy"}}},
 	}
 	res, err := runner.Compare(ctx, cfg, runner.Options{})
