@@ -138,14 +138,26 @@ func (c *collector) readAll(ctx context.Context, led *ledgerState) error {
 	return nil
 }
 
-// each reads the ranges of t from k, identifying every record, and calls
-// fn with each identified one and its digest; cnt counts them.
+// indexFn indexes one identified record with its digest, reusing buf.
+type indexFn func(rec *kread.Record, d digest, buf []byte) ([]byte, error)
+
+// each reads the ranges rs from k, identifying every record, and indexes
+// each identified one with the indexFn that forPartition returns for its
+// partition (kread hands out the records of one partition at a time),
+// calling done, when not nil, after the batch; cnt counts them.
 func (c *collector) each(ctx context.Context, k Kafka, name string, rs []kread.Range, total int64, cnt *sideCounters,
-	fn func(rec *kread.Record, d digest, buf []byte) ([]byte, error)) error {
+	forPartition func(p int32) (fn indexFn, done func())) error {
 	err := collect.Read(ctx, readerWithHeader{k, c.o.Header}, c.o.Progress, name, rs, total, false, &c.stats, func(recs []kread.Record) error {
+		if len(recs) == 0 {
+			return nil
+		}
 		var parts [][]byte
 		var buf []byte
 		var none, bad int64
+		fn, done := forPartition(recs[0].Partition)
+		if done != nil {
+			defer done()
+		}
 		for i := range recs {
 			rec := &recs[i]
 			var st Status
@@ -178,9 +190,10 @@ func (c *collector) each(ctx context.Context, k Kafka, name string, rs []kread.R
 
 func (c *collector) readSink(ctx context.Context, x int, p Pair) error {
 	rs, total := collect.Ranges(c.snap.sinks[x], nil)
-	return c.each(ctx, c.o.Sink, "sink "+p.Sink, rs, total, &c.sinks[x], func(rec *kread.Record, d digest, buf []byte) ([]byte, error) {
+	index := func(rec *kread.Record, d digest, buf []byte) ([]byte, error) {
 		return c.w.record(tagSink, x, d, rec.Partition, rec.Offset, rec.Timestamp, rec.Key, buf)
-	})
+	}
+	return c.each(ctx, c.o.Sink, "sink "+p.Sink, rs, total, &c.sinks[x], func(int32) (indexFn, func()) { return index, nil })
 }
 
 // readSource reads pair x's source; lt, when not -1, is the ledger topic
@@ -188,28 +201,33 @@ func (c *collector) readSink(ctx context.Context, x int, p Pair) error {
 func (c *collector) readSource(ctx context.Context, x int, p Pair, lt int) error {
 	rs, total := collect.Ranges(c.snap.sources[x], nil)
 	cnt := &c.sources[x]
-	return c.each(ctx, c.o.Source, "source "+p.Source, rs, total, cnt, func(rec *kread.Record, d digest, buf []byte) ([]byte, error) {
-		tag := tagDue
-		if rec.Offset >= c.snap.dueBelow(x, rec.Partition) {
-			tag = tagPending
-			cnt.pending.Add(1)
-		} else {
-			cnt.due.Add(1)
-		}
-		buf, err := c.w.record(tag, x, d, rec.Partition, rec.Offset, rec.Timestamp, rec.Key, buf)
-		if err != nil || lt < 0 {
-			return buf, err
-		}
-		return c.w.claim(lt, d, rec.Partition, rec.Offset, kindCopy, 0, rec.Timestamp, rec.Key, buf)
+	return c.each(ctx, c.o.Source, "source "+p.Source, rs, total, cnt, func(part int32) (indexFn, func()) {
+		due := c.snap.dueBelow(x, part)
+		var nDue, nPending int64
+		return func(rec *kread.Record, d digest, buf []byte) ([]byte, error) {
+			tag := tagDue
+			if rec.Offset >= due {
+				tag = tagPending
+				nPending++
+			} else {
+				nDue++
+			}
+			buf, err := c.w.record(tag, x, d, rec.Partition, rec.Offset, rec.Timestamp, rec.Key, buf)
+			if err != nil || lt < 0 {
+				return buf, err
+			}
+			return c.w.claim(lt, d, rec.Partition, rec.Offset, kindCopy, 0, rec.Timestamp, rec.Key, buf)
+		}, func() { cnt.due.Add(nDue); cnt.pending.Add(nPending) }
 	})
 }
 
 func (c *collector) readLedgerTopic(ctx context.Context, lt int) error {
 	t := c.snap.ledger[lt]
 	rs, total := collect.Ranges(t, nil)
-	return c.each(ctx, c.o.Source, "ledger topic "+t.Name, rs, total, &c.ledger, func(rec *kread.Record, d digest, buf []byte) ([]byte, error) {
+	index := func(rec *kread.Record, d digest, buf []byte) ([]byte, error) {
 		return c.w.claim(lt, d, rec.Partition, rec.Offset, kindCopy, 0, rec.Timestamp, rec.Key, buf)
-	})
+	}
+	return c.each(ctx, c.o.Source, "ledger topic "+t.Name, rs, total, &c.ledger, func(int32) (indexFn, func()) { return index, nil })
 }
 
 // readerWithHeader asks every read for the header the match needs.
