@@ -61,9 +61,9 @@ func Run(ctx context.Context, o Options) (*finding.Result, error) {
 
 	// 3. Detect: partition-level findings from the snapshot and the
 	// history, then the per-key check over the index.
-	parts := partitionFindings(o, snap, prev)
+	parts := partitionFindings(o, snap, col, prev)
 	var chk *checked
-	if err := timed("check", func() (err error) { chk, err = check(o, snap, stuckPartitions(parts)); return err }); err != nil {
+	if err := timed("check", func() (err error) { chk, err = check(o, snap, stuckPartitions(parts), col.timeline); return err }); err != nil {
 		return nil, err
 	}
 	if !o.From.IsZero() && len(chk.rows) > 0 {

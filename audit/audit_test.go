@@ -21,8 +21,18 @@ import (
 type fakeKafka struct {
 	parts  map[string]map[int32]*fakePart
 	group  map[kread.TP]int64
-	reads  []string // topics in the order Read was called
-	offset []string // topics in the order Offsets was called
+	reads  []string                 // topics in the order Read was called
+	offset []string                 // topics in the order Offsets was called
+	stats  map[kread.TP]kread.Stats // what Read reports for a partition
+	// members is the number of members the group has.
+	members int
+}
+
+func (f *fakeKafka) GroupState(context.Context, string) (string, int, error) {
+	if f.members > 0 {
+		return "Stable", f.members, nil
+	}
+	return "Empty", 0, nil
 }
 
 type fakePart struct {
@@ -116,6 +126,10 @@ func (f *fakeKafka) Read(_ context.Context, ranges []kread.Range, o kread.ReadOp
 		}
 		if err := fn(out); err != nil {
 			return nil, err
+		}
+		tp := kread.TP{Topic: rg.Topic, Partition: rg.Partition}
+		if st, ok := f.stats[tp]; ok {
+			stats[tp] = st
 		}
 	}
 	return stats, nil
@@ -396,5 +410,131 @@ func TestRunComparesWithThePreviousRun(t *testing.T) {
 	want := []string{"offset_reset inA[0]", "truncated out[1]"}
 	if strings.Join(got, ",") != strings.Join(want, ",") {
 		t.Errorf("second run partition findings = %v, want %v", got, want)
+	}
+}
+
+func TestRunHugeSelectedKey(t *testing.T) {
+	tp := newTestPipeline(t)
+	big := strings.Repeat("k", 100_000)
+	tp.process(0, 0, big, 100, "1", false, false)
+	lost := tp.process(0, 1, big+"-lost", 200, "1", true, true)
+	res := tp.run(t)
+	if len(res.Rows) != 1 || string(res.Rows[0].Key) != big+"-lost" || res.Rows[0].Offset != lost {
+		t.Fatalf("rows = %d, want exactly the lost 100,000-byte key", len(res.Rows))
+	}
+	if a := res.Summary.Inputs["a"]; a.Audited != 2 {
+		t.Errorf("audited = %d, want 2", a.Audited)
+	}
+}
+
+// TestRunWindowedReportsStaleLikeTheFullAudit: a stage holding the key
+// only from before the window must make the windowed audit say stale with
+// the observed timestamp, as the full audit of the same state does.
+func TestRunWindowedReportsStaleLikeTheFullAudit(t *testing.T) {
+	tp := newTestPipeline(t)
+	tp.process(0, 0, "k", 1000, "old", false, false)        // reached every stage, before the window
+	lost := tp.process(0, 0, "k", 5000, "new", true, true)  // lost inside the window
+	gone := tp.process(0, 1, "gone", 5000, "1", true, true) // never reached any stage
+	full := tp.run(t)
+	tp.opt.From = time.UnixMilli(3000)
+	windowed := tp.run(t)
+	for _, res := range []*finding.Result{full, windowed} {
+		got := rowsString(res.Rows)
+		want := []string{fmt.Sprintf("missing changelog a gone inA[1]@%d", gone), fmt.Sprintf("stale changelog a k inA[0]@%d", lost)}
+		if strings.Join(got, ";") != strings.Join(want, ";") {
+			t.Errorf("rows %v, want %v", got, want)
+		}
+		for _, r := range res.Rows {
+			if string(r.Key) == "k" && (!r.HasObserved || r.ObservedTS != 1000) {
+				t.Errorf("stale row observed %d (%v), want 1000", r.ObservedTS, r.HasObserved)
+			}
+		}
+	}
+}
+
+func TestRunInconclusiveWithoutCommittedOffsets(t *testing.T) {
+	tp := newTestPipeline(t)
+	for i := range 5 {
+		tp.process(0, 0, fmt.Sprint("k", i), int64(100+i), "1", false, false)
+		tp.process(1, 0, fmt.Sprint("k", i), int64(100+i), "1", false, false)
+	}
+	for tpn := range tp.f.group {
+		if tpn.Topic == "inB" {
+			delete(tp.f.group, tpn) // b's offsets expired
+		}
+	}
+	res := tp.run(t)
+	in := res.Summary.Inconclusive
+	if len(in) != 1 || in[0].Reason != finding.NoCommittedOffsets || in[0].Input != "b" {
+		t.Fatalf("inconclusive = %+v, want no_committed_offsets for input b", in)
+	}
+	if res.Complete() {
+		t.Error("an inconclusive result claims to be complete")
+	}
+}
+
+func TestRunReportsReadIssues(t *testing.T) {
+	tp := newTestPipeline(t)
+	tp.process(0, 0, "k", 100, "1", false, false)
+	tp.f.stats = map[kread.TP]kread.Stats{{Topic: "inA", Partition: 0}: {Gaps: 3, Retries: 2}}
+	res := tp.run(t)
+	want := []finding.ReadIssue{{Topic: "inA", Partition: 0, Gaps: 3, Retries: 2}}
+	if fmt.Sprint(res.Summary.Reads) != fmt.Sprint(want) {
+		t.Errorf("read issues = %+v, want %+v", res.Summary.Reads, want)
+	}
+}
+
+func TestRunPoisonPill(t *testing.T) {
+	tp := newTestPipeline(t)
+	tp.process(0, 0, "k", 100, "1", false, false)
+	// The application stopped at an undecodable record of inA[0].
+	bad := tp.f.add("inA", 0, []byte("o"), []byte("!garbage"), 200, kread.Committed)
+	tp.f.add("inA", 0, []byte("o"), []byte("later|1"), 300, kread.Committed)
+	res := tp.run(t)
+	ps := res.Summary.Partitions
+	if len(ps) != 1 || ps[0].Kind != finding.PoisonPill || ps[0].Topic != "inA" || ps[0].Partition != 0 || ps[0].Poison.Offset != bad {
+		t.Fatalf("partition findings = %+v, want poison_pill on inA[0]@%d", ps, bad)
+	}
+	if a := res.Summary.Inputs["a"]; a.Pending != 2 {
+		t.Errorf("pending = %d, want the 2 records from the poison pill on", a.Pending)
+	}
+	// The same state with the application running: not stuck.
+	tp.f.members = 2
+	if res := tp.run(t); len(res.Summary.Partitions) != 0 {
+		t.Errorf("running group: partition findings %+v, want none", res.Summary.Partitions)
+	}
+}
+
+// TestRunSameWithTailsHeldOrNot: whether the repartition tails fit in
+// memory (candidates pending at the second hop are known as they are read,
+// the others coalesced per key) or not (every candidate indexed, matched
+// in the check), the result is the same.
+func TestRunSameWithTailsHeldOrNot(t *testing.T) {
+	tp := newTestPipeline(t)
+	f := tp.f
+	for i := range 40 {
+		k := fmt.Sprintf("k%d", i%9)
+		tp.process(i%2, int32(i%2), k, int64(100+i), fmt.Sprint(i), i%7 == 0, i%5 == 0)
+	}
+	// Pending at the second hop: copies in the repartition tails.
+	for i := range 6 {
+		k := fmt.Sprintf("k%d", i)
+		off := f.add("inA", 0, []byte("o"), []byte(k+"|tail"), int64(900+i), kread.Committed)
+		f.group[kread.TP{Topic: "inA", Partition: 0}] = off + 1
+		f.add("app-repA-repartition", partitionFor([]byte(k), 2), []byte(k), []byte(k+"|tail"), int64(900+i), kread.Committed)
+	}
+	held := tp.run(t)
+	tp.opt.maxTails = 2
+	spilled := tp.run(t)
+	if g, w := rowsString(spilled.Rows), rowsString(held.Rows); strings.Join(g, ";") != strings.Join(w, ";") || len(w) == 0 {
+		t.Errorf("rows with tails not held:\n%v\nheld:\n%v", g, w)
+	}
+	for _, in := range []string{"a", "b"} {
+		if *held.Summary.Inputs[in] != *spilled.Summary.Inputs[in] {
+			t.Errorf("input %s counts %+v held, %+v not held", in, *held.Summary.Inputs[in], *spilled.Summary.Inputs[in])
+		}
+	}
+	if held.Summary.Inputs["a"].Pending < 6 {
+		t.Errorf("input a pending = %d, want at least the 6 in the tail", held.Summary.Inputs["a"].Pending)
 	}
 }

@@ -19,8 +19,9 @@ type checked struct {
 	pending []int64
 }
 
-// check streams the index key by key through the core check.
-func check(o Options, snap *pipelineSnapshot, stuck map[kread.TP]bool) (*checked, error) {
+// check streams the index key by key through the core check. Candidates
+// pending at the second hop move from audited to pending on tl.
+func check(o Options, snap *pipelineSnapshot, stuck map[kread.TP]bool, tl *timeline) (*checked, error) {
 	spec := &detect.KeySpec{}
 	for _, in := range o.Inputs {
 		spec.Inputs = append(spec.Inputs, detect.InputSpec{Name: in.Name, Topic: in.Topic, RepartitionTopic: in.RepartitionTopic})
@@ -37,7 +38,7 @@ func check(o Options, snap *pipelineSnapshot, stuck map[kread.TP]bool) (*checked
 	res := &checked{pending: make([]int64, len(o.Inputs))}
 	ev := detect.NewKeyEvidence(len(o.Inputs))
 	err := o.Store.Scan(func(key []byte, c *index.Cursor) error {
-		if err := fold(key, c, ev, len(o.Inputs)); err != nil {
+		if err := fold(key, c, ev, len(o.Inputs), tl.movePending); err != nil {
 			return err
 		}
 		var kc detect.KeyCounts

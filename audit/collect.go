@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 
 	"github.com/lossaudit/lossaudit/audit/finding"
 	"github.com/lossaudit/lossaudit/audit/internal/collect"
+	"github.com/lossaudit/lossaudit/audit/internal/detect"
 	"github.com/lossaudit/lossaudit/audit/kread"
 )
 
@@ -97,10 +100,20 @@ type collector struct {
 	counts []inputCounters
 	decode decodeErrors
 	win    window
+	tails  tailSet
+	// timeline counts the audited and pending input records by timestamp.
+	timeline *timeline
+
+	mu sync.Mutex // guards next
+	// next holds, per input partition, the first committed record at or
+	// after the group's committed offset (unwindowed audits only).
+	next map[kread.TP]detect.NextRecord
 }
 
 func newCollector(o Options, snap *pipelineSnapshot, w entryWriter) *collector {
-	c := &collector{o: o, snap: snap, w: w, counts: make([]inputCounters, len(o.Inputs))}
+	c := &collector{o: o, snap: snap, w: w, counts: make([]inputCounters, len(o.Inputs)), next: map[kread.TP]detect.NextRecord{},
+		timeline: newTimeline(len(o.Inputs))}
+	c.tails.limit = o.maxTails
 	if !o.From.IsZero() {
 		c.win.from = o.From.UnixMilli()
 	}
@@ -161,7 +174,11 @@ func (c *collector) readRepartition(ctx context.Context, x int) error {
 			if in.DownstreamKey != nil {
 				key = in.DownstreamKey(key)
 			}
-			if err := c.w.repartition(uint8(x), key, rec.Timestamp, fingerprint(rec.Value), !ok || rec.Offset >= committed, rec.Partition, rec.Offset); err != nil {
+			fp, tail := fingerprint(rec.Value), !ok || rec.Offset >= committed
+			if tail {
+				c.tails.add(newTailID(uint8(x), key, rec.Timestamp, fp))
+			}
+			if err := c.w.repartition(uint8(x), key, rec.Timestamp, fp, tail, rec.Partition, rec.Offset); err != nil {
 				return fmt.Errorf("indexing %s[%d]@%d: %w", rec.Topic, rec.Partition, rec.Offset, err)
 			}
 		}
@@ -177,8 +194,21 @@ func (c *collector) readInput(ctx context.Context, x int) error {
 	}
 	rs, total := collect.Ranges(c.snap.inputs[x], start)
 	cnt := &c.counts[x]
+	// With every repartition-tail record in memory, a candidate pending at
+	// the second hop is known as it is read, so the others can be
+	// coalesced to the newest per key: the check needs no more.
+	coalesce := c.tails.complete()
+	seenNext := map[int32]bool{} // per partition; callbacks of one partition are sequential, in offset order
+	var seenMu sync.Mutex
 	err = collect.Read(ctx, c.o.Kafka, c.o.Progress, "input "+in.Topic, rs, total, false, &c.stats, func(recs []kread.Record) error {
 		var n [nullKey + 1]int64
+		var nextDone bool
+		if len(recs) > 0 {
+			seenMu.Lock()
+			nextDone = seenNext[recs[0].Partition] || !c.o.From.IsZero()
+			seenMu.Unlock()
+		}
+		tl := c.timeline.batch()
 		for i := range recs {
 			rec := &recs[i]
 			committed, ok := c.snap.group[kread.TP{Topic: rec.Topic, Partition: rec.Partition}]
@@ -192,17 +222,35 @@ func (c *collector) readInput(ctx context.Context, x int) error {
 					ts = rec.Timestamp // the window applies to the record's own timestamp
 				}
 			}
+			if !nextDone && ok && rec.Offset >= committed {
+				nextDone = true
+				c.noteNext(rec, status, serr)
+				seenMu.Lock()
+				seenNext[rec.Partition] = true
+				seenMu.Unlock()
+			}
 			cl := classify(ok && rec.Offset < committed, rec.Value != nil, ts, status, c.win)
+			var fp uint64
+			if cl == candidate {
+				fp = fingerprint(rec.Value)
+				if coalesce && c.tails.has(newTailID(uint8(x), key, ts, fp)) {
+					cl = pending // its copy waits in the repartition tail: the second hop's lag
+				}
+			}
 			n[cl]++
 			switch cl {
 			case undecodable:
 				c.decode.add(x, in, rec, serr)
+			case pending:
+				tl.note(ts, true)
 			case candidate:
-				if err := c.w.input(uint8(x), key, ts, rec.Partition, rec.Offset, fingerprint(rec.Value)); err != nil {
+				tl.note(ts, false)
+				if err := c.w.input(coalesce, uint8(x), key, ts, rec.Partition, rec.Offset, fp); err != nil {
 					return fmt.Errorf("indexing %s[%d]@%d: %w", rec.Topic, rec.Partition, rec.Offset, err)
 				}
 			}
 		}
+		c.timeline.add(x, tl)
 		cnt.scanned.Add(int64(len(recs)))
 		cnt.candidates.Add(n[candidate])
 		cnt.outside.Add(n[outsideWindow])
@@ -216,6 +264,35 @@ func (c *collector) readInput(ctx context.Context, x int) error {
 		return fmt.Errorf("audit: input %s: %w", in.Name, err)
 	}
 	return nil
+}
+
+// noteNext records the record the application reads next on its
+// partition, and whether it decodes.
+func (c *collector) noteNext(rec *kread.Record, status SelectStatus, err error) {
+	n := detect.NextRecord{Topic: rec.Topic, Partition: rec.Partition, Offset: rec.Offset}
+	if rec.Value != nil && status == DecodeError {
+		n.DecodeError = fmt.Sprint(err)
+	}
+	c.mu.Lock()
+	c.next[kread.TP{Topic: rec.Topic, Partition: rec.Partition}] = n
+	c.mu.Unlock()
+}
+
+// nextRecords lists what noteNext recorded, by topic and partition.
+func (c *collector) nextRecords() []detect.NextRecord {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]detect.NextRecord, 0, len(c.next))
+	for _, n := range c.next {
+		out = append(out, n)
+	}
+	slices.SortFunc(out, func(a, b detect.NextRecord) int {
+		if a.Topic != b.Topic {
+			return strings.Compare(a.Topic, b.Topic)
+		}
+		return int(a.Partition - b.Partition)
+	})
+	return out
 }
 
 func (c *collector) readStage(ctx context.Context, name, topic string, x int, output bool, norm func([]byte) []byte) error {

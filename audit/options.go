@@ -20,6 +20,7 @@ type Kafka interface {
 	Offsets(ctx context.Context, topic string) (map[int32]kread.Offsets, error)
 	OffsetsForTime(ctx context.Context, topic string, t time.Time) (map[int32]int64, error)
 	GroupOffsets(ctx context.Context, group string, topics []string) (map[kread.TP]int64, error)
+	GroupState(ctx context.Context, group string) (state string, members int, err error)
 	Read(ctx context.Context, ranges []kread.Range, o kread.ReadOptions, fn func(recs []kread.Record) error) (map[kread.TP]kread.Stats, error)
 }
 
@@ -100,6 +101,9 @@ type Options struct {
 	// History, when set, compares this run's snapshot with the previous
 	// run's (truncated, offset_reset) and records it for the next run.
 	History History
+
+	// maxTails overrides maxTails (tests).
+	maxTails int
 }
 
 // withDefaults validates o and fills in its defaults.
@@ -125,6 +129,9 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.Now == nil {
 		o.Now = time.Now
+	}
+	if o.maxTails <= 0 {
+		o.maxTails = maxTails
 	}
 	if o.SettlePoll <= 0 {
 		o.SettlePoll = 200 * time.Millisecond

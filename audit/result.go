@@ -14,7 +14,7 @@ import (
 
 // partitionFindings runs the partition-level detectors over the snapshot
 // and, when there is one, the previous run's snapshot.
-func partitionFindings(o Options, snap *pipelineSnapshot, prev map[kread.TP]history.Entry) []finding.PartitionFinding {
+func partitionFindings(o Options, snap *pipelineSnapshot, col *collector, prev map[kread.TP]history.Entry) []finding.PartitionFinding {
 	var reparts []snapshot.Partition
 	for _, t := range snap.reparts {
 		reparts = append(reparts, t.Partitions(snap.group)...)
@@ -23,6 +23,7 @@ func partitionFindings(o Options, snap *pipelineSnapshot, prev map[kread.TP]hist
 	for _, t := range append(snap.changelogs, snap.output) {
 		out = append(out, detect.StuckLSO(t, snap.startHW[t.Name], o.SettleTimeout)...)
 	}
+	out = append(out, detect.PoisonPill(o.Group, snap.groupActive, col.nextRecords())...)
 	if prev != nil {
 		now := snap.partitions()
 		out = append(out, detect.Truncated(prev, now)...)
@@ -58,8 +59,11 @@ func assemble(ctx context.Context, o Options, snap *pipelineSnapshot, col *colle
 		DecodeErrorsBySchema: col.decode.byClass,
 		DecodeErrorSamples:   col.decode.samples,
 	}
+	s.Pipeline = &finding.Pipeline{Output: o.Output}
 	var outcome []detect.InputOutcome
 	for x, in := range o.Inputs {
+		s.Pipeline.Inputs = append(s.Pipeline.Inputs, finding.PipelineInput{Name: in.Name, Topic: in.Topic,
+			RepartitionTopic: in.RepartitionTopic, ChangelogTopic: in.ChangelogTopic})
 		c := col.counts[x].counts()
 		// Candidates whose copy is still in the repartition tail are
 		// pending at the second hop, not audited.
@@ -77,6 +81,7 @@ func assemble(ctx context.Context, o Options, snap *pipelineSnapshot, col *colle
 		outcome = append(outcome, detect.InputOutcome{Name: in.Name, Counts: c, Committed: committed,
 			Field: in.Field, TopError: col.decode.top(x), Nearest: col.decode.near[x]})
 	}
+	s.Timeline = col.timeline.result(s.InputOrder)
 	for _, r := range chk.rows {
 		s.Stages[r.Stage].Findings[r.Kind]++
 	}

@@ -15,6 +15,9 @@ type pipelineSnapshot struct {
 	// group holds the group's committed offsets on inputs and repartition
 	// topics.
 	group map[kread.TP]int64
+	// groupActive is true when the group had members when its offsets were
+	// read, or when its state could not be told.
+	groupActive bool
 	// startHW holds the high watermarks of the changelogs and the output
 	// when the group offsets were read, by topic.
 	startHW    map[string]map[int32]int64
@@ -80,6 +83,16 @@ func takeSnapshot(ctx context.Context, o Options) (*pipelineSnapshot, error) {
 	var err error
 	if s.group, err = o.Kafka.GroupOffsets(ctx, o.Group, groupTopics); err != nil {
 		return nil, fmt.Errorf("audit: reading committed offsets of group %s: %w", o.Group, err)
+	}
+	// Whether the application is consuming: only used to tell a group
+	// stuck at an undecodable record, so not knowing is no failure.
+	if _, members, err := o.Kafka.GroupState(ctx, o.Group); err != nil {
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("audit: describing group %s: %w", o.Group, err)
+		}
+		s.groupActive = true
+	} else {
+		s.groupActive = members > 0
 	}
 	for _, t := range down {
 		if s.startHW[t], err = snapshot.HighWatermarks(ctx, o.Kafka, t); err != nil {

@@ -8,7 +8,11 @@
 // environment or a flag wins over that file.
 //
 // Every problem with the configuration is reported as an *Error that names
-// the offending key; the CLI maps it to exit code 2.
+// the offending key and where its value was written (file and line,
+// environment variable or flag); the CLI maps it to exit code 2.
+//
+// The package holds plain data: the Kafka client's TLS and SASL objects
+// are built by audit/kread from these values.
 package config
 
 import (
@@ -26,10 +30,15 @@ type Config struct {
 	Report   Report
 	Audit    Audit
 	// SinkKafka is the sink cluster of lossaudit compare, set only when
-	// HasSinkKafka (a sink_kafka key was given); Sink() merges it.
+	// HasSinkKafka (a sink_kafka key was given); Sink() merges it with
+	// Kafka's tuning.
 	SinkKafka    Kafka
 	HasSinkKafka bool
 	Compare      Compare
+
+	// prov records where Load found each value, for messages; nil for a
+	// Config built in code.
+	prov *provenance
 }
 
 // Kafka says how to reach the audited cluster.
@@ -48,6 +57,11 @@ type Kafka struct {
 	Concurrency int
 	// Timeout bounds one request to the cluster.
 	Timeout time.Duration
+	// ConnectTimeout bounds opening a connection to a broker (TCP, TLS,
+	// the first Kafka request).
+	ConnectTimeout time.Duration
+	// RetryTimeout bounds the time spent retrying one problem.
+	RetryTimeout time.Duration
 }
 
 // TLS configures transport security to the brokers. Files are PEM.
@@ -131,7 +145,8 @@ type Input struct {
 }
 
 // Window bounds the audited input records by timestamp; a zero time is
-// unbounded.
+// unbounded. Load resolves relative times (-2h, now) against the time it
+// ran.
 type Window struct {
 	From, To time.Time
 }
@@ -141,9 +156,12 @@ type Store struct {
 	Dir string
 }
 
-// Report names the report files; "" writes none.
+// Report names the report files; "" writes none. CSV may be "-": the
+// audit command writes the CSV report to stdout then.
 type Report struct {
 	CSV, JSON string
+	// HTML is the self-contained HTML report (report.html).
+	HTML string
 }
 
 // Audit tunes the audit run.
@@ -151,26 +169,4 @@ type Audit struct {
 	// SettleTimeout bounds the wait for open transactions to end before a
 	// downstream snapshot.
 	SettleTimeout time.Duration
-}
-
-// Error is a usage or configuration problem; the CLI exits 2 on it.
-type Error struct {
-	// Key is the configuration key (e.g. "kafka.brokers",
-	// "pipeline.inputs[1].key_format") or the file the problem is in.
-	Key string
-	// Msg says what is wrong. It never contains a secret.
-	Msg string
-}
-
-// Error implements error, e.g.
-// `config: pipeline.inputs[1].key_format: "json" is not one of string, avro, bytes`.
-func (e *Error) Error() string {
-	if e.Key == "" {
-		return "config: " + e.Msg
-	}
-	return "config: " + e.Key + ": " + e.Msg
-}
-
-func errorf(key, format string, args ...any) *Error {
-	return &Error{Key: key, Msg: fmt.Sprintf(format, args...)}
 }

@@ -10,6 +10,7 @@ import (
 	"math/big"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -53,12 +54,13 @@ func pemPair(t *testing.T) (certPEM, keyPEM string) {
 		string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kder}))
 }
 
-// clearEnv unsets every LOSSAUDIT_ variable for the test's duration.
+// clearEnv unsets every LOSSAUDIT_ variable but the test bed's for the
+// test's duration.
 func clearEnv(t *testing.T) {
 	t.Helper()
-	for key := range Defaults() {
-		name := EnvName(key)
-		if _, ok := os.LookupEnv(name); ok {
+	for _, kv := range os.Environ() {
+		name, _, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(name, EnvPrefix+"_") && !IsTestbedEnv(name) {
 			t.Setenv(name, "")
 			os.Unsetenv(name)
 		}

@@ -1,17 +1,17 @@
 package config
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
+	"math"
 	"os"
-	"sort"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
-	"github.com/spf13/viper"
+	"go.yaml.in/yaml/v3"
 )
 
 // EnvPrefix is the prefix of the environment variables that override the
@@ -34,26 +34,17 @@ const (
 
 // LoadOptions says where Load takes the configuration from.
 type LoadOptions struct {
-	// File is the YAML file; "" means none (defaults, environment and flags
-	// only). A named file that cannot be read is an error.
+	// File is the YAML file; "" means the file named by the ConfigFlag in
+	// Flags, if any, else none (defaults, environment and flags only). A
+	// named file that cannot be read is an error.
 	File string
-	// Flags, if not nil, holds command-line flags. A flag named in FlagKeys
-	// that was set on the command line overrides its key. Flags whose type
-	// does not fit the key (e.g. a command's own boolean --json shadowing the
-	// global report path) are ignored.
+	// Flags, if not nil, holds the command-line flags registered with
+	// AddFlags. Those set on the command line override their keys; any
+	// other flag in the set is not looked at.
 	Flags *pflag.FlagSet
-}
-
-// FlagKeys maps the global flag names to the keys they override.
-func FlagKeys() map[string]string {
-	return map[string]string{
-		"brokers":   "kafka.brokers",
-		"csv":       "report.csv",
-		"json":      "report.json",
-		"from":      "window.from",
-		"to":        "window.to",
-		"store-dir": "store.dir",
-	}
+	// Now is the time relative times (window.from: -2h) count back from;
+	// nil means time.Now.
+	Now func() time.Time
 }
 
 // EnvName returns the environment variable that overrides key.
@@ -61,395 +52,333 @@ func EnvName(key string) string {
 	return EnvPrefix + "_" + strings.ToUpper(strings.ReplaceAll(key, ".", "_"))
 }
 
-// Defaults returns every key with its default value. Every key lossaudit
-// reads appears here.
-func Defaults() map[string]any {
-	m := map[string]any{
-		"kafka.brokers":                  []string{"localhost:9092"},
-		"kafka.client_properties":        "",
-		"kafka.tls.enabled":              false,
-		"kafka.tls.ca_file":              "",
-		"kafka.tls.cert_file":            "",
-		"kafka.tls.key_file":             "",
-		"kafka.tls.insecure_skip_verify": false,
-		"kafka.sasl.mechanism":           "",
-		"kafka.sasl.username":            "",
-		"kafka.sasl.password":            "",
-		"kafka.fetch_max_bytes":          52428800,
-		"kafka.partition_max_bytes":      1048576,
-		"kafka.concurrency":              8,
-		"kafka.timeout":                  "30s",
-		"schema.registry_url":            "",
-		"schema.registry_username":       "",
-		"schema.registry_password":       "",
-		"schema.schemas_topic":           "_schemas",
-		"schema.avsc_dir":                "",
-		"pipeline.application_id":        "",
-		"pipeline.topology_file":         "",
-		"pipeline.output":                "",
-		"pipeline.inputs":                []any{},
-		"window.from":                    "",
-		"window.to":                      "",
-		"store.dir":                      "./lossaudit-data",
-		"report.csv":                     "loss-report.csv",
-		"report.json":                    "",
-		"audit.settle_timeout":           "60s",
-	}
-	for k, v := range compareDefaults() {
-		m[k] = v
-	}
-	return m
-}
-
-// inputKeyList lists the keys of one pipeline.inputs entry, for error messages.
-const inputKeyList = "name, topic, rekey, key_format, timestamp_field, store, repartition_topic, changelog_topic"
-
-// Load reads the configuration from defaults, opts.File, the environment and
-// opts.Flags (in increasing precedence), merges a client.properties file if
-// one is named, and validates everything except the pipeline (see
-// ValidatePipeline). Every problem is an *Error.
+// Load reads the configuration from defaults, the YAML file, the
+// environment and the flags (in increasing precedence), merges a
+// client.properties file if one is named, and validates everything except
+// the pipeline (see ValidatePipeline). Every problem is an *Error naming
+// where the value was written.
 func Load(opts LoadOptions) (*Config, error) {
-	v := viper.New()
-	v.SetConfigType("yaml")
-	v.AllowEmptyEnv(true)
-	defaults := Defaults()
-	explicit := map[string]bool{}
-	for key, def := range defaults {
-		v.SetDefault(key, def)
-		if err := v.BindEnv(key, EnvName(key)); err != nil {
-			return nil, fmt.Errorf("binding %s: %w", key, err)
-		}
-		if _, ok := os.LookupEnv(EnvName(key)); ok {
-			explicit[key] = true
-		}
+	defs := keyDefs()
+	now := time.Now
+	if opts.Now != nil {
+		now = opts.Now
 	}
+	flags := flagValues(opts.Flags)
+	file := opts.File
+	if fv, ok := flags[ConfigFlag]; ok && file == "" {
+		file = fv.text
+	}
+	prov := &provenance{file: file, keys: map[string]source{}}
 
-	if opts.File != "" {
-		data, err := os.ReadFile(opts.File)
+	nodes := map[string]*yaml.Node{}
+	if file != "" {
+		data, err := os.ReadFile(file)
 		if err != nil {
-			return nil, &Error{Key: opts.File, Msg: "cannot read config file: " + describeFileErr(err)}
+			return nil, &Error{File: file, Msg: "cannot read the configuration file: " + describeFileErr(err)}
 		}
-		fileKeys, err := checkFileKeys(opts.File, data, defaults)
-		if err != nil {
+		if nodes, err = readYAML(file, data, defs); err != nil {
 			return nil, err
 		}
-		for _, k := range fileKeys {
-			explicit[k] = true
-		}
-		if err := v.ReadConfig(bytes.NewReader(data)); err != nil {
-			return nil, &Error{Key: opts.File, Msg: "invalid YAML: " + err.Error()}
-		}
 	}
-
-	if opts.Flags != nil {
-		keys := FlagKeys()
-		names := make([]string, 0, len(keys))
-		for name := range keys {
-			names = append(names, name)
-		}
-		sort.Strings(names)
-		for _, name := range names {
-			key := keys[name]
-			f := opts.Flags.Lookup(name)
-			if f == nil || !f.Changed {
-				continue
-			}
-			switch f.Value.Type() {
-			case "string":
-				v.Set(key, f.Value.String())
-			case "stringSlice", "stringArray":
-				vals, err := opts.Flags.GetStringSlice(name)
-				if err != nil {
-					vals, err = opts.Flags.GetStringArray(name)
-				}
-				if err != nil {
-					return nil, errorf("--"+name, "%v", err)
-				}
-				v.Set(key, vals)
-			default:
-				continue // a command's own flag of the same name, not ours
-			}
-			explicit[key] = true
-		}
-	}
-
-	g := &getter{v: v}
-	c := &Config{}
-	c.Kafka.Brokers = g.list("kafka.brokers")
-	c.Kafka.ClientProperties = g.str("kafka.client_properties")
-	c.Kafka.TLS.Enabled = g.bool("kafka.tls.enabled")
-	c.Kafka.TLS.CAFile = g.str("kafka.tls.ca_file")
-	c.Kafka.TLS.CertFile = g.str("kafka.tls.cert_file")
-	c.Kafka.TLS.KeyFile = g.str("kafka.tls.key_file")
-	c.Kafka.TLS.InsecureSkipVerify = g.bool("kafka.tls.insecure_skip_verify")
-	c.Kafka.SASL.Mechanism = g.str("kafka.sasl.mechanism")
-	c.Kafka.SASL.Username = g.str("kafka.sasl.username")
-	c.Kafka.SASL.Password = g.str("kafka.sasl.password")
-	c.Kafka.FetchMaxBytes = g.int32("kafka.fetch_max_bytes")
-	c.Kafka.PartitionMaxBytes = g.int32("kafka.partition_max_bytes")
-	c.Kafka.Concurrency = g.int("kafka.concurrency")
-	c.Kafka.Timeout = g.duration("kafka.timeout")
-	c.Schema.RegistryURL = g.str("schema.registry_url")
-	c.Schema.RegistryUsername = g.str("schema.registry_username")
-	c.Schema.RegistryPassword = g.str("schema.registry_password")
-	c.Schema.SchemasTopic = g.str("schema.schemas_topic")
-	c.Schema.AvscDir = g.str("schema.avsc_dir")
-	c.Pipeline.ApplicationID = g.str("pipeline.application_id")
-	c.Pipeline.TopologyFile = g.str("pipeline.topology_file")
-	c.Pipeline.Output = g.str("pipeline.output")
-	c.Pipeline.Inputs = g.inputs("pipeline.inputs")
-	c.Window.From = g.time("window.from")
-	c.Window.To = g.time("window.to")
-	c.Store.Dir = g.str("store.dir")
-	c.Report.CSV = g.str("report.csv")
-	c.Report.JSON = g.str("report.json")
-	c.Audit.SettleTimeout = g.duration("audit.settle_timeout")
-	if g.err != nil {
-		return nil, g.err
-	}
-	if err := loadCompare(g, c, explicit); err != nil {
+	if err := checkEnv(os.Environ(), defs); err != nil {
 		return nil, err
 	}
 
+	r := &reader{prov: prov, now: now(), vals: map[string]value{}}
+	for _, d := range defs {
+		env := EnvName(d.key)
+		var v value
+		if fv, ok := flags[d.key]; ok {
+			v = value{text: fv.text, list: fv.list, isList: fv.isList}
+			prov.keys[d.key] = source{flag: fv.name}
+		} else if text, ok := os.LookupEnv(env); ok {
+			v = value{text: text}
+			prov.keys[d.key] = source{env: env}
+		} else if n, ok := nodes[d.key]; ok {
+			v = value{node: n}
+			prov.keys[d.key] = source{file: file, line: n.Line}
+		} else if list, ok := d.def.([]string); ok {
+			v = value{list: list, isList: true}
+		} else {
+			v = value{text: fmt.Sprint(d.def)}
+			if d.kind == kindInputs || d.kind == kindPairs {
+				v.text = ""
+			}
+		}
+		r.vals[d.key] = v
+	}
+
+	c := &Config{prov: prov}
+	c.Kafka = r.connection(sectionKafka)
+	c.Kafka.FetchMaxBytes = int32(r.int("kafka.fetch_max_bytes", math.MaxInt32))
+	c.Kafka.PartitionMaxBytes = int32(r.int("kafka.partition_max_bytes", math.MaxInt32))
+	c.Kafka.Concurrency = int(r.int("kafka.concurrency", math.MaxInt32))
+	c.Kafka.Timeout = r.duration("kafka.timeout")
+	c.Kafka.ConnectTimeout = r.duration("kafka.connect_timeout")
+	c.Kafka.RetryTimeout = r.duration("kafka.retry_timeout")
+	c.Schema.RegistryURL = r.str("schema.registry_url")
+	c.Schema.RegistryUsername = r.str("schema.registry_username")
+	c.Schema.RegistryPassword = r.str("schema.registry_password")
+	c.Schema.SchemasTopic = r.str("schema.schemas_topic")
+	c.Schema.AvscDir = r.str("schema.avsc_dir")
+	c.Pipeline.ApplicationID = r.str("pipeline.application_id")
+	c.Pipeline.TopologyFile = r.str("pipeline.topology_file")
+	c.Pipeline.Output = r.str("pipeline.output")
+	c.Pipeline.Inputs = r.inputs("pipeline.inputs")
+	c.Window.From = r.time("window.from")
+	c.Window.To = r.time("window.to")
+	c.Store.Dir = r.str("store.dir")
+	c.Report.CSV = r.str("report.csv")
+	c.Report.JSON = r.str("report.json")
+	c.Report.HTML = r.str("report.html")
+	c.Audit.SettleTimeout = r.duration("audit.settle_timeout")
+	readCompare(r, c)
+	if r.err != nil {
+		return nil, r.err
+	}
+
+	explicit := map[string]bool{}
+	for k := range prov.keys {
+		explicit[k] = true
+	}
 	if c.Kafka.ClientProperties != "" {
-		if err := applyClientProperties(c, c.Kafka.ClientProperties, explicit); err != nil {
-			return nil, err
+		if err := applyClientProperties(c, sectionKafka, c.Kafka.ClientProperties, explicit); err != nil {
+			return nil, c.Locate(err)
+		}
+	}
+	if c.HasSinkKafka && c.SinkKafka.ClientProperties != "" {
+		if err := applyClientProperties(c, sectionSinkKafka, c.SinkKafka.ClientProperties, explicit); err != nil {
+			return nil, c.Locate(err)
 		}
 	}
 	c.Kafka.SASL.Mechanism = strings.ToUpper(strings.TrimSpace(c.Kafka.SASL.Mechanism))
+	c.SinkKafka.SASL.Mechanism = strings.ToUpper(strings.TrimSpace(c.SinkKafka.SASL.Mechanism))
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
 	return c, nil
 }
 
-// checkFileKeys parses the YAML file on its own and returns its keys, or an
-// *Error naming the first key lossaudit does not know.
-func checkFileKeys(file string, data []byte, defaults map[string]any) ([]string, error) {
-	fv := viper.New()
-	fv.SetConfigType("yaml")
-	if err := fv.ReadConfig(bytes.NewReader(data)); err != nil {
-		return nil, &Error{Key: file, Msg: "invalid YAML: " + err.Error()}
-	}
-	sections := map[string]bool{}
-	for key := range defaults {
-		parts := strings.Split(key, ".")
-		for i := 1; i < len(parts); i++ {
-			sections[strings.Join(parts[:i], ".")] = true
-		}
-	}
-	keys := fv.AllKeys()
-	sort.Strings(keys)
-	var found []string
-	for _, key := range keys {
-		if _, ok := defaults[key]; ok {
-			found = append(found, key)
-			continue
-		}
-		if sections[key] {
-			if fv.Get(key) == nil {
-				continue // an empty section
-			}
-			return nil, errorf(key, "must be a mapping, not %T", fv.Get(key))
-		}
-		if near := nearest(key, defaults); near != "" {
-			return nil, errorf(key, "unknown key in %s (did you mean %s?)", file, near)
-		}
-		return nil, errorf(key, "unknown key in %s", file)
-	}
-	return found, nil
+// connection reads the connection settings of section sec (kafka or
+// sink_kafka): brokers, client_properties, tls.* and sasl.*.
+func (r *reader) connection(sec string) Kafka {
+	var k Kafka
+	k.Brokers = r.list(sec + ".brokers")
+	k.ClientProperties = r.str(sec + ".client_properties")
+	k.TLS.Enabled = r.bool(sec + ".tls.enabled")
+	k.TLS.CAFile = r.str(sec + ".tls.ca_file")
+	k.TLS.CertFile = r.str(sec + ".tls.cert_file")
+	k.TLS.KeyFile = r.str(sec + ".tls.key_file")
+	k.TLS.InsecureSkipVerify = r.bool(sec + ".tls.insecure_skip_verify")
+	k.SASL.Mechanism = r.str(sec + ".sasl.mechanism")
+	k.SASL.Username = r.str(sec + ".sasl.username")
+	k.SASL.Password = r.str(sec + ".sasl.password")
+	return k
 }
 
-// nearest returns the known key closest to key by edit distance, or "" when
-// none is within a couple of typos.
-func nearest(key string, known map[string]any) string {
-	best, bestD := "", 3
-	for k := range known {
-		if d := editDistance(key, k); d < bestD || (d == bestD && k < best) {
-			best, bestD = k, d
-		}
-	}
-	return best
+// value is the raw value of one key, from exactly one source.
+type value struct {
+	// node is the value in the YAML file.
+	node *yaml.Node
+	// text is the value of a variable, a flag or a default.
+	text string
+	// list is the value of a list flag or default (isList).
+	list   []string
+	isList bool
 }
 
-// editDistance is the Levenshtein distance between a and b.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
+// reader converts raw values to typed fields, keeping the first error,
+// located at the value's source.
+type reader struct {
+	prov *provenance
+	now  time.Time
+	vals map[string]value
+	err  error
 }
 
-// getter converts viper values to typed fields, keeping the first error.
-type getter struct {
-	v   *viper.Viper
-	err error
-}
-
-func (g *getter) fail(key, format string, args ...any) {
-	if g.err == nil {
-		g.err = errorf(key, format, args...)
+func (r *reader) fail(key, format string, args ...any) {
+	if r.err == nil {
+		e := errorf(key, format, args...)
+		r.prov.locate(e)
+		r.err = e
 	}
 }
 
-func (g *getter) str(key string) string {
-	switch x := g.v.Get(key).(type) {
-	case nil:
-		return ""
-	case string:
-		return x
-	case int, int64, float64, bool:
-		return fmt.Sprint(x)
-	default:
-		g.fail(key, "must be a string, not %T", x)
-		return ""
+// scalar returns the text of key's value; ok is false (and the error is
+// recorded) when the YAML file holds a list or mapping there.
+func (r *reader) scalar(key string) (text string, ok bool) {
+	v := r.vals[key]
+	if v.node == nil {
+		return v.text, true
 	}
+	switch {
+	case isNull(v.node):
+		return "", true
+	case v.node.Kind == yaml.ScalarNode:
+		return v.node.Value, true
+	}
+	r.fail(key, "must be a single value, not %s", describeNode(v.node))
+	return "", false
 }
 
-func (g *getter) bool(key string) bool {
-	switch x := g.v.Get(key).(type) {
-	case nil:
-		return false
-	case bool:
-		return x
-	case string:
-		b, err := strconv.ParseBool(strings.TrimSpace(x))
-		if err != nil {
-			g.fail(key, "%q is not a boolean (true or false)", x)
-		}
-		return b
-	default:
-		g.fail(key, "must be true or false, not %T", x)
+func (r *reader) str(key string) string {
+	s, _ := r.scalar(key)
+	return s
+}
+
+func (r *reader) bool(key string) bool {
+	s, ok := r.scalar(key)
+	if !ok || strings.TrimSpace(s) == "" {
 		return false
 	}
+	b, err := strconv.ParseBool(strings.TrimSpace(s))
+	if err != nil {
+		r.fail(key, "%s is not a boolean (true or false)", quoteValue(s))
+	}
+	return b
 }
 
-func (g *getter) int64(key string) int64 {
-	switch x := g.v.Get(key).(type) {
-	case nil:
-		return 0
-	case int:
-		return int64(x)
-	case int64:
-		return x
-	case float64:
-		if x != float64(int64(x)) {
-			g.fail(key, "%v is not a whole number", x)
-		}
-		return int64(x)
-	case string:
-		n, err := strconv.ParseInt(strings.TrimSpace(x), 10, 64)
-		if err != nil {
-			g.fail(key, "%q is not a whole number", x)
-		}
-		return n
-	default:
-		g.fail(key, "must be a whole number, not %T", x)
+// decimal matches a number written in decimal, with a fraction or an
+// exponent.
+var decimal = regexp.MustCompile(`^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$`)
+
+// int reads a whole number in [-max-1, max].
+func (r *reader) int(key string, max int64) int64 {
+	s, ok := r.scalar(key)
+	if !ok {
 		return 0
 	}
-}
-
-func (g *getter) int(key string) int {
-	n := g.int64(key)
-	if int64(int(n)) != n {
-		g.fail(key, "%d is out of range", n)
+	n, problem := parseWhole(strings.TrimSpace(s), max)
+	if problem != "" {
+		r.fail(key, "%s", problem)
 	}
-	return int(n)
+	return n
 }
 
-func (g *getter) int32(key string) int32 {
-	n := g.int64(key)
-	if n < -1<<31 || n > 1<<31-1 {
-		g.fail(key, "%d is out of range (at most %d)", n, int64(1<<31-1))
+// parseWhole parses a whole number in [-max-1, max], or says in words why
+// s is not one.
+func parseWhole(s string, max int64) (int64, string) {
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err == nil && n <= max && n >= -max-1 {
+		return n, ""
 	}
-	return int32(n)
+	tooLarge := fmt.Sprintf("%s is too large (at most %d)", s, max)
+	tooSmall := fmt.Sprintf("%s is too small (at least %d)", s, -max-1)
+	if err == nil || errors.Is(err, strconv.ErrRange) {
+		if strings.HasPrefix(s, "-") {
+			return 0, tooSmall
+		}
+		return 0, tooLarge
+	}
+	if decimal.MatchString(s) {
+		f, err := strconv.ParseFloat(s, 64)
+		switch {
+		case err != nil || f != math.Trunc(f):
+			return 0, s + " is not a whole number"
+		case f > float64(max):
+			return 0, tooLarge
+		case f < float64(-max-1):
+			return 0, tooSmall
+		}
+		return int64(f), ""
+	}
+	if s == "" {
+		return 0, "is empty; write a whole number"
+	}
+	return 0, quoteValue(s) + " is not a whole number"
 }
 
-func (g *getter) duration(key string) time.Duration {
-	switch x := g.v.Get(key).(type) {
-	case nil:
-		return 0
-	case time.Duration:
-		return x
-	case int:
-		if x == 0 {
-			return 0
-		}
-		g.fail(key, "%d has no unit; write a duration like \"30s\" or \"2m\"", x)
-		return 0
-	case string:
-		if strings.TrimSpace(x) == "" {
-			return 0
-		}
-		d, err := time.ParseDuration(strings.TrimSpace(x))
-		if err != nil {
-			g.fail(key, "%q is not a duration like \"30s\" or \"2m\"", x)
-		}
-		return d
-	default:
-		g.fail(key, "must be a duration like \"30s\", not %T", x)
+func (r *reader) duration(key string) time.Duration {
+	s, ok := r.scalar(key)
+	s = strings.TrimSpace(s)
+	if !ok || s == "" || s == "0" {
 		return 0
 	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		if _, perr := strconv.ParseFloat(s, 64); perr == nil {
+			r.fail(key, "%s has no unit; write a duration like %q or \"2m\"", s, s+"s")
+		} else {
+			r.fail(key, "%s is not a duration like \"30s\" or \"2m\"", quoteValue(s))
+		}
+	}
+	return d
 }
 
-func (g *getter) time(key string) time.Time {
-	switch x := g.v.Get(key).(type) {
-	case nil:
-		return time.Time{}
-	case time.Time:
-		return x
-	case string:
-		s := strings.TrimSpace(x)
-		if s == "" {
-			return time.Time{}
-		}
-		t, err := time.Parse(time.RFC3339Nano, s)
-		if err != nil {
-			g.fail(key, "%q is not an RFC 3339 time like 2026-11-29T10:15:00Z", x)
-		}
-		return t
-	default:
-		g.fail(key, "must be an RFC 3339 time, not %T", x)
+func (r *reader) time(key string) time.Time {
+	s, ok := r.scalar(key)
+	if !ok {
 		return time.Time{}
 	}
+	t, problem := parseTime(strings.TrimSpace(s), r.now)
+	if problem != "" {
+		r.fail(key, "%s", problem)
+	}
+	return t
 }
 
-// list accepts a YAML list, a []string from a flag, or a comma-separated
-// string from the environment.
-func (g *getter) list(key string) []string {
-	var out []string
-	switch x := g.v.Get(key).(type) {
-	case nil:
-	case []string:
-		for _, s := range x {
+// days matches a number of days, which Go durations do not have.
+var days = regexp.MustCompile(`^-?(\d+)d$`)
+
+// parseTime reads a window bound: "" (unbounded), RFC 3339, "now", or a Go
+// duration, negative or unsigned, meaning that long before now.
+func parseTime(s string, now time.Time) (time.Time, string) {
+	if s == "" {
+		return time.Time{}, ""
+	}
+	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+		return t, ""
+	}
+	if strings.EqualFold(s, "now") {
+		return now, ""
+	}
+	if d, err := time.ParseDuration(strings.TrimPrefix(s, "-")); err == nil && !strings.HasPrefix(s, "+") {
+		if d < 0 {
+			return time.Time{}, fmt.Sprintf("%s is not a time: write a duration before now with one sign, like -2h", quoteValue(s))
+		}
+		return now.Add(-d), ""
+	}
+	if strings.HasPrefix(s, "+") {
+		if _, err := time.ParseDuration(s[1:]); err == nil {
+			return time.Time{}, fmt.Sprintf("%s is in the future: a duration means that long before now, like -2h or 2h", s)
+		}
+	}
+	if m := days.FindStringSubmatch(s); m != nil {
+		n, _ := strconv.Atoi(m[1])
+		return time.Time{}, fmt.Sprintf("%s is not a time: durations have no days; write -%dh", s, 24*n)
+	}
+	return time.Time{}, fmt.Sprintf("%s is not a time: write %s", quoteValue(s), timeHelp)
+}
+
+// list accepts a YAML list or a comma-separated string (file or
+// variable), or the values of a repeatable flag.
+func (r *reader) list(key string) []string {
+	v := r.vals[key]
+	if v.isList {
+		var out []string
+		for _, s := range v.list {
 			out = append(out, splitList(s)...)
 		}
-	case []any:
-		for i, e := range x {
-			s, ok := e.(string)
-			if !ok {
-				g.fail(fmt.Sprintf("%s[%d]", key, i), "must be a string, not %T", e)
-				return nil
-			}
-			out = append(out, strings.TrimSpace(s))
+		return out
+	}
+	if v.node == nil || v.node.Kind == yaml.ScalarNode {
+		s, _ := r.scalar(key)
+		return splitList(s)
+	}
+	if v.node.Kind != yaml.SequenceNode {
+		r.fail(key, "must be a list, not %s", describeNode(v.node))
+		return nil
+	}
+	var out []string
+	for i, e := range v.node.Content {
+		e = resolve(e)
+		at := fmt.Sprintf("%s[%d]", key, i)
+		r.prov.keys[at] = source{file: r.prov.file, line: e.Line}
+		if e.Kind != yaml.ScalarNode || isNull(e) {
+			r.fail(at, "must be a single value, not %s", describeNode(e))
+			return nil
 		}
-	case string:
-		out = splitList(x)
-	default:
-		g.fail(key, "must be a list of strings, not %T", x)
+		out = append(out, strings.TrimSpace(e.Value))
 	}
 	return out
 }
@@ -465,71 +394,14 @@ func splitList(s string) []string {
 }
 
 // inputs decodes pipeline.inputs: a YAML list of mappings, or, from the
-// environment, the same list written as YAML/JSON flow text.
-func (g *getter) inputs(key string) []Input {
-	raw := g.v.Get(key)
-	if s, ok := raw.(string); ok {
-		if strings.TrimSpace(s) == "" {
-			return nil
-		}
-		tmp := viper.New()
-		tmp.SetConfigType("yaml")
-		if err := tmp.ReadConfig(strings.NewReader("inputs: " + s)); err != nil {
-			g.fail(key, "cannot parse %s as a YAML list: %v", EnvName(key), err)
-			return nil
-		}
-		raw = tmp.Get("inputs")
-	}
-	var list []any
-	switch x := raw.(type) {
-	case nil:
-		return nil
-	case []any:
-		list = x
-	case []map[string]any:
-		for _, m := range x {
-			list = append(list, m)
-		}
-	default:
-		g.fail(key, "must be a list of inputs, not %T", raw)
-		return nil
-	}
-	out := make([]Input, 0, len(list))
-	for i, e := range list {
-		at := fmt.Sprintf("%s[%d]", key, i)
-		m, ok := toStringMap(e)
-		if !ok {
-			g.fail(at, "must be a mapping with name, topic, ..., not %T", e)
-			return nil
-		}
-		var in Input
-		fields := map[string]*string{
-			"name": &in.Name, "topic": &in.Topic, "rekey": &in.Rekey, "key_format": &in.KeyFormat,
-			"timestamp_field": &in.TimestampField, "store": &in.Store,
-			"repartition_topic": &in.RepartitionTopic, "changelog_topic": &in.ChangelogTopic,
-		}
-		names := make([]string, 0, len(m))
-		for k := range m {
-			names = append(names, k)
-		}
-		sort.Strings(names)
-		for _, k := range names {
-			dst, ok := fields[strings.ToLower(k)]
-			if !ok {
-				g.fail(at+"."+k, "unknown key (known: %s)", inputKeyList)
-				return nil
-			}
-			switch val := m[k].(type) {
-			case nil:
-			case string:
-				*dst = val
-			case int, int64, float64, bool:
-				*dst = fmt.Sprint(val)
-			default:
-				g.fail(at+"."+k, "must be a string, not %T", val)
-				return nil
-			}
-		}
+// environment, the same list written as YAML (or JSON) flow text.
+func (r *reader) inputs(key string) []Input {
+	entries := r.entries(key, "a list of inputs (- name: ..., topic: ...)", "an input", inputKeyNames())
+	out := make([]Input, 0, len(entries))
+	for _, e := range entries {
+		in := Input{Name: e["name"], Topic: e["topic"], Rekey: e["rekey"], KeyFormat: e["key_format"],
+			TimestampField: e["timestamp_field"], Store: e["store"],
+			RepartitionTopic: e["repartition_topic"], ChangelogTopic: e["changelog_topic"]}
 		if in.KeyFormat == "" {
 			in.KeyFormat = KeyFormatString
 		}
@@ -538,18 +410,87 @@ func (g *getter) inputs(key string) []Input {
 	return out
 }
 
-func toStringMap(e any) (map[string]any, bool) {
-	switch m := e.(type) {
-	case map[string]any:
-		return m, true
-	case map[any]any:
-		out := make(map[string]any, len(m))
-		for k, v := range m {
-			out[fmt.Sprint(k)] = v
+// entries decodes a key holding a list of mappings of known names to
+// single values (pipeline.inputs, compare.pairs): a YAML list from the
+// file, or, from the environment, the same list written as YAML (or JSON)
+// flow text. list describes the whole value and entry one element, for
+// messages. It returns nil after recording an error; a null value is
+// absent from its entry's map.
+func (r *reader) entries(key, list, entry string, known []string) []map[string]string {
+	v := r.vals[key]
+	n := v.node
+	fromFile := n != nil
+	if n == nil {
+		if strings.TrimSpace(v.text) == "" {
+			return nil
 		}
-		return out, true
+		var doc yaml.Node
+		if err := yaml.Unmarshal([]byte(v.text), &doc); err != nil {
+			if r.err == nil {
+				e := yamlError("", EnvName(key), err)
+				e.Key = key
+				r.err = e
+			}
+			return nil
+		}
+		n = resolve(&doc)
+		if n.Kind == yaml.DocumentNode && len(n.Content) > 0 {
+			n = resolve(n.Content[0])
+		}
 	}
-	return nil, false
+	if isNull(n) {
+		return nil
+	}
+	if n.Kind != yaml.SequenceNode {
+		r.fail(key, "must be %s, not %s", list, describeNode(n))
+		return nil
+	}
+	out := make([]map[string]string, 0, len(n.Content))
+	for i, e := range n.Content {
+		e = resolve(e)
+		at := fmt.Sprintf("%s[%d]", key, i)
+		if fromFile {
+			r.prov.keys[at] = source{file: r.prov.file, line: e.Line}
+		}
+		if e.Kind != yaml.MappingNode {
+			r.fail(at, "must be a mapping of %s, not %s", strings.Join(known, ", "), describeNode(e))
+			return nil
+		}
+		fields := map[string]string{}
+		seen := map[string]int{}
+		for j := 0; j+1 < len(e.Content); j += 2 {
+			k, fv := resolve(e.Content[j]), resolve(e.Content[j+1])
+			name := strings.ToLower(k.Value)
+			fkey := at + "." + name
+			if fromFile {
+				r.prov.keys[fkey] = source{file: r.prov.file, line: k.Line}
+			}
+			switch {
+			case k.Kind != yaml.ScalarNode:
+				r.fail(at, "a key must be a name, not %s", describeNode(k))
+				return nil
+			case !contains(known, name):
+				if near := nearest(name, known); near != "" {
+					r.fail(fkey, "unknown key (did you mean %s?)", near)
+				} else {
+					r.fail(fkey, "unknown key; %s takes %s", entry, strings.Join(known, ", "))
+				}
+				return nil
+			case seen[name] > 0:
+				r.fail(fkey, "set twice (first on line %d)", seen[name])
+				return nil
+			case fv.Kind != yaml.ScalarNode:
+				r.fail(fkey, "must be a single value, not %s", describeNode(fv))
+				return nil
+			}
+			seen[name] = max(k.Line, 1)
+			if !isNull(fv) {
+				fields[name] = fv.Value
+			}
+		}
+		out = append(out, fields)
+	}
+	return out
 }
 
 // describeFileErr shortens an *os.PathError to its cause; the caller names the file.

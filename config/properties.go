@@ -2,7 +2,6 @@ package config
 
 import (
 	"fmt"
-	"os"
 	"strconv"
 	"strings"
 )
@@ -12,15 +11,16 @@ import (
 // end of a line continues it on the next (whose leading blanks are dropped);
 // escapes \t \n \r \f \uXXXX, and a backslash before any other character
 // stands for that character. Later keys win. The file is read as UTF-8.
-func parseProperties(text string) (map[string]string, error) {
-	props := map[string]string{}
+// lines holds the line each key was (last) set on.
+func parseProperties(text string) (props map[string]string, lines map[string]int, err error) {
+	props, lines = map[string]string{}, map[string]int{}
 	text = strings.ReplaceAll(text, "\r\n", "\n")
 	text = strings.ReplaceAll(text, "\r", "\n")
-	lines := strings.Split(text, "\n")
+	rows := strings.Split(text, "\n")
 	var logical strings.Builder
 	cont := false
 	start := 0
-	for i, raw := range lines {
+	for i, raw := range rows {
 		line := strings.TrimLeft(raw, " \t\f")
 		if !cont {
 			if line == "" || line[0] == '#' || line[0] == '!' {
@@ -31,7 +31,7 @@ func parseProperties(text string) (map[string]string, error) {
 		if trailingBackslashes(line)%2 == 1 {
 			logical.WriteString(line[:len(line)-1])
 			cont = true
-			if i < len(lines)-1 {
+			if i < len(rows)-1 {
 				continue
 			}
 		} else {
@@ -41,12 +41,21 @@ func parseProperties(text string) (map[string]string, error) {
 		key, value, err := splitProperty(logical.String())
 		logical.Reset()
 		if err != nil {
-			return nil, fmt.Errorf("line %d: %w", start, err)
+			return nil, nil, &propertyError{line: start, err: err}
 		}
 		props[key] = value
+		lines[key] = start
 	}
-	return props, nil
+	return props, lines, nil
 }
+
+// propertyError is a syntax error on a line of a properties file.
+type propertyError struct {
+	line int
+	err  error
+}
+
+func (e *propertyError) Error() string { return fmt.Sprintf("line %d: %v", e.line, e.err) }
 
 func trailingBackslashes(s string) int {
 	n := 0
@@ -260,162 +269,4 @@ func jaasTokens(s string) ([]jaasToken, error) {
 		}
 	}
 	return toks, nil
-}
-
-// applyClientProperties merges a Java-style client.properties file into c.
-// Keys in explicit were set by the YAML file, the environment or a flag and
-// win over the properties file.
-func applyClientProperties(c *Config, path string, explicit map[string]bool) error {
-	const key = "kafka.client_properties"
-	if err := checkReadable(key, path); err != nil {
-		return err
-	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return errorf(key, "cannot read %s: %s", path, describeFileErr(err))
-	}
-	props, err := parseProperties(string(data))
-	if err != nil {
-		return errorf(key, "%s: %v", path, err)
-	}
-	at := func(prop string) string { return prop + " (in " + path + ")" }
-	set := func(k string, dst *string, v string) {
-		if !explicit[k] && v != "" {
-			*dst = v
-		}
-	}
-
-	if bs, ok := props["bootstrap.servers"]; ok && !explicit["kafka.brokers"] {
-		var brokers []string
-		for _, b := range splitList(bs) {
-			if i := strings.Index(b, "://"); i >= 0 {
-				b = b[i+3:] // LISTENER://host:port
-			}
-			if err := checkAddress(b); err != nil {
-				return errorf(at("bootstrap.servers"), "%q is not a host:port address: %s", b, err)
-			}
-			brokers = append(brokers, b)
-		}
-		if len(brokers) == 0 {
-			return errorf(at("bootstrap.servers"), "no broker address given")
-		}
-		c.Kafka.Brokers = brokers
-	}
-
-	proto := strings.ToUpper(strings.TrimSpace(props["security.protocol"]))
-	var useTLS, useSASL bool
-	switch proto {
-	case "", "PLAINTEXT":
-	case "SSL":
-		useTLS = true
-	case "SASL_PLAINTEXT":
-		useSASL = true
-	case "SASL_SSL":
-		useTLS, useSASL = true, true
-	default:
-		return errorf(at("security.protocol"), "%q is not one of PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL", props["security.protocol"])
-	}
-	if useTLS && !explicit["kafka.tls.enabled"] {
-		c.Kafka.TLS.Enabled = true
-	}
-
-	if useSASL {
-		mech := strings.ToUpper(strings.TrimSpace(props["sasl.mechanism"]))
-		switch mech {
-		case "":
-			if !explicit["kafka.sasl.mechanism"] {
-				return errorf(at("sasl.mechanism"), "is not set, so Kafka clients would use GSSAPI (Kerberos), which lossaudit does not support; set PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512")
-			}
-		case MechanismPlain, MechanismScramSHA256, MechanismScramSHA512:
-		default:
-			return errorf(at("sasl.mechanism"), "%q is not one of %s, %s, %s", props["sasl.mechanism"],
-				MechanismPlain, MechanismScramSHA256, MechanismScramSHA512)
-		}
-		set("kafka.sasl.mechanism", &c.Kafka.SASL.Mechanism, mech)
-		if jaas, ok := props["sasl.jaas.config"]; ok {
-			login, err := parseJAAS(jaas)
-			if err != nil {
-				return errorf(at("sasl.jaas.config"), "%v", err)
-			}
-			effective := strings.ToUpper(c.Kafka.SASL.Mechanism)
-			switch {
-			case strings.HasSuffix(login.Module, "PlainLoginModule"):
-				if effective != MechanismPlain {
-					return errorf(at("sasl.jaas.config"), "uses %s but the SASL mechanism is %s", login.Module, effective)
-				}
-			case strings.HasSuffix(login.Module, "ScramLoginModule"):
-				if !strings.HasPrefix(effective, "SCRAM-") {
-					return errorf(at("sasl.jaas.config"), "uses %s but the SASL mechanism is %s", login.Module, effective)
-				}
-			default:
-				return errorf(at("sasl.jaas.config"), "login module %s is not supported; use PlainLoginModule or ScramLoginModule", login.Module)
-			}
-			if login.Options["username"] == "" && !explicit["kafka.sasl.username"] {
-				return errorf(at("sasl.jaas.config"), "has no username option")
-			}
-			set("kafka.sasl.username", &c.Kafka.SASL.Username, login.Options["username"])
-			set("kafka.sasl.password", &c.Kafka.SASL.Password, login.Options["password"])
-		}
-	}
-
-	if useTLS {
-		if props["ssl.truststore.certificates"] != "" || props["ssl.keystore.certificate.chain"] != "" || props["ssl.keystore.key"] != "" {
-			return errorf(at("ssl.truststore.certificates"), "inline PEM values are not supported; put the PEM in a file and name it in ssl.truststore.location / ssl.keystore.location")
-		}
-		// Key stores must be PEM; the file's content decides, whatever
-		// ssl.*store.type says (checkPEM explains how to convert JKS/PKCS12).
-		// ssl.endpoint.identification.algorithm is not mapped: host names are
-		// verified unless kafka.tls.insecure_skip_verify is set.
-		stores := []struct{ prop, cfgKey string }{
-			{"ssl.truststore.location", "kafka.tls.ca_file"},
-			{"ssl.keystore.location", "kafka.tls.cert_file"},
-			{"ssl.ca.location", "kafka.tls.ca_file"},
-			{"ssl.certificate.location", "kafka.tls.cert_file"},
-			{"ssl.key.location", "kafka.tls.key_file"},
-		}
-		for _, s := range stores {
-			loc := strings.TrimSpace(props[s.prop])
-			if loc == "" || explicit[s.cfgKey] {
-				continue
-			}
-			check := checkPEM
-			if s.prop == "ssl.keystore.location" || s.prop == "ssl.key.location" {
-				check = checkKeyPEM // a PEM key store holds the private key too
-			}
-			if err := check(at(s.prop), loc); err != nil {
-				return err
-			}
-			switch s.prop {
-			case "ssl.truststore.location", "ssl.ca.location":
-				c.Kafka.TLS.CAFile = loc
-			case "ssl.keystore.location":
-				// A PEM key store holds the certificate chain and the private key.
-				c.Kafka.TLS.CertFile = loc
-				if !explicit["kafka.tls.key_file"] && props["ssl.key.location"] == "" {
-					c.Kafka.TLS.KeyFile = loc
-				}
-			case "ssl.certificate.location":
-				c.Kafka.TLS.CertFile = loc
-			case "ssl.key.location":
-				c.Kafka.TLS.KeyFile = loc
-			}
-		}
-	}
-
-	if u := strings.TrimSpace(props["schema.registry.url"]); u != "" {
-		set("schema.registry_url", &c.Schema.RegistryURL, splitList(u)[0])
-	}
-	info := props["basic.auth.user.info"]
-	if info == "" {
-		info = props["schema.registry.basic.auth.user.info"]
-	}
-	if info != "" {
-		user, pass, ok := strings.Cut(info, ":")
-		if !ok {
-			return errorf(at("basic.auth.user.info"), "must be user:password")
-		}
-		set("schema.registry_username", &c.Schema.RegistryUsername, user)
-		set("schema.registry_password", &c.Schema.RegistryPassword, pass)
-	}
-	return nil
 }

@@ -29,7 +29,7 @@ func TestParseProperties(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := parseProperties(tc.text)
+			got, _, err := parseProperties(tc.text)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -38,7 +38,7 @@ func TestParseProperties(t *testing.T) {
 			}
 		})
 	}
-	if _, err := parseProperties("a=1\nb=\\u12\n"); err == nil || !strings.Contains(err.Error(), "line 2") {
+	if _, _, err := parseProperties("a=1\nb=\\u12\n"); err == nil || !strings.Contains(err.Error(), "line 2") {
 		t.Errorf("malformed \\u escape: err = %v, want one naming line 2", err)
 	}
 }
@@ -180,63 +180,126 @@ ssl.endpoint.identification.algorithm=
 			if !reflect.DeepEqual(got, w) {
 				t.Errorf("got  %+v\nwant %+v", got, w)
 			}
-			if _, err := k.TLSConfig(); err != nil {
-				t.Errorf("TLSConfig: %v", err)
-			}
-			if _, err := k.Mechanism(); err != nil {
-				t.Errorf("Mechanism: %v", err)
-			}
 		})
 	}
 }
 
+// TestClientPropertiesErrors: problems in client.properties name the file,
+// the line and the property; nothing silently falls back to a default.
 func TestClientPropertiesErrors(t *testing.T) {
 	certPEM, _ := pemPair(t)
+	const bs = "bootstrap.servers=h1:9092\n"
 	tests := []struct {
 		name  string
 		props string
-		key   string // Error.Key, %DIR% replaced
-		msg   string
+		env   map[string]string
+		key   string // Error.Key
+		want  string // Error(), exactly; %P% is the properties file, %DIR% its directory
 	}{
-		{"JKS truststore", "security.protocol=SSL\nssl.truststore.location=%DIR%/trust.jks\nssl.truststore.password=changeit\n",
-			"ssl.truststore.location (in %DIR%/client.properties)", "Java key store (JKS)"},
-		{"PKCS12 keystore", "security.protocol=SSL\nssl.keystore.type=PKCS12\nssl.keystore.location=%DIR%/ks.p12\n",
-			"ssl.keystore.location (in %DIR%/client.properties)", "PKCS12"},
-		{"keystore without private key", "security.protocol=SSL\nssl.keystore.location=%DIR%/ca.pem\n",
-			"ssl.keystore.location (in %DIR%/client.properties)", "no PEM private key"},
-		{"missing truststore", "security.protocol=SSL\nssl.truststore.location=%DIR%/nope.pem\n",
-			"ssl.truststore.location (in %DIR%/client.properties)", "cannot read %DIR%/nope.pem"},
-		{"bad protocol", "security.protocol=TLS\n", "security.protocol (in %DIR%/client.properties)", `"TLS" is not one of`},
-		{"GSSAPI default", "security.protocol=SASL_SSL\n", "sasl.mechanism (in %DIR%/client.properties)", "GSSAPI"},
-		{"OAUTHBEARER", "security.protocol=SASL_SSL\nsasl.mechanism=OAUTHBEARER\n", "sasl.mechanism (in %DIR%/client.properties)", `"OAUTHBEARER" is not one of`},
-		{"mechanism mismatch", "security.protocol=SASL_SSL\nsasl.mechanism=SCRAM-SHA-256\nsasl.jaas.config=x.PlainLoginModule required username=\"u\" password=\"topsecret\";\n",
-			"sasl.jaas.config (in %DIR%/client.properties)", "uses x.PlainLoginModule but the SASL mechanism is SCRAM-SHA-256"},
-		{"bad jaas", "security.protocol=SASL_SSL\nsasl.mechanism=PLAIN\nsasl.jaas.config=x.PlainLoginModule required username=\"u\" password=\"topsecret\"\n",
-			"sasl.jaas.config (in %DIR%/client.properties)", "missing the final ';'"},
-		{"bad bootstrap", "bootstrap.servers=h1:9092,h2\n", "bootstrap.servers (in %DIR%/client.properties)", `"h2" is not a host:port`},
-		{"bad user info", "basic.auth.user.info=justuser\n", "basic.auth.user.info (in %DIR%/client.properties)", "user:password"},
+		{"JKS truststore", bs + "security.protocol=SSL\nssl.truststore.location=%DIR%/trust.jks\nssl.truststore.password=changeit\n", nil,
+			"ssl.truststore.location", "%P%:3: ssl.truststore.location: %DIR%/trust.jks is a Java key store (JKS); lossaudit reads PEM files only. Convert it, e.g. " +
+				"`keytool -importkeystore -srckeystore %DIR%/trust.jks -destkeystore store.p12 -deststoretype PKCS12` then " +
+				"`openssl pkcs12 -in store.p12 -out store.pem -nodes` (for a truststore add -nokeys)"},
+		{"PKCS12 keystore", bs + "security.protocol=SSL\nssl.keystore.type=PKCS12\nssl.keystore.location=%DIR%/ks.p12\n", nil,
+			"ssl.keystore.location", "%P%:4: ssl.keystore.location: %DIR%/ks.p12 is a PKCS12 key store; lossaudit reads PEM files only. Convert it, e.g. " +
+				"`openssl pkcs12 -in %DIR%/ks.p12 -out store.pem -nodes` (for a truststore add -nokeys)"},
+		{"keystore without private key", bs + "security.protocol=SSL\nssl.keystore.location=%DIR%/ca.pem\n", nil,
+			"ssl.keystore.location", "%P%:3: ssl.keystore.location: %DIR%/ca.pem holds no PEM private key"},
+		{"missing truststore", bs + "security.protocol=SSL\nssl.truststore.location=%DIR%/nope.pem\n", nil,
+			"ssl.truststore.location", "%P%:3: ssl.truststore.location: cannot read %DIR%/nope.pem: no such file or directory"},
+		{"bad protocol", bs + "security.protocol=TLS\n", nil,
+			"security.protocol", `%P%:2: security.protocol: "TLS" is not one of PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL`},
+		{"GSSAPI default", bs + "security.protocol=SASL_SSL\n", nil,
+			"sasl.mechanism", "%P%: sasl.mechanism: is not set, so Kafka clients would use GSSAPI (Kerberos), which lossaudit does not support; set PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512"},
+		{"OAUTHBEARER", bs + "security.protocol=SASL_SSL\nsasl.mechanism=OAUTHBEARER\n", nil,
+			"sasl.mechanism", `%P%:3: sasl.mechanism: "OAUTHBEARER" is not one of PLAIN, SCRAM-SHA-256, SCRAM-SHA-512`},
+		{"mechanism mismatch", bs + "security.protocol=SASL_SSL\nsasl.mechanism=SCRAM-SHA-256\nsasl.jaas.config=x.PlainLoginModule required username=\"u\" password=\"topsecret\";\n", nil,
+			"sasl.jaas.config", "%P%:4: sasl.jaas.config: uses x.PlainLoginModule but the SASL mechanism is SCRAM-SHA-256"},
+		{"bad jaas", bs + "security.protocol=SASL_SSL\nsasl.mechanism=PLAIN\nsasl.jaas.config=x.PlainLoginModule required username=\"u\" \\\n  password=\"topsecret\"\n", nil,
+			"sasl.jaas.config", "%P%:4: sasl.jaas.config: login module x.PlainLoginModule: missing the final ';'"},
+		{"bad bootstrap", "bootstrap.servers=h1:9092,h2\n", nil,
+			"bootstrap.servers", `%P%:1: bootstrap.servers: "h2" is not a host:port address: missing port in address`},
+		{"bad user info", bs + "basic.auth.user.info=justuser\n", nil,
+			"basic.auth.user.info", "%P%:2: basic.auth.user.info: must be user:password"},
+		{"bad registry user info", bs + "schema.registry.basic.auth.user.info=justuser\n", nil,
+			"schema.registry.basic.auth.user.info", "%P%:2: schema.registry.basic.auth.user.info: must be user:password"},
+		{"inline PEM", bs + "security.protocol=SSL\nssl.keystore.key=-----BEGIN PRIVATE KEY----- ...\n", nil,
+			"ssl.keystore.key", "%P%:3: ssl.keystore.key: inline PEM values are not supported; put the PEM in a file and name it in ssl.truststore.location / ssl.keystore.location"},
+		{"bootstrap typo", "# ops wiki\nbootstrap.server=h1:9092\n", nil,
+			"bootstrap.server", "%P%:2: bootstrap.server: not a property lossaudit reads (did you mean bootstrap.servers?)"},
+		{"case typo", "Bootstrap.Servers=h1:9092\n", nil,
+			"Bootstrap.Servers", "%P%:1: Bootstrap.Servers: not a property lossaudit reads (did you mean bootstrap.servers?)"},
+		{"librdkafka's sasl.mechanisms", bs + "security.protocol=SASL_SSL\nsasl.mechanisms=PLAIN\n", nil,
+			"sasl.mechanisms", "%P%:3: sasl.mechanisms: not a property lossaudit reads (did you mean sasl.mechanism?)"},
+		{"truststore typo", bs + "security.protocol=SSL\nssl.trustore.location=%DIR%/ca.pem\n", nil,
+			"ssl.trustore.location", "%P%:3: ssl.trustore.location: not a property lossaudit reads (did you mean ssl.truststore.location?)"},
+		{"no bootstrap.servers and no brokers", "security.protocol=PLAINTEXT\nacks=all\n", nil,
+			"", "%P%: sets no bootstrap.servers, and kafka.brokers is not set either: add bootstrap.servers=host:port to it, or set kafka.brokers"},
+		{"garbage text", "hello world\nthis is not a properties file\n", nil,
+			"", "%P%: sets no bootstrap.servers, and kafka.brokers is not set either: add bootstrap.servers=host:port to it, or set kafka.brokers"},
+		{"binary file", "\xfe\xed\xfe\xed\x00\x00\x00\x02", nil,
+			"", "%P%: is not a text file of key=value lines; kafka.client_properties (--command-config) names a Java-style client.properties file"},
+		{"bad escape", bs + "a=1\nb=\\u12\n", nil, "", "%P%:3: value of b: malformed \\uxxxx escape"},
+		{"brokers from the environment still need a sane file", "bootstrap.server=h1:9092\n", map[string]string{"LOSSAUDIT_KAFKA_BROKERS": "e:9092"},
+			"bootstrap.server", "%P%:1: bootstrap.server: not a property lossaudit reads (did you mean bootstrap.servers?)"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			clearEnv(t)
 			dir := t.TempDir()
-			sub := func(s string) string { return strings.ReplaceAll(s, "%DIR%", dir) }
+			props := dir + "/client.properties"
+			sub := func(s string) string {
+				return strings.ReplaceAll(strings.ReplaceAll(s, "%P%", props), "%DIR%", dir)
+			}
 			writeFile(t, dir, "trust.jks", "\xfe\xed\xfe\xed\x00\x00\x00\x02rest")
 			writeFile(t, dir, "ks.p12", "\x30\x82\x0a\x00rest")
 			writeFile(t, dir, "ca.pem", certPEM)
-			props := writeFile(t, dir, "client.properties", sub(tc.props))
+			writeFile(t, dir, "client.properties", sub(tc.props))
+			for k, v := range tc.env {
+				t.Setenv(k, v)
+			}
 			t.Setenv("LOSSAUDIT_KAFKA_CLIENT_PROPERTIES", props)
 			_, err := Load(LoadOptions{})
 			var ce *Error
 			if !errors.As(err, &ce) {
 				t.Fatalf("err = %v (%T), want *config.Error", err, err)
 			}
-			if ce.Key != sub(tc.key) || !strings.Contains(ce.Msg, sub(tc.msg)) {
-				t.Errorf("got %v\nwant key %q and message containing %q", err, sub(tc.key), sub(tc.msg))
+			if got := err.Error(); got != sub(tc.want) {
+				t.Errorf("error\n got %s\nwant %s", got, sub(tc.want))
+			}
+			if ce.Key != tc.key {
+				t.Errorf("Key = %q, want %q", ce.Key, tc.key)
 			}
 			if strings.Contains(err.Error(), "topsecret") || strings.Contains(err.Error(), "changeit") {
 				t.Errorf("error leaks a secret: %v", err)
 			}
 		})
+	}
+}
+
+// TestClientPropertiesSources: a value the properties file supplies is
+// reported at its property and line when a later check rejects it.
+func TestClientPropertiesSources(t *testing.T) {
+	clearEnv(t)
+	dir := t.TempDir()
+	props := writeFile(t, dir, "client.properties", "bootstrap.servers=h1:9092\nsecurity.protocol=SASL_SSL\nsasl.mechanism=PLAIN\n"+
+		"sasl.jaas.config=x.PlainLoginModule required username=\"u\" password=\"p\";\n")
+	file := writeFile(t, dir, "audit.yaml", "kafka:\n  client_properties: "+props+"\n")
+	c, err := Load(LoadOptions{File: file})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct{ key, want string }{
+		{"kafka.brokers[0]", props + ":1: bootstrap.servers: x"},
+		{"kafka.sasl.username", props + ":4: sasl.jaas.config: x"},
+		{"kafka.sasl.mechanism", props + ":3: sasl.mechanism: x"},
+		{"kafka.tls.enabled", props + ":2: security.protocol: x"},
+		{"kafka.client_properties", file + ":2: kafka.client_properties: x"},
+		{"kafka.concurrency", file + ": kafka.concurrency: x"}, // a default: where it would be set
+	}
+	for _, tc := range tests {
+		if got := c.Errorf(tc.key, "x").Error(); got != tc.want {
+			t.Errorf("%s: got %q, want %q", tc.key, got, tc.want)
+		}
 	}
 }

@@ -10,16 +10,15 @@ import (
 )
 
 // Validate checks everything but the pipeline section and returns the first
-// problem as an *Error. Load calls it.
+// problem as an *Error, located at the value's source. Load calls it.
 func (c *Config) Validate() error {
+	return c.Locate(c.validate())
+}
+
+func (c *Config) validate() error {
 	k := c.Kafka
-	if len(k.Brokers) == 0 {
-		return errorf("kafka.brokers", "no broker address given")
-	}
-	for i, b := range k.Brokers {
-		if err := checkAddress(b); err != nil {
-			return errorf(fmt.Sprintf("kafka.brokers[%d]", i), "%q is not a host:port address: %s", b, err)
-		}
+	if err := validateConnection(sectionKafka, k); err != nil {
+		return err
 	}
 	if k.FetchMaxBytes <= 0 {
 		return errorf("kafka.fetch_max_bytes", "must be positive, is %d", k.FetchMaxBytes)
@@ -33,30 +32,11 @@ func (c *Config) Validate() error {
 	if k.Timeout <= 0 {
 		return errorf("kafka.timeout", "must be positive, is %s", k.Timeout)
 	}
-	if err := checkPEM("kafka.tls.ca_file", k.TLS.CAFile); err != nil {
-		return err
+	if k.ConnectTimeout <= 0 {
+		return errorf("kafka.connect_timeout", "must be positive, is %s", k.ConnectTimeout)
 	}
-	if err := checkPEM("kafka.tls.cert_file", k.TLS.CertFile); err != nil {
-		return err
-	}
-	if err := checkKeyPEM("kafka.tls.key_file", k.TLS.KeyFile); err != nil {
-		return err
-	}
-	if (k.TLS.CertFile == "") != (k.TLS.KeyFile == "") {
-		if k.TLS.CertFile == "" {
-			return errorf("kafka.tls.cert_file", "must be set when kafka.tls.key_file is: a client certificate needs both")
-		}
-		return errorf("kafka.tls.key_file", "must be set when kafka.tls.cert_file is: a client certificate needs both")
-	}
-	switch k.SASL.Mechanism {
-	case "":
-	case MechanismPlain, MechanismScramSHA256, MechanismScramSHA512:
-		if k.SASL.Username == "" {
-			return errorf("kafka.sasl.username", "must be set when kafka.sasl.mechanism is %s", k.SASL.Mechanism)
-		}
-	default:
-		return errorf("kafka.sasl.mechanism", "%q is not one of %s, %s, %s", k.SASL.Mechanism,
-			MechanismPlain, MechanismScramSHA256, MechanismScramSHA512)
+	if k.RetryTimeout <= 0 {
+		return errorf("kafka.retry_timeout", "must be positive, is %s", k.RetryTimeout)
 	}
 
 	s := c.Schema
@@ -90,17 +70,31 @@ func (c *Config) Validate() error {
 }
 
 // ValidatePipeline checks the pipeline section, which only the commands that
-// audit a pipeline (audit, topology) need.
+// audit a pipeline (audit, topology) need. Without a configuration file,
+// a missing pipeline says so first.
 func (c *Config) ValidatePipeline() error {
+	return c.Locate(c.validatePipeline())
+}
+
+// NoFileHint says how to name the configuration file.
+const NoFileHint = "pass one with -c audit.yaml"
+
+func (c *Config) validatePipeline() error {
 	p := c.Pipeline
+	missing := func(key, msg string) error {
+		if c.prov != nil && c.prov.file == "" {
+			return &Error{Msg: fmt.Sprintf("no configuration file was given (%s); %s is not set", NoFileHint, key)}
+		}
+		return errorf(key, "%s", msg)
+	}
 	if strings.TrimSpace(p.ApplicationID) == "" {
-		return errorf("pipeline.application_id", "must be set to the Kafka Streams application.id")
+		return missing("pipeline.application_id", "must be set to the Kafka Streams application.id")
 	}
 	if strings.TrimSpace(p.Output) == "" {
-		return errorf("pipeline.output", "must name the output topic")
+		return missing("pipeline.output", "must name the output topic")
 	}
 	if len(p.Inputs) == 0 {
-		return errorf("pipeline.inputs", "must list at least one input")
+		return missing("pipeline.inputs", "must list at least one input")
 	}
 	if p.TopologyFile != "" {
 		if err := checkReadable("pipeline.topology_file", p.TopologyFile); err != nil {
@@ -166,6 +160,45 @@ func checkReadable(key, path string) error {
 	}
 	if st.IsDir() {
 		return errorf(key, "%s is a directory, not a file", path)
+	}
+	return nil
+}
+
+// validateConnection checks the connection settings k of section sec
+// (kafka or sink_kafka): brokers, TLS files and SASL.
+func validateConnection(sec string, k Kafka) error {
+	if len(k.Brokers) == 0 {
+		return errorf(sec+".brokers", "no broker address given")
+	}
+	for i, b := range k.Brokers {
+		if err := checkAddress(b); err != nil {
+			return errorf(fmt.Sprintf("%s.brokers[%d]", sec, i), "%q is not a host:port address: %s", b, err)
+		}
+	}
+	if err := checkPEM(sec+".tls.ca_file", k.TLS.CAFile); err != nil {
+		return err
+	}
+	if err := checkPEM(sec+".tls.cert_file", k.TLS.CertFile); err != nil {
+		return err
+	}
+	if err := checkKeyPEM(sec+".tls.key_file", k.TLS.KeyFile); err != nil {
+		return err
+	}
+	if (k.TLS.CertFile == "") != (k.TLS.KeyFile == "") {
+		if k.TLS.CertFile == "" {
+			return errorf(sec+".tls.cert_file", "must be set when %s.tls.key_file is: a client certificate needs both", sec)
+		}
+		return errorf(sec+".tls.key_file", "must be set when %s.tls.cert_file is: a client certificate needs both", sec)
+	}
+	switch k.SASL.Mechanism {
+	case "":
+	case MechanismPlain, MechanismScramSHA256, MechanismScramSHA512:
+		if k.SASL.Username == "" {
+			return errorf(sec+".sasl.username", "must be set when %s.sasl.mechanism is %s", sec, k.SASL.Mechanism)
+		}
+	default:
+		return errorf(sec+".sasl.mechanism", "%q is not one of %s, %s, %s", k.SASL.Mechanism,
+			MechanismPlain, MechanismScramSHA256, MechanismScramSHA512)
 	}
 	return nil
 }

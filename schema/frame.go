@@ -5,7 +5,7 @@
 // `_schemas` storage topic, a directory of .avsc files), caches it by id for
 // the run, and extracts a compiled field path from the Avro datum. Every
 // per-record failure is a *DecodeError that callers count by kind and schema
-// id; see README-section.md for the rules.
+// id; see docs/avro.md for the rules.
 package schema
 
 import (

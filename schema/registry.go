@@ -91,6 +91,8 @@ type Registry struct {
 	mu       sync.Mutex
 	entries  map[uint32]*entry
 	subjects map[uint32][]SubjectVersion
+	downWhy  map[int]string // why source i was found unavailable
+	served   map[int]int64  // lookups source i answered
 }
 
 type entry struct {
@@ -101,7 +103,8 @@ type entry struct {
 
 // NewRegistry chains sources in the order given.
 func NewRegistry(sources ...Source) *Registry {
-	return &Registry{sources: sources, down: make([]atomic.Bool, len(sources)), entries: map[uint32]*entry{}, subjects: map[uint32][]SubjectVersion{}}
+	return &Registry{sources: sources, down: make([]atomic.Bool, len(sources)), entries: map[uint32]*entry{},
+		subjects: map[uint32][]SubjectVersion{}, downWhy: map[int]string{}, served: map[int]int64{}}
 }
 
 // Lookup returns the compiled writer schema of id. Per-record failures are
@@ -164,6 +167,7 @@ func (r *Registry) resolve(ctx context.Context, id uint32) (*Writer, bool, error
 		}
 		js, err := s.Schema(ctx, id)
 		if err == nil {
+			r.markServed(i)
 			w, cerr := compileWriter(id, js, sourceName(s))
 			if cerr != nil {
 				return nil, true, cerr
@@ -180,7 +184,7 @@ func (r *Registry) resolve(ctx context.Context, id uint32) (*Writer, bool, error
 				authoritative = true
 			}
 		case errors.Is(err, ErrUnavailable):
-			r.down[i].Store(true)
+			r.markDown(i, err)
 			unavailable = true
 			notes = append(notes, err.Error())
 		default:
@@ -223,7 +227,7 @@ func (r *Registry) Subjects(ctx context.Context, id uint32) []SubjectVersion {
 		}
 		got, err := ss.Subjects(ctx, id)
 		if errors.Is(err, ErrUnavailable) {
-			r.down[i].Store(true)
+			r.markDown(i, err)
 		}
 		if err == nil && len(got) > 0 {
 			l = got

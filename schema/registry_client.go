@@ -259,11 +259,11 @@ func (c *RegistryClient) get(ctx context.Context, u string, id uint32) ([]byte, 
 	case resp.StatusCode == http.StatusNotFound:
 		return nil, false, fmt.Errorf("schema id %d not found in registry %s: %w", id, c.base, ErrNotFound)
 	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
-		who := "without credentials"
+		who := "made without credentials"
 		if c.user != "" {
 			who = fmt.Sprintf("for user %q", c.user)
 		}
-		return nil, false, fmt.Errorf("%s rejected credentials %s (HTTP %d): check schema.registry_username/registry_password", c, who, resp.StatusCode)
+		return nil, false, &RejectedError{fmt.Sprintf("%s rejected the request %s (HTTP %d): check schema.registry_username and schema.registry_password", c, who, resp.StatusCode)}
 	case resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500:
 		return nil, true, fmt.Errorf("GET schema id %d: HTTP %d %s", id, resp.StatusCode, snippet(r.Message, body))
 	}

@@ -93,8 +93,8 @@ func TestRegistryClient(t *testing.T) {
 		{name: "basic auth ok", reg: &fakeRegistry{schemas: map[string]string{"7": tinySchema}, user: "audit", pass: "s3cret-pw"},
 			opts: RegistryOptions{Username: "audit", Password: "s3cret-pw"}, id: 7, want: tinySchema, requests: 1},
 		{name: "bad credentials", reg: &fakeRegistry{schemas: map[string]string{"7": tinySchema}, user: "audit", pass: "right"},
-			opts: RegistryOptions{Username: "audit", Password: "s3cret-pw"}, id: 7, contains: `rejected credentials for user "audit" (HTTP 401)`, requests: 1},
-		{name: "no credentials", reg: &fakeRegistry{user: "audit", pass: "right"}, id: 7, contains: "rejected credentials without credentials", requests: 1},
+			opts: RegistryOptions{Username: "audit", Password: "s3cret-pw"}, id: 7, contains: `rejected the request for user "audit" (HTTP 401)`, requests: 1},
+		{name: "no credentials", reg: &fakeRegistry{user: "audit", pass: "right"}, id: 7, contains: "rejected the request made without credentials", requests: 1},
 		{name: "slow server", reg: &fakeRegistry{delay: 2 * time.Second},
 			opts: RegistryOptions{Timeout: 100 * time.Millisecond, Retries: 1}, id: 7, is: ErrUnavailable, contains: "no answer within 100ms", requests: 2},
 	}

@@ -30,6 +30,9 @@ var SinkKinds = []Kind{Missing, Duplicated, Unexpected}
 // list them.
 var LedgerKinds = []Kind{AckedMissing, UnackedPresent, UnackedMissing, Duplicated}
 
+// CompareStages lists the stages of lossaudit compare, in report order.
+var CompareStages = []Stage{StageSink, StageLedger}
+
 // Coord locates one record of a topic named elsewhere (by the row or the
 // evidence holding it).
 type Coord struct {

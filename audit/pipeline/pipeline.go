@@ -3,7 +3,10 @@
 // store and changelog topic, plus the output topic. The model comes from
 // explicit per-input overrides in config, then from the text printed by
 // Topology#describe() (pipeline.topology_file), then from discovery among
-// the cluster's topics. Ambiguity is a *config.Error naming the key to add.
+// the cluster's topics. The model's input (Spec) mirrors the `pipeline`
+// section of lossaudit's configuration, and problems the user can fix there
+// are *Error values naming its keys (pipeline.inputs[1].store, ...); the
+// package does not depend on the configuration's types.
 package pipeline
 
 import (
@@ -12,9 +15,38 @@ import (
 	"os"
 	"slices"
 	"strings"
-
-	"github.com/lossaudit/lossaudit/config"
 )
+
+// Spec is what the user says about the pipeline: the `pipeline` section of
+// the configuration.
+type Spec struct {
+	ApplicationID string
+	// TopologyFile is the path of the text printed by Topology#describe(),
+	// "" for none.
+	TopologyFile string
+	// Output is the join's output topic; "" takes it from the topology file.
+	Output string
+	// Inputs in join order: Inputs[0] is the left side.
+	Inputs []InputSpec
+}
+
+// InputSpec is one input and its optional overrides ("" derives them).
+type InputSpec struct {
+	Name             string
+	Topic            string
+	Store            string
+	RepartitionTopic string
+	ChangelogTopic   string
+}
+
+// Error is a problem the user can fix in the pipeline section; Key names
+// the configuration key (e.g. pipeline.inputs[1].changelog_topic).
+type Error struct {
+	Key string
+	Msg string
+}
+
+func (e *Error) Error() string { return e.Key + ": " + e.Msg }
 
 // Origin says where a field of the model came from.
 type Origin string
@@ -44,8 +76,8 @@ type Origins struct {
 // Stage is one input of the pipeline and the internal topics and store
 // between it and the join.
 type Stage struct {
-	// Input is the configured input.
-	Input config.Input
+	// Input is the input as specified.
+	Input InputSpec
 	// Index is the input's position in pipeline.inputs (join order).
 	Index int
 	// RepartitionTopic is the full topic name; "" only when the topology
@@ -101,24 +133,23 @@ func WithMatcher(m Matcher) Option {
 // ChangelogName is Kafka Streams' changelog topic of a store.
 func ChangelogName(app, store string) string { return app + "-" + store + "-changelog" }
 
-// Build derives the model from cfg. Precedence, field by field: an explicit
+// Build derives the model from spec. Precedence, field by field: an explicit
 // override in pipeline.inputs[i]; for the changelog, one derived from an
 // overridden store; then pipeline.topology_file; then discovery among the
 // topics of topics (may be nil when nothing needs discovering). Problems the
-// user can fix in config are *config.Error; failures to list topics or of
-// the matcher are wrapped errors.
-func Build(ctx context.Context, cfg *config.Config, topics TopicLister, opts ...Option) (*Model, error) {
+// user can fix in the specification are *Error; failures to list topics or
+// of the matcher are wrapped errors.
+func Build(ctx context.Context, p Spec, topics TopicLister, opts ...Option) (*Model, error) {
 	var o options
 	for _, opt := range opts {
 		opt(&o)
 	}
-	p := cfg.Pipeline
 	app := p.ApplicationID
 	if app == "" {
-		return nil, &config.Error{Key: "pipeline.application_id", Msg: "is empty: it is the consumer group and the prefix of the internal topics"}
+		return nil, &Error{Key: "pipeline.application_id", Msg: "is empty: it is the consumer group and the prefix of the internal topics"}
 	}
 	if len(p.Inputs) == 0 {
-		return nil, &config.Error{Key: "pipeline.inputs", Msg: "no inputs configured"}
+		return nil, &Error{Key: "pipeline.inputs", Msg: "no inputs configured"}
 	}
 	m := &Model{ApplicationID: app, Output: p.Output, OutputOrigin: FromConfig}
 	for i, in := range p.Inputs {
@@ -143,7 +174,7 @@ func Build(ctx context.Context, cfg *config.Config, topics TopicLister, opts ...
 		}
 	}
 	if m.Output == "" {
-		return nil, &config.Error{Key: "pipeline.output", Msg: "is empty and no topology_file names the join output"}
+		return nil, &Error{Key: "pipeline.output", Msg: "is empty and no topology_file names the join output"}
 	}
 	if m.incomplete() {
 		if err := m.discover(ctx, topics, o.matcher); err != nil {
@@ -157,16 +188,16 @@ func Build(ctx context.Context, cfg *config.Config, topics TopicLister, opts ...
 }
 
 // fromTopology fills the fields not overridden from the topology file.
-func (m *Model) fromTopology(p config.Pipeline) error {
+func (m *Model) fromTopology(p Spec) error {
 	const key = "pipeline.topology_file"
 	f, err := os.Open(p.TopologyFile)
 	if err != nil {
-		return &config.Error{Key: key, Msg: fmt.Sprintf("cannot read %s: %v", p.TopologyFile, err)}
+		return &Error{Key: key, Msg: fmt.Sprintf("cannot read %s: %v", p.TopologyFile, err)}
 	}
 	defer f.Close()
 	top, err := ParseTopology(f)
 	if err != nil {
-		return &config.Error{Key: key, Msg: fmt.Sprintf("%s: %v", p.TopologyFile, err)}
+		return &Error{Key: key, Msg: fmt.Sprintf("%s: %v", p.TopologyFile, err)}
 	}
 	inputs := make([]string, len(p.Inputs))
 	for i, in := range p.Inputs {
@@ -174,10 +205,10 @@ func (m *Model) fromTopology(p config.Pipeline) error {
 	}
 	stages, out, err := top.Stages(m.ApplicationID, inputs, p.Output)
 	if err != nil {
-		return &config.Error{Key: key, Msg: fmt.Sprintf("%s: %v", p.TopologyFile, err)}
+		return &Error{Key: key, Msg: fmt.Sprintf("%s: %v", p.TopologyFile, err)}
 	}
 	if p.Output != "" && out != p.Output {
-		return &config.Error{Key: "pipeline.output", Msg: fmt.Sprintf("is %q, but in %s the inputs are joined into topic %q", p.Output, p.TopologyFile, out)}
+		return &Error{Key: "pipeline.output", Msg: fmt.Sprintf("is %q, but in %s the inputs are joined into topic %q", p.Output, p.TopologyFile, out)}
 	}
 	if m.Output == "" {
 		m.Output, m.OutputOrigin = out, FromTopology
@@ -228,7 +259,7 @@ func (m *Model) discover(ctx context.Context, lister TopicLister, match Matcher)
 	app := m.ApplicationID
 	if lister == nil {
 		s := m.firstIncomplete()
-		return &config.Error{Key: s.missingKey(), Msg: fmt.Sprintf("input %s: not derivable without listing the cluster's topics; set pipeline.topology_file or this override", s.Input.Name)}
+		return &Error{Key: s.missingKey(), Msg: fmt.Sprintf("input %s: not derivable without listing the cluster's topics; set pipeline.topology_file or this override", s.Input.Name)}
 	}
 	all, err := lister.Topics(ctx)
 	if err != nil {
@@ -266,7 +297,7 @@ func (m *Model) discover(ctx context.Context, lister TopicLister, match Matcher)
 			continue
 		}
 		if match == nil {
-			return &config.Error{Key: fmt.Sprintf("pipeline.inputs[%d].changelog_topic", i), Msg: fmt.Sprintf("input %s: no evidence to pick its changelog among the topics of %s; set this override (and repartition_topic), or pipeline.topology_file", s.Input.Name, app)}
+			return &Error{Key: fmt.Sprintf("pipeline.inputs[%d].changelog_topic", i), Msg: fmt.Sprintf("input %s: no evidence to pick its changelog among the topics of %s; set this override (and repartition_topic), or pipeline.topology_file", s.Input.Name, app)}
 		}
 		for _, c := range cands {
 			if claimed[c.changelog] {
@@ -296,14 +327,14 @@ func (m *Model) discover(ctx context.Context, lister TopicLister, match Matcher)
 		key := fmt.Sprintf("pipeline.inputs[%d].changelog_topic", i)
 		switch len(matches[i]) {
 		case 0:
-			return &config.Error{Key: key, Msg: fmt.Sprintf("input %s (topic %s): none of the changelog topics of %s matches it (candidates: %s); set this override, or pipeline.topology_file", s.Input.Name, s.Input.Topic, app, listOrNone(names))}
+			return &Error{Key: key, Msg: fmt.Sprintf("input %s (topic %s): none of the changelog topics of %s matches it (candidates: %s); set this override, or pipeline.topology_file", s.Input.Name, s.Input.Topic, app, listOrNone(names))}
 		case 1:
 		default:
 			var cs []string
 			for _, c := range matches[i] {
 				cs = append(cs, c.changelog)
 			}
-			return &config.Error{Key: key, Msg: fmt.Sprintf("input %s (topic %s): %d changelog topics match it (%s); set this override to the right one, or pipeline.topology_file", s.Input.Name, s.Input.Topic, len(cs), strings.Join(cs, ", "))}
+			return &Error{Key: key, Msg: fmt.Sprintf("input %s (topic %s): %d changelog topics match it (%s); set this override to the right one, or pipeline.topology_file", s.Input.Name, s.Input.Topic, len(cs), strings.Join(cs, ", "))}
 		}
 		c := matches[i][0]
 		if others := byChangelog[c.changelog]; len(others) > 1 {
@@ -311,7 +342,7 @@ func (m *Model) discover(ctx context.Context, lister TopicLister, match Matcher)
 			for _, j := range others {
 				ins = append(ins, m.Stages[j].Input.Name)
 			}
-			return &config.Error{Key: key, Msg: fmt.Sprintf("input %s (topic %s): changelog %s matches inputs %s alike; set this override, or pipeline.topology_file", s.Input.Name, s.Input.Topic, c.changelog, strings.Join(ins, ", "))}
+			return &Error{Key: key, Msg: fmt.Sprintf("input %s (topic %s): changelog %s matches inputs %s alike; set this override, or pipeline.topology_file", s.Input.Name, s.Input.Topic, c.changelog, strings.Join(ins, ", "))}
 		}
 		s.ChangelogTopic, s.Origins.ChangelogTopic = c.changelog, FromDiscovery
 	}
@@ -324,14 +355,14 @@ func (m *Model) discover(ctx context.Context, lister TopicLister, match Matcher)
 		named := ok && ok2 && x != ""
 		if s.Store == "" {
 			if !named {
-				return &config.Error{Key: fmt.Sprintf("pipeline.inputs[%d].store", i), Msg: fmt.Sprintf("input %s: changelog %s is not named %s<store>-changelog, so the store name is unknown; set this override", s.Input.Name, s.ChangelogTopic, prefix)}
+				return &Error{Key: fmt.Sprintf("pipeline.inputs[%d].store", i), Msg: fmt.Sprintf("input %s: changelog %s is not named %s<store>-changelog, so the store name is unknown; set this override", s.Input.Name, s.ChangelogTopic, prefix)}
 			}
 			s.Store, s.Origins.Store = x, FromChangelog
 		}
 		if s.RepartitionTopic == "" && s.Origins.RepartitionTopic == "" {
 			r := prefix + s.Store + "-repartition"
 			if !exists[r] {
-				return &config.Error{Key: fmt.Sprintf("pipeline.inputs[%d].repartition_topic", i), Msg: fmt.Sprintf("input %s: topic %s does not exist (a Grouped.as name renames it); set this override, or pipeline.topology_file", s.Input.Name, r)}
+				return &Error{Key: fmt.Sprintf("pipeline.inputs[%d].repartition_topic", i), Msg: fmt.Sprintf("input %s: topic %s does not exist (a Grouped.as name renames it); set this override, or pipeline.topology_file", s.Input.Name, r)}
 			}
 			s.RepartitionTopic, s.Origins.RepartitionTopic = r, FromDiscovery
 		}
@@ -381,10 +412,10 @@ func (m *Model) validate() error {
 			}
 			key := fmt.Sprintf("pipeline.inputs[%d].%s", i, f.field)
 			if u, ok := user[f.v]; ok {
-				return &config.Error{Key: key, Msg: fmt.Sprintf("%q is also %s", f.v, u)}
+				return &Error{Key: key, Msg: fmt.Sprintf("%q is also %s", f.v, u)}
 			}
 			if prev, ok := seen[f.v]; ok {
-				return &config.Error{Key: key, Msg: fmt.Sprintf("%q is also %s: two inputs cannot share it", strings.TrimPrefix(f.v, "store "), prev)}
+				return &Error{Key: key, Msg: fmt.Sprintf("%q is also %s: two inputs cannot share it", strings.TrimPrefix(f.v, "store "), prev)}
 			}
 			seen[f.v] = key
 		}

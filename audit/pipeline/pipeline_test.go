@@ -8,23 +8,21 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/lossaudit/lossaudit/config"
 )
 
-func cfgWith(topologyFile, output string, inputs ...config.Input) *config.Config {
-	return &config.Config{Pipeline: config.Pipeline{ApplicationID: "app", TopologyFile: topologyFile, Output: output, Inputs: inputs}}
+func cfgWith(topologyFile, output string, inputs ...InputSpec) Spec {
+	return Spec{ApplicationID: "app", TopologyFile: topologyFile, Output: output, Inputs: inputs}
 }
 
-func abcInputs() []config.Input {
-	return []config.Input{{Name: "a", Topic: "topicA"}, {Name: "b", Topic: "topicB"}, {Name: "c", Topic: "topicC"}}
+func abcInputs() []InputSpec {
+	return []InputSpec{{Name: "a", Topic: "topicA"}, {Name: "b", Topic: "topicB"}, {Name: "c", Topic: "topicC"}}
 }
 
 func wantConfigError(t *testing.T, err error, key, msg string) {
 	t.Helper()
-	var ce *config.Error
+	var ce *Error
 	if !errors.As(err, &ce) {
-		t.Fatalf("error %v, want *config.Error for %s", err, key)
+		t.Fatalf("error %v, want *Error for %s", err, key)
 	}
 	if ce.Key != key || !strings.Contains(ce.Msg, msg) {
 		t.Fatalf("got %q, want key %s and message containing %q", ce.Error(), key, msg)
@@ -80,16 +78,16 @@ func TestBuildTopologyErrors(t *testing.T) {
 	}
 	cases := []struct {
 		name string
-		cfg  *config.Config
+		cfg  Spec
 		key  string
 		msg  string
 	}{
 		{"missing file", cfgWith(filepath.Join(dir, "nope.txt"), "joined", abcInputs()...), "pipeline.topology_file", "cannot read"},
 		{"malformed", cfgWith(bad, "joined", abcInputs()...), "pipeline.topology_file", "bad.txt: line 51: malformed sink"},
 		{"wrong output", cfgWith("testdata/order-abc-3.6.2.txt", "other", abcInputs()...), "pipeline.output", `is "other", but in testdata/order-abc-3.6.2.txt the inputs are joined into topic "joined"`},
-		{"unknown input", cfgWith("testdata/order-abc-3.6.2.txt", "joined", config.Input{Name: "x", Topic: "topicX"}), "pipeline.topology_file", "input topic topicX is not read by any source"},
-		{"shared store via pattern", cfgWith("testdata/pattern-global-3.6.2.txt", "joined", config.Input{Name: "a", Topic: "topicA"}, config.Input{Name: "b", Topic: "topicB"}), "pipeline.inputs[1].store", "is also pipeline.inputs[0].store: two inputs cannot share it"},
-		{"no app", &config.Config{Pipeline: config.Pipeline{Output: "joined", Inputs: abcInputs()}}, "pipeline.application_id", "is empty"},
+		{"unknown input", cfgWith("testdata/order-abc-3.6.2.txt", "joined", InputSpec{Name: "x", Topic: "topicX"}), "pipeline.topology_file", "input topic topicX is not read by any source"},
+		{"shared store via pattern", cfgWith("testdata/pattern-global-3.6.2.txt", "joined", InputSpec{Name: "a", Topic: "topicA"}, InputSpec{Name: "b", Topic: "topicB"}), "pipeline.inputs[1].store", "is also pipeline.inputs[0].store: two inputs cannot share it"},
+		{"no app", Spec{Output: "joined", Inputs: abcInputs()}, "pipeline.application_id", "is empty"},
 		{"no inputs", cfgWith("", "joined"), "pipeline.inputs", "no inputs"},
 		{"no output", cfgWith("", "", abcInputs()...), "pipeline.output", "is empty"},
 	}
@@ -275,7 +273,7 @@ func TestBuildDiscovery(t *testing.T) {
 	t.Run("lister fails", func(t *testing.T) {
 		boom := errors.New("broker down")
 		_, err := Build(context.Background(), cfgWith("", "joined", abcInputs()...), &fakeLister{err: boom}, WithMatcher(schemaMatcher(seededSchemas)))
-		var ce *config.Error
+		var ce *Error
 		if !errors.Is(err, boom) || errors.As(err, &ce) {
 			t.Fatalf("error %v: want the lister's error wrapped, not a config error", err)
 		}
@@ -319,7 +317,7 @@ func TestBuildWithoutRepartition(t *testing.T) {
 	if err := os.WriteFile(file, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	m, err := Build(context.Background(), cfgWith(file, "joined", config.Input{Name: "a", Topic: "topicA"}), nil)
+	m, err := Build(context.Background(), cfgWith(file, "joined", InputSpec{Name: "a", Topic: "topicA"}), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

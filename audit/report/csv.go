@@ -10,7 +10,7 @@ import (
 )
 
 // CSVHeader is the header row of the loss report, in column order
-// (CONTRACT.md "Loss report (CSV)").
+// (docs/reference.md, "Loss report (CSV)").
 var CSVHeader = []string{"finding", "stage", "input", "key", "topic", "partition", "offset", "timestamp", "expected_ts", "observed_ts", "detail"}
 
 // WriteCSV writes the loss report: the header, then one record per row in

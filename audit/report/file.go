@@ -116,3 +116,26 @@ func WriteFileAtomic(path string, write func(io.Writer) error) (err error) {
 	}
 	return nil
 }
+
+// CheckWritable reports whether a report can be written at path (and at
+// path + ".partial"): its directory exists and accepts a new file, and
+// path, if it exists, is a regular file. It leaves nothing behind.
+func CheckWritable(path string) error {
+	for _, p := range []string{path, path + PartialSuffix} {
+		if fi, err := os.Stat(p); err == nil && !fi.Mode().IsRegular() {
+			return fmt.Errorf("%s exists and is not a regular file", p)
+		}
+	}
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, ".lossaudit-check-*")
+	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return fmt.Errorf("cannot write a report in %s: %v", dir, err)
+	}
+	name := f.Name()
+	f.Close()
+	return os.Remove(name)
+}

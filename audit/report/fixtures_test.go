@@ -130,3 +130,15 @@ func partialResult() *finding.Result {
 	rows := findingRows()[2:3]
 	return &finding.Result{Summary: s, Rows: rows}
 }
+
+// inconclusiveResult is an audit that could not check an input, read
+// through gaps and retries, with the registry down.
+func inconclusiveResult() *finding.Result {
+	s := baseSummary()
+	s.Inputs["b"] = &finding.InputCounts{Scanned: 10500, DecodeErrors: 10500}
+	s.Inconclusive = []finding.Inconclusive{{Reason: finding.MostlyUndecodable, Input: "b", Group: "myapp", Counts: *s.Inputs["b"],
+		Field: "customerID", TopError: "schema 1: field_missing", Nearest: []string{"customerId", "orderId"}}}
+	s.Reads = []finding.ReadIssue{{Topic: "topicA", Partition: 3, Gaps: 12, Retries: 4}}
+	s.SchemaSources = []finding.SchemaSource{{Source: "schema registry http://registry:8081", Error: "connection refused", ServedBy: "schemas topic _schemas"}}
+	return &finding.Result{Summary: s}
+}

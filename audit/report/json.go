@@ -80,6 +80,8 @@ func Verdict(res *finding.Result) string {
 //	    "offsets": {name: n} }],           // optional
 //	  "read_issues": [{                    // optional: partitions whose reads met gaps or retries
 //	    "topic": string, "partition": n, "gaps": n, "retries": n }],
+//	  "schema_sources_unavailable": [{     // optional: schema sources that were down
+//	    "source": string, "error": string, "served_by": string }],
 //	  "decode_errors_by_schema": {string: n},   // optional
 //	  "decode_error_samples": [{               // optional: the first few
 //	    "topic": string, "partition": n, "offset": n, "error": string }],
@@ -115,6 +117,7 @@ type jsonReport struct {
 	Inconclusive  []jsonInconclusive `json:"inconclusive,omitempty"`
 	Partitions    []jsonPartition    `json:"partition_findings"`
 	ReadIssues    []jsonReadIssue    `json:"read_issues,omitempty"`
+	SchemaSources []jsonSchemaSource `json:"schema_sources_unavailable,omitempty"`
 	DecodeErrors  map[string]int64   `json:"decode_errors_by_schema,omitempty"`
 	DecodeSamples []jsonDecodeSample `json:"decode_error_samples,omitempty"`
 	Timings       map[string]string  `json:"timings,omitempty"`
@@ -153,6 +156,12 @@ type jsonReadIssue struct {
 	Partition int32  `json:"partition"`
 	Gaps      int64  `json:"gaps"`
 	Retries   int64  `json:"retries"`
+}
+
+type jsonSchemaSource struct {
+	Source   string `json:"source"`
+	Error    string `json:"error"`
+	ServedBy string `json:"served_by"`
 }
 
 type jsonDecodeSample struct {
@@ -283,6 +292,9 @@ func WriteJSON(w io.Writer, res *finding.Result) error {
 	}
 	for _, r := range s.Reads {
 		rep.ReadIssues = append(rep.ReadIssues, jsonReadIssue(r))
+	}
+	for _, src := range s.SchemaSources {
+		rep.SchemaSources = append(rep.SchemaSources, jsonSchemaSource(src))
 	}
 	for _, d := range s.DecodeErrorSamples {
 		rep.DecodeSamples = append(rep.DecodeSamples, jsonDecodeSample(d))

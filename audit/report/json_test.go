@@ -18,6 +18,7 @@ func TestWriteJSONGolden(t *testing.T) {
 		{"findings", findingsResult(), "findings.json"},
 		{"partitions", partitionsResult(), "partitions.json"},
 		{"partial", partialResult(), "partial.json"},
+		{"inconclusive", inconclusiveResult(), "inconclusive.json"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -19,7 +19,10 @@ import (
 const DefaultMaxRows = 20
 
 // maxKeyWidth bounds how much of a key the summary shows; the CSV has it all.
-const maxKeyWidth = 40
+const maxKeyWidth = 24
+
+// lineWidth is the terminal width the summary's text is wrapped to.
+const lineWidth = 80
 
 // SummaryOptions tunes WriteSummary.
 type SummaryOptions struct {
@@ -30,10 +33,10 @@ type SummaryOptions struct {
 	// partial or suspected, green: clean). The caller decides, typically
 	// by whether stdout is a terminal and NO_COLOR is unset.
 	Color bool
-	// CSVPath and JSONPath name the report files written for this run (as
-	// returned by WriteCSVFile/WriteJSONFile), for the pointer to the full
-	// list; "" when not written.
-	CSVPath, JSONPath string
+	// CSVPath, JSONPath and HTMLPath name the report files written for
+	// this run (as returned by WriteCSVFile/WriteJSONFile/WriteHTMLFile),
+	// for the pointer to the full list; "" when not written.
+	CSVPath, JSONPath, HTMLPath string
 }
 
 const (
@@ -58,47 +61,36 @@ func WriteSummary(w io.Writer, res *finding.Result, opt SummaryOptions) error {
 	s := &res.Summary
 	names := inputNames(s)
 
-	verdict, colour := verdictLine(res, names)
+	verdict, t := verdictLine(res, names)
+	verdict = strings.TrimSuffix(wrap("", verdict, "  "), "\n")
 	if opt.Color {
-		verdict = colour + verdict + ansiReset
+		verdict = t.ansi() + verdict + ansiReset
 	}
 	b.WriteString(verdict)
 	b.WriteString("\n")
 	if why := PartialReason(s); why != "" {
-		fmt.Fprintf(&b, "  why: %s\n", safe(why))
+		b.WriteString(wrap("  why: ", safe(why), "       "))
 	}
 	for i := range s.Inconclusive {
-		fmt.Fprintf(&b, "  why: %s\n", safe(InconclusiveText(&s.Inconclusive[i])))
+		b.WriteString(wrap("  why: ", safe(InconclusiveText(&s.Inconclusive[i])), "       "))
 	}
 	if hint := nextStep(res, opt); hint != "" {
-		fmt.Fprintf(&b, "  next: %s\n", hint)
+		b.WriteString(wrap("  next: ", hint, "        "))
 	}
 
 	if s.Compare != nil {
-		writeCompareTables(&b, s, names)
+		writeCompareTables(&b, s)
 	} else {
-		writeInputs(&b, s, names)
+		b.WriteString("\nInputs\n")
+		in, total := inputTable(s, names)
+		in.write(&b, "  ")
+		for _, note := range inputNotes(&total) {
+			b.WriteString("  " + note + "\n")
+		}
 	}
 
 	b.WriteString("\nStages\n")
-	stages := stageNames(s)
-	kinds := stageKinds(stages)
-	st := table{header: []string{"STAGE", checkedHeader(s)}, right: []bool{false, true}}
-	for _, k := range kinds {
-		st.header = append(st.header, strings.ToUpper(strings.ReplaceAll(string(k), "_", " ")))
-		st.right = append(st.right, true)
-	}
-	for _, name := range stages {
-		c := s.Stages[name]
-		if c == nil {
-			c = &finding.StageCounts{}
-		}
-		cells := []string{safe(string(name)), Thousands(c.KeysChecked)}
-		for _, k := range kinds {
-			cells = append(cells, Thousands(c.Findings[k]))
-		}
-		st.add(cells...)
-	}
+	st := stageTable(s)
 	st.write(&b, "  ")
 
 	pf := s.Partitions
@@ -111,7 +103,7 @@ func WriteSummary(w io.Writer, res *finding.Result, opt SummaryOptions) error {
 			fmt.Fprintf(&b, "  %s  %s[%d]\n", safe(string(p.Kind)), safe(p.Topic), p.Partition)
 			ev, offs := Evidence(p)
 			if ev != "" {
-				fmt.Fprintf(&b, "      %s\n", safe(ev))
+				b.WriteString(wrap("      ", safe(ev), "      "))
 			}
 			if len(offs) > 0 {
 				fmt.Fprintf(&b, "      offsets: %s\n", offsetsText(offs))
@@ -120,14 +112,22 @@ func WriteSummary(w io.Writer, res *finding.Result, opt SummaryOptions) error {
 	}
 
 	if len(s.Reads) > 0 {
-		fmt.Fprintf(&b, "\nRead issues (%s partitions)\n", Thousands(int64(len(s.Reads))))
+		fmt.Fprintf(&b, "\nRead issues (%s)\n", plural(int64(len(s.Reads)), "partition", "partitions"))
 		for i := range s.Reads {
 			r := &s.Reads[i]
-			fmt.Fprintf(&b, "  %s[%d]: %s\n", safe(r.Topic), r.Partition, ReadIssueText(r))
+			b.WriteString(wrap(fmt.Sprintf("  %s[%d]: ", safe(r.Topic), r.Partition), ReadIssueText(r), "      "))
 		}
 	}
 
 	writeRows(&b, res, opt)
+
+	for _, src := range s.SchemaSources {
+		line := fmt.Sprintf("%s (%s)", safe(src.Source), safe(src.Error))
+		if src.ServedBy != "" {
+			line += "; schemas came from " + safe(src.ServedBy) + " instead"
+		}
+		b.WriteString("\n" + wrap("Schema source unavailable: ", line, "  "))
+	}
 
 	if len(s.DecodeErrorsBySchema) > 0 {
 		b.WriteString("\nDecode errors by schema\n")
@@ -148,15 +148,15 @@ func WriteSummary(w io.Writer, res *finding.Result, opt SummaryOptions) error {
 			fmt.Fprintf(&b, "\nUndecodable records (%s)\n", Thousands(n))
 		}
 		for _, d := range s.DecodeErrorSamples {
-			fmt.Fprintf(&b, "  %s[%d]@%d: %s\n", safe(d.Topic), d.Partition, d.Offset, safe(d.Error))
+			b.WriteString(wrap(fmt.Sprintf("  %s[%d]@%d: ", safe(d.Topic), d.Partition, d.Offset), safe(d.Error), "      "))
 		}
 	}
 
 	writeTimings(&b, s)
 
-	if opt.CSVPath != "" || opt.JSONPath != "" {
+	if opt.CSVPath != "" || opt.JSONPath != "" || opt.HTMLPath != "" {
 		var files []string
-		for _, p := range []string{opt.CSVPath, opt.JSONPath} {
+		for _, p := range []string{opt.CSVPath, opt.JSONPath, opt.HTMLPath} {
 			if p != "" {
 				files = append(files, safe(p))
 			}
@@ -174,8 +174,115 @@ func WriteSummary(w io.Writer, res *finding.Result, opt SummaryOptions) error {
 	return nil
 }
 
-// verdictLine returns the first line of the summary and its colour.
-func verdictLine(res *finding.Result, names []string) (string, string) {
+// inputTable is the per-input counts table of the summary, with a total
+// row when there are several inputs, and the total.
+func inputTable(s *finding.Summary, names []string) (table, finding.InputCounts) {
+	in := table{
+		header: []string{"INPUT", "SCANNED", "AUDITED", "PENDING", "DROPPED", "UNDECODABLE", "OUTSIDE"},
+		right:  []bool{false, true, true, true, true, true, true},
+	}
+	var total finding.InputCounts
+	for _, n := range names {
+		c := s.Inputs[n]
+		if c == nil {
+			c = &finding.InputCounts{}
+		}
+		total.Scanned += c.Scanned
+		total.Audited += c.Audited
+		total.Pending += c.Pending
+		total.NullKey += c.NullKey
+		total.NullValue += c.NullValue
+		total.DecodeErrors += c.DecodeErrors
+		total.OutsideWindow += c.OutsideWindow
+		in.add(inputCells(safe(n), c)...)
+	}
+	if len(names) > 1 {
+		in.add(inputCells("total", &total)...)
+	}
+	return in, total
+}
+
+// inputNotes explain the input table's DROPPED and OUTSIDE columns when
+// they count something.
+func inputNotes(total *finding.InputCounts) []string {
+	var notes []string
+	if total.NullKey+total.NullValue > 0 {
+		notes = append(notes, fmt.Sprintf("DROPPED by design: %s with a null selected key, %s with a null value", plural(total.NullKey, "record", "records"), Thousands(total.NullValue)))
+	}
+	if total.OutsideWindow > 0 {
+		notes = append(notes, "OUTSIDE: records whose timestamp is outside the audit window")
+	}
+	return notes
+}
+
+// stageTable is the per-stage counts table of the summary: one column per
+// kind the stages can report (missing, stale, aborted for an audit).
+func stageTable(s *finding.Summary) table {
+	stages := stageNames(s)
+	kinds := stageKinds(stages)
+	st := table{header: []string{"STAGE", checkedHeader(s)}, right: []bool{false, true}}
+	for _, k := range kinds {
+		st.header = append(st.header, strings.ToUpper(strings.ReplaceAll(string(k), "_", " ")))
+		st.right = append(st.right, true)
+	}
+	for _, name := range stages {
+		c := s.Stages[name]
+		if c == nil {
+			c = &finding.StageCounts{}
+		}
+		cells := []string{safe(string(name)), Thousands(c.KeysChecked)}
+		for _, k := range kinds {
+			cells = append(cells, Thousands(c.Findings[k]))
+		}
+		st.add(cells...)
+	}
+	return st
+}
+
+// checkedHeader names the stage table's count column.
+func checkedHeader(s *finding.Summary) string {
+	if s.Compare != nil {
+		return "RECORDS CHECKED"
+	}
+	return "KEYS CHECKED"
+}
+
+// stageKinds returns the finding kinds the stages can report, each once, in
+// the order of the stages' own lists.
+func stageKinds(stages []finding.Stage) []finding.Kind {
+	var out []finding.Kind
+	for _, st := range stages {
+		for _, k := range st.Kinds() {
+			if !slices.Contains(out, k) {
+				out = append(out, k)
+			}
+		}
+	}
+	return out
+}
+
+// tone is how a verdict should strike the reader: the terminal colours it,
+// the HTML report styles it.
+type tone uint8
+
+const (
+	toneClean tone = iota // nothing lost
+	toneWarn              // partial, inconclusive or suspected
+	toneLoss              // updates lost
+)
+
+func (t tone) ansi() string {
+	switch t {
+	case toneLoss:
+		return ansiRed
+	case toneWarn:
+		return ansiYellow
+	}
+	return ansiGreen
+}
+
+// verdictLine returns the first line of the summary and its tone.
+func verdictLine(res *finding.Result, names []string) (string, tone) {
 	s := &res.Summary
 	if s.Compare != nil {
 		return verdictOf(res, compareWords(res))
@@ -189,7 +296,7 @@ func verdictLine(res *finding.Result, names []string) (string, string) {
 	nrows := int64(len(res.Rows))
 	return verdictOf(res, verdictWords{
 		scope:       fmt.Sprintf("%s, %s audited", plural(int64(len(names)), "input", "inputs"), plural(audited, "record", "records")),
-		pending:     [3]string{"record", "records", "not yet processed by the application"},
+		pending:     [3]string{"record", "records", "not yet processed"},
 		rows:        plural(nrows, "key finding", "key findings"),
 		found:       fmt.Sprintf("LOSS FOUND: %s lost an update", plural(nrows, "key", "keys")),
 		partial:     "PARTIAL AUDIT",
@@ -208,8 +315,8 @@ type verdictWords struct {
 	pending [3]string
 }
 
-// verdictOf returns the verdict line of res in words w, and its colour.
-func verdictOf(res *finding.Result, w verdictWords) (string, string) {
+// verdictOf returns the verdict line of res in words w, and its tone.
+func verdictOf(res *finding.Result, w verdictWords) (string, tone) {
 	s := &res.Summary
 	nrows := int64(len(res.Rows))
 	npf := int64(len(s.Partitions))
@@ -220,20 +327,20 @@ func verdictOf(res *finding.Result, w verdictWords) (string, string) {
 	so := fmt.Sprintf("so far %s, %s, %s", w.scope, w.rows, plural(npf, "partition finding", "partition findings"))
 	switch {
 	case s.Partial:
-		return w.partial + ": results are incomplete; " + so, ansiYellow
+		return w.partial + ": results are incomplete; " + so, toneWarn
 	case len(s.Inconclusive) > 0:
-		return fmt.Sprintf("INCONCLUSIVE: %s could not be checked; %s%s", inconclusiveSubject(s.Inconclusive), so, pending), ansiYellow
+		return fmt.Sprintf("INCONCLUSIVE: %s could not be checked; %s%s", inconclusiveSubject(s.Inconclusive), so, pending), toneWarn
 	case nrows > 0:
 		line := fmt.Sprintf("%s (%s); %s", w.found, kindCounts(res.Rows), w.scope)
 		if npf > 0 {
 			line += "; " + plural(npf, "partition finding", "partition findings")
 		}
-		return line + pending, ansiRed
+		return line + pending, toneLoss
 	case npf > 0:
 		return fmt.Sprintf("LOSS SUSPECTED: %s, but %s (%s); %s%s", w.nothingRows,
-			plural(npf, "partition finding", "partition findings"), partitionKindCounts(s.Partitions), w.scope, pending), ansiYellow
+			plural(npf, "partition finding", "partition findings"), partitionKindCounts(s.Partitions), w.scope, pending), toneWarn
 	}
-	return fmt.Sprintf("NO LOSS FOUND: %s, 0 findings%s", w.scope, pending), ansiGreen
+	return fmt.Sprintf("NO LOSS FOUND: %s, 0 findings%s", w.scope, pending), toneClean
 }
 
 // inconclusiveSubject names what could not be checked: "input c", "inputs
@@ -278,59 +385,9 @@ func nextStep(res *finding.Result, opt SummaryOptions) string {
 	return ""
 }
 
-// writeInputs writes the per-input table of an audit.
-func writeInputs(b *strings.Builder, s *finding.Summary, names []string) {
-	b.WriteString("\nInputs\n")
-	in := table{
-		header: []string{"INPUT", "SCANNED", "AUDITED", "PENDING", "NULL KEY", "NULL VALUE", "DECODE ERRORS", "OUTSIDE WINDOW"},
-		right:  []bool{false, true, true, true, true, true, true, true},
-	}
-	var total finding.InputCounts
-	for _, n := range names {
-		c := s.Inputs[n]
-		if c == nil {
-			c = &finding.InputCounts{}
-		}
-		total.Scanned += c.Scanned
-		total.Audited += c.Audited
-		total.Pending += c.Pending
-		total.NullKey += c.NullKey
-		total.NullValue += c.NullValue
-		total.DecodeErrors += c.DecodeErrors
-		total.OutsideWindow += c.OutsideWindow
-		in.add(inputCells(safe(n), c)...)
-	}
-	if len(names) > 1 {
-		in.add(inputCells("total", &total)...)
-	}
-	in.write(b, "  ")
-}
-
-// checkedHeader names the stage table's count column.
-func checkedHeader(s *finding.Summary) string {
-	if s.Compare != nil {
-		return "RECORDS CHECKED"
-	}
-	return "KEYS CHECKED"
-}
-
-// stageKinds returns the finding kinds the stages can report, each once, in
-// the order of the stages' own lists.
-func stageKinds(stages []finding.Stage) []finding.Kind {
-	var out []finding.Kind
-	for _, st := range stages {
-		for _, k := range st.Kinds() {
-			if !slices.Contains(out, k) {
-				out = append(out, k)
-			}
-		}
-	}
-	return out
-}
-
 func inputCells(name string, c *finding.InputCounts) []string {
-	return []string{name, Thousands(c.Scanned), Thousands(c.Audited), Thousands(c.Pending), Thousands(c.NullKey),
-		Thousands(c.NullValue), Thousands(c.DecodeErrors), Thousands(c.OutsideWindow)}
+	return []string{name, Thousands(c.Scanned), Thousands(c.Audited), Thousands(c.Pending), Thousands(c.NullKey + c.NullValue),
+		Thousands(c.DecodeErrors), Thousands(c.OutsideWindow)}
 }
 
 // writeRows lists the first rows of the loss report.
@@ -362,20 +419,35 @@ func writeRows(b *strings.Builder, res *finding.Result, opt SummaryOptions) {
 		fmt.Fprintf(b, "\n%s (first %s of %s)\n", title, Thousands(int64(limit)), Thousands(int64(n)))
 	}
 	if res.Summary.Compare != nil {
-		b.WriteString("  (REPLAY is the source record, or the offset a ledger claims: topic[partition]@offset)\n")
+		b.WriteString("  (REPLAY is the source record, topic[partition]@offset, or the offset a ledger\n")
+		b.WriteString("  claims; under each row its timestamp and the copies found)\n")
 	} else {
-		b.WriteString("  (REPLAY is the input record carrying the lost update: topic[partition]@offset)\n")
+		b.WriteString("  (REPLAY is the input record carrying the lost update: topic[partition]@offset;\n")
+		b.WriteString("  under each row its timestamp, what the stage holds, and the evidence)\n")
 	}
-	t := table{header: []string{"FINDING", "STAGE", "INPUT", "KEY", "REPLAY", "TIMESTAMP", "OBSERVED", "DETAIL"}}
+	t := table{header: []string{"FINDING", "STAGE", "INPUT", "KEY", "REPLAY"}}
+	var notes []string
 	for _, r := range res.Rows[:limit] {
-		obs := "-"
-		if r.HasObserved {
-			obs = FormatTS(r.ObservedTS)
-		}
 		t.add(safe(string(r.Kind)), safe(string(r.Stage)), safe(r.Input), truncate(safe(FormatKey(r.Key)), maxKeyWidth),
-			fmt.Sprintf("%s[%d]@%d", safe(r.Topic), r.Partition, r.Offset), FormatTS(r.Timestamp), obs, safe(Detail(&r)))
+			fmt.Sprintf("%s[%d]@%d", safe(r.Topic), r.Partition, r.Offset))
+		if r.Sink != nil || r.Ledger != nil {
+			notes = append(notes, "at "+FormatTS(r.Timestamp)+"; "+safe(Detail(&r)))
+			continue
+		}
+		note := "at " + FormatTS(r.Timestamp) + "; the stage holds "
+		if r.HasObserved {
+			note += FormatTS(r.ObservedTS)
+		} else {
+			note += "nothing for the key"
+		}
+		if w := r.Witness; w != nil && w.Seen {
+			note += fmt.Sprintf("; in the repartition topic at [%d]@%d: lost before the store", w.Partition, w.Offset)
+		} else if w != nil {
+			note += "; not in the repartition topic (purged, or never written)"
+		}
+		notes = append(notes, note)
 	}
-	t.write(b, "  ")
+	t.writeWithNotes(b, "  ", notes, "      ")
 	if limit < n {
 		fmt.Fprintf(b, "  ... and %s more, all %s\n", Thousands(int64(n-limit)), where)
 	}
@@ -432,17 +504,9 @@ func kindCounts(rows []finding.Row) string {
 	for i := range rows {
 		counts[rows[i].Kind]++
 	}
-	order := stageKinds([]finding.Stage{finding.StageChangelog, finding.StageSink, finding.StageLedger})
-	for _, k := range slices.Sorted(maps.Keys(counts)) {
-		if !slices.Contains(order, k) {
-			order = append(order, k)
-		}
-	}
 	var parts []string
-	for _, k := range order {
-		if counts[k] > 0 {
-			parts = append(parts, Thousands(counts[k])+" "+safe(string(k)))
-		}
+	for _, k := range kindOrder(counts) {
+		parts = append(parts, Thousands(counts[k])+" "+safe(string(k)))
 	}
 	return strings.Join(parts, ", ")
 }
@@ -473,6 +537,10 @@ func plural(n int64, one, many string) string {
 	}
 	return Thousands(n) + " " + many
 }
+
+// TerminalSafe makes text from audited data harmless on a terminal, as
+// every report printed to one does (see safe).
+func TerminalSafe(s string) string { return safe(s) }
 
 // safe makes text from audited data harmless on a terminal: control
 // characters (including ESC, CR, LF, TAB, DEL and C1 controls) and invalid

@@ -10,39 +10,52 @@ import (
 
 // writeCompareTables writes what lossaudit compare read: per pair, the
 // source's and the sink's counters, then the ledger's.
-func writeCompareTables(b *strings.Builder, s *finding.Summary, names []string) {
+func writeCompareTables(b *strings.Builder, s *finding.Summary) {
+	title, pairs, ledger := compareTables(s)
+	fmt.Fprintf(b, "\n%s\n", title)
+	if pairs != nil {
+		pairs.write(b, "  ")
+	} else {
+		b.WriteString("  none (a ledger only)\n")
+	}
+	if ledger != nil {
+		b.WriteString("\nLedger\n")
+		ledger.write(b, "  ")
+	}
+}
+
+// compareTables returns the counts tables of a comparison: the title of
+// the pairs table (the match and what made records due), the pairs table
+// (nil without pairs) and the ledger table (nil without a ledger).
+func compareTables(s *finding.Summary) (title string, pairs, ledger *table) {
 	cs := s.Compare
 	due := "due: below the committed offsets of group " + safe(cs.Group)
 	if cs.Group == "" {
 		due = "due: older than " + cs.Grace.String() + " at the snapshot"
 	}
-	fmt.Fprintf(b, "\nPairs (match %s; %s)\n", safe(cs.Match), due)
-	t := table{
-		header: []string{"PAIR", "SOURCE", "SINK", "SOURCE RECORDS", "DUE", "PENDING", "NO IDENTITY", "DECODE ERRORS", "SINK RECORDS", "SINK NO IDENTITY", "NO SOURCE RECORD"},
-		right:  []bool{false, false, false, true, true, true, true, true, true, true, true},
-	}
-	for _, p := range cs.Pairs {
-		c := s.Inputs[p.Name]
-		if c == nil {
-			c = &finding.InputCounts{}
-		}
-		t.add(safe(p.Name), safe(p.Source), safe(p.Sink), Thousands(c.Scanned), Thousands(c.Audited), Thousands(c.Pending),
-			Thousands(p.SourceNoIdentity), Thousands(c.DecodeErrors+p.SinkDecodeErrors), Thousands(p.SinkRecords),
-			Thousands(p.SinkNoIdentity), Thousands(p.Unexplained))
-	}
+	title = fmt.Sprintf("Pairs (match %s; %s)", safe(cs.Match), due)
 	if len(cs.Pairs) > 0 {
-		t.write(b, "  ")
-	} else {
-		b.WriteString("  none (a ledger only)\n")
+		pairs = &table{
+			header: []string{"PAIR", "SOURCE", "SINK", "SOURCE RECORDS", "DUE", "PENDING", "NO IDENTITY", "DECODE ERRORS", "SINK RECORDS", "SINK NO IDENTITY", "NO SOURCE RECORD"},
+			right:  []bool{false, false, false, true, true, true, true, true, true, true, true},
+		}
+		for _, p := range cs.Pairs {
+			c := s.Inputs[p.Name]
+			if c == nil {
+				c = &finding.InputCounts{}
+			}
+			pairs.add(safe(p.Name), safe(p.Source), safe(p.Sink), Thousands(c.Scanned), Thousands(c.Audited), Thousands(c.Pending),
+				Thousands(p.SourceNoIdentity), Thousands(c.DecodeErrors+p.SinkDecodeErrors), Thousands(p.SinkRecords),
+				Thousands(p.SinkNoIdentity), Thousands(p.Unexplained))
+		}
 	}
 	if l := cs.Ledger; l != nil {
-		b.WriteString("\nLedger\n")
-		lt := table{header: []string{"SENDS", "ACKED", "FAILED", "VERIFIED", "EXPIRED", "UNSETTLED", "OTHER LINES"},
+		ledger = &table{header: []string{"SENDS", "ACKED", "FAILED", "VERIFIED", "EXPIRED", "UNSETTLED", "OTHER LINES"},
 			right: []bool{true, true, true, true, true, true, true}}
-		lt.add(Thousands(l.Lines), Thousands(l.Acked), Thousands(l.Failed), Thousands(l.Verified), Thousands(l.Expired),
+		ledger.add(Thousands(l.Lines), Thousands(l.Acked), Thousands(l.Failed), Thousands(l.Verified), Thousands(l.Expired),
 			Thousands(l.Unsettled), Thousands(l.Skipped))
-		lt.write(b, "  ")
 	}
+	return title, pairs, ledger
 }
 
 // lossKinds are the kinds that mean a record is missing somewhere.

@@ -29,6 +29,7 @@ func TestWriteSummaryGolden(t *testing.T) {
 		{"findings no csv", many, SummaryOptions{MaxRows: 3}, "summary-findings-nocsv.txt"},
 		{"partial", partialResult(), SummaryOptions{CSVPath: "loss-report.csv.partial"}, "summary-partial.txt"},
 		{"partitions", partitionsResult(), SummaryOptions{}, "summary-partitions.txt"},
+		{"inconclusive", inconclusiveResult(), SummaryOptions{CSVPath: "loss-report.csv.partial"}, "summary-inconclusive.txt"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -55,6 +56,7 @@ func TestWriteSummaryVerdict(t *testing.T) {
 		{"findings", findingsResult(), "LOSS FOUND: 7 keys lost an update (4 missing, 2 stale, 1 aborted); 3 inputs, 1,234,557 records audited", ansiRed},
 		{"partitions", partitionsResult(), "LOSS SUSPECTED: no key reported lost, but 2 partition findings (1 purged_past_commit, 1 stuck_lso);", ansiYellow},
 		{"partial", partialResult(), "PARTIAL AUDIT: results are incomplete; so far 3 inputs", ansiYellow},
+		{"inconclusive", inconclusiveResult(), "INCONCLUSIVE: input b could not be checked; so far 3 inputs", ansiYellow},
 		{"single input", &finding.Result{Summary: finding.Summary{InputOrder: []string{"a"},
 			Inputs: map[string]*finding.InputCounts{"a": {Audited: 1}}}}, "NO LOSS FOUND: 1 input, 1 record audited, 0 findings", ansiGreen},
 	}
@@ -64,16 +66,21 @@ func TestWriteSummaryVerdict(t *testing.T) {
 			if err := WriteSummary(&plain, tt.res, SummaryOptions{}); err != nil {
 				t.Fatal(err)
 			}
-			first, _, _ := strings.Cut(plain.String(), "\n")
-			if !strings.HasPrefix(first, tt.prefix) {
-				t.Errorf("verdict %q, want prefix %q", first, tt.prefix)
+			para := verdictParagraph(plain.String())
+			if got := strings.Join(strings.Fields(para), " "); !strings.HasPrefix(got, tt.prefix) {
+				t.Errorf("verdict %q, want prefix %q", got, tt.prefix)
+			}
+			for _, line := range strings.Split(para, "\n") {
+				if len([]rune(line)) > lineWidth {
+					t.Errorf("verdict line of %d columns: %q", len([]rune(line)), line)
+				}
 			}
 			if err := WriteSummary(&col, tt.res, SummaryOptions{Color: true}); err != nil {
 				t.Fatal(err)
 			}
-			wantCol := tt.colour + first + ansiReset + "\n"
+			wantCol := tt.colour + para + ansiReset + "\n"
 			if !strings.HasPrefix(col.String(), wantCol) {
-				t.Errorf("coloured verdict %q, want %q", strings.SplitN(col.String(), "\n", 2)[0], wantCol)
+				t.Errorf("coloured verdict %q, want %q", col.String()[:min(len(col.String()), len(wantCol))], wantCol)
 			}
 			if strings.Count(col.String(), "\x1b[") != 2 {
 				t.Error("colour used beyond the verdict line")
@@ -120,7 +127,7 @@ func TestWriteSummaryRowLimit(t *testing.T) {
 func TestWriteSummaryEscapesData(t *testing.T) {
 	res := findingsResult()
 	res.Rows[0].Key = []byte("\x1b]0;pwned\x07")
-	res.Rows[0].Witness = &finding.Witness{Topic: "evil\x1b[2J"}
+	res.Rows[0].Topic = "evil\x1b[2J"
 	res.Summary.Partitions = []finding.PartitionFinding{{Kind: finding.PurgedPastCommit, Topic: "t\x1b[31m", Purge: &finding.PurgeEvidence{Group: "e\rX"}}}
 	var buf bytes.Buffer
 	if err := WriteSummary(&buf, res, SummaryOptions{}); err != nil {
@@ -175,4 +182,15 @@ func TestZeroAndNilResults(t *testing.T) {
 	if err := WriteResultCSV(&buf, nil); err == nil {
 		t.Error("WriteResultCSV(nil) did not fail")
 	}
+}
+
+// verdictParagraph returns the verdict at the top of a summary: its first
+// line and the continuation lines under it, without the trailing newline.
+func verdictParagraph(summary string) string {
+	lines := strings.Split(summary, "\n")
+	n := 1
+	for n < len(lines) && strings.HasPrefix(lines[n], "  ") && !strings.HasPrefix(lines[n], "  why:") && !strings.HasPrefix(lines[n], "  next:") {
+		n++
+	}
+	return strings.Join(lines[:n], "\n")
 }

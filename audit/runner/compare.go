@@ -24,17 +24,15 @@ func Compare(ctx context.Context, cfg *config.Config, o Options) (*finding.Resul
 	if err := cfg.ValidateCompare(); err != nil {
 		return nil, err
 	}
-	src, err := NewClient(cfg, nil)
+	src, err := NewClient(cfg, waitLines(o.Warnings))
 	if err != nil {
 		return nil, err
 	}
 	defer src.Close()
 	sink := src
 	if cfg.HasSinkKafka {
-		sc := *cfg
-		sc.Kafka = cfg.Sink()
-		if sink, err = NewClient(&sc, nil); err != nil {
-			return nil, sinkKeyError(err)
+		if sink, err = NewSinkClient(cfg, waitLines(o.Warnings)); err != nil {
+			return nil, err
 		}
 		defer sink.Close()
 	}
@@ -92,16 +90,6 @@ func Compare(ctx context.Context, cfg *config.Config, o Options) (*finding.Resul
 		return nil, &config.Error{Key: fmt.Sprintf("compare.pairs[%d].%s", mt.Pair, mt.Role), Msg: fmt.Sprintf("topic %s does not exist on the %s cluster", mt.Topic, cluster)}
 	}
 	return res, err
-}
-
-// sinkKeyError renames the kafka.* key of a configuration error about the
-// sink's client to its sink_kafka.* twin.
-func sinkKeyError(err error) error {
-	var ce *config.Error
-	if errors.As(err, &ce) && strings.HasPrefix(ce.Key, "kafka.") {
-		return &config.Error{Key: "sink_" + ce.Key, Msg: ce.Msg}
-	}
-	return err
 }
 
 // Identify returns the identity rule of compare.match (rule and arg as

@@ -111,7 +111,7 @@ func TestPropertyAuditEqualsInjectedLoss(t *testing.T) {
 	t.Logf("exercised over %d seeds: %v", seeds, seen)
 	if seeds >= 12 {
 		for _, k := range []string{"missing@changelog", "stale@changelog", "aborted@changelog", "stale@output", "aborted@output",
-			"purged_past_commit", "stuck_lso", "pending", "dropped by design"} {
+			"purged_past_commit", "stuck_lso", "poison_pill", "pending", "dropped by design"} {
 			if seen[k] == 0 {
 				t.Errorf("no seed exercised %s: the property test would not catch a bug there", k)
 			}

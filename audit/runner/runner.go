@@ -7,10 +7,12 @@ package runner
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
+	"strings"
 
 	"github.com/lossaudit/lossaudit/audit"
 	"github.com/lossaudit/lossaudit/audit/finding"
@@ -23,16 +25,48 @@ import (
 )
 
 // KafkaOptions maps the kafka section of the configuration to reader
-// options. TLS and SASL problems come back as *config.Error (exit 2).
+// options, building the TLS configuration and the SASL mechanism. Their
+// problems come back as *config.Error naming the key and where it was set
+// (exit 2).
 func KafkaOptions(cfg *config.Config) (kread.Options, error) {
-	k := cfg.Kafka
-	tlsCfg, err := k.TLSConfig()
-	if err != nil {
-		return kread.Options{}, asConfigError("kafka.tls", err)
+	return kafkaOptions(cfg, "kafka", cfg.Kafka)
+}
+
+// SinkOptions is KafkaOptions for the sink cluster of lossaudit compare
+// (cfg.Sink(): the sink_kafka section with kafka's tuning); problems name
+// the sink_kafka keys.
+func SinkOptions(cfg *config.Config) (kread.Options, error) {
+	return kafkaOptions(cfg, "sink_kafka", cfg.Sink())
+}
+
+// kafkaOptions maps the connection settings k of section sec to reader
+// options.
+func kafkaOptions(cfg *config.Config, sec string, k config.Kafka) (kread.Options, error) {
+	var tlsCfg *tls.Config
+	if k.TLS.Enabled {
+		var err error
+		tlsCfg, err = kread.TLSConfig(kread.TLSFiles{
+			CAFile: k.TLS.CAFile, CertFile: k.TLS.CertFile, KeyFile: k.TLS.KeyFile,
+			InsecureSkipVerify: k.TLS.InsecureSkipVerify,
+		})
+		if err != nil {
+			key := sec + ".tls"
+			var te *kread.TLSError
+			if errors.As(err, &te) {
+				key = map[kread.TLSFile]string{kread.TLSCAFile: sec + ".tls.ca_file", kread.TLSCertFile: sec + ".tls.cert_file",
+					kread.TLSKeyFile: sec + ".tls.key_file"}[te.File]
+			}
+			return kread.Options{}, cfg.Errorf(key, "%v", err)
+		}
 	}
-	mech, err := k.Mechanism()
+	mech, err := kread.SASL(k.SASL.Mechanism, k.SASL.Username, k.SASL.Password)
 	if err != nil {
-		return kread.Options{}, asConfigError("kafka.sasl", err)
+		key := sec + ".sasl"
+		var se *kread.SASLError
+		if errors.As(err, &se) {
+			key = sec + ".sasl." + string(se.Field)
+		}
+		return kread.Options{}, cfg.Errorf(key, "%v", err)
 	}
 	return kread.Options{
 		Brokers:           k.Brokers,
@@ -40,6 +74,8 @@ func KafkaOptions(cfg *config.Config) (kread.Options, error) {
 		SASL:              mech,
 		ClientID:          "lossaudit",
 		Timeout:           k.Timeout,
+		ConnectTimeout:    k.ConnectTimeout,
+		RetryTimeout:      k.RetryTimeout,
 		Concurrency:       k.Concurrency,
 		FetchMaxBytes:     k.FetchMaxBytes,
 		PartitionMaxBytes: k.PartitionMaxBytes,
@@ -52,6 +88,18 @@ func KafkaOptions(cfg *config.Config) (kread.Options, error) {
 // *config.Error.
 func NewClient(cfg *config.Config, tweak func(*kread.Options)) (*kread.Client, error) {
 	o, err := KafkaOptions(cfg)
+	return newClient(o, err, "kafka.brokers", tweak)
+}
+
+// NewSinkClient is NewClient for the sink cluster of lossaudit compare.
+func NewSinkClient(cfg *config.Config, tweak func(*kread.Options)) (*kread.Client, error) {
+	o, err := SinkOptions(cfg)
+	return newClient(o, err, "sink_kafka.brokers", tweak)
+}
+
+// newClient opens a reader with options o (err is the error of building
+// them); brokersKey is the key a rejected broker address is reported at.
+func newClient(o kread.Options, err error, brokersKey string, tweak func(*kread.Options)) (*kread.Client, error) {
 	if err != nil {
 		return nil, err
 	}
@@ -60,7 +108,7 @@ func NewClient(cfg *config.Config, tweak func(*kread.Options)) (*kread.Client, e
 	}
 	c, err := kread.New(o)
 	if err != nil {
-		return nil, asConfigError("kafka.brokers", err)
+		return nil, asConfigError(brokersKey, err)
 	}
 	return c, nil
 }
@@ -127,8 +175,19 @@ func Schemas(cfg *config.Config, c *kread.Client) (*schema.Registry, error) {
 type Options struct {
 	// Progress receives progress of the long phases; nil for none.
 	Progress audit.Progress
-	// Warnings receives non-fatal observations (model warnings); nil to drop.
+	// Warnings receives non-fatal observations (model warnings) and, while
+	// the reader retries, what it waits for; nil to drop.
 	Warnings io.Writer
+}
+
+// waitLines tells w, one line each, what a retrying reader waits for.
+func waitLines(w io.Writer) func(*kread.Options) {
+	if w == nil {
+		return nil
+	}
+	return func(o *kread.Options) {
+		o.Wait = func(msg string) { fmt.Fprintf(w, "lossaudit: %s\n", msg) }
+	}
 }
 
 // Run performs one audit of the configured pipeline. Configuration
@@ -138,7 +197,7 @@ func Run(ctx context.Context, cfg *config.Config, o Options) (*finding.Result, *
 	if err := cfg.ValidatePipeline(); err != nil {
 		return nil, nil, err
 	}
-	client, err := NewClient(cfg, nil)
+	client, err := NewClient(cfg, waitLines(o.Warnings))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -147,7 +206,7 @@ func Run(ctx context.Context, cfg *config.Config, o Options) (*finding.Result, *
 	if err != nil {
 		return nil, nil, err
 	}
-	model, err := pipeline.Build(ctx, cfg, client, pipeline.WithMatcher(SchemaMatcher(client, reg)))
+	model, err := Model(ctx, cfg, client, SchemaMatcher(client, reg))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -184,9 +243,74 @@ func Run(ctx context.Context, cfg *config.Config, o Options) (*finding.Result, *
 		History:       hist,
 	})
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, runError(model, err)
+	}
+	if reg != nil {
+		for _, st := range reg.Status() {
+			res.Summary.SchemaSources = append(res.Summary.SchemaSources, finding.SchemaSource{
+				Source: st.Source, Error: st.Error, ServedBy: strings.Join(st.ServedBy, ", ")})
+		}
 	}
 	return res, model, nil
+}
+
+// Spec is the pipeline section of cfg as the pipeline model takes it.
+func Spec(cfg *config.Config) pipeline.Spec {
+	p := cfg.Pipeline
+	s := pipeline.Spec{ApplicationID: p.ApplicationID, TopologyFile: p.TopologyFile, Output: p.Output}
+	for _, in := range p.Inputs {
+		s.Inputs = append(s.Inputs, pipeline.InputSpec{Name: in.Name, Topic: in.Topic, Store: in.Store,
+			RepartitionTopic: in.RepartitionTopic, ChangelogTopic: in.ChangelogTopic})
+	}
+	return s
+}
+
+// Model derives the pipeline model of cfg, listing topics with lister and
+// matching discovered changelogs with match (nil: no evidence). Problems
+// the user can fix are *config.Error.
+func Model(ctx context.Context, cfg *config.Config, lister pipeline.TopicLister, match pipeline.Matcher) (*pipeline.Model, error) {
+	var opts []pipeline.Option
+	if match != nil {
+		opts = append(opts, pipeline.WithMatcher(match))
+	}
+	m, err := pipeline.Build(ctx, Spec(cfg), lister, opts...)
+	var pe *pipeline.Error
+	if errors.As(err, &pe) {
+		return nil, &config.Error{Key: pe.Key, Msg: pe.Msg}
+	}
+	return m, err
+}
+
+// runError turns what the user can fix among an audit's errors into a
+// *config.Error (exit 2): a topic of the pipeline that does not exist,
+// named by the key that named it or, for a derived internal topic, with
+// the hint `lossaudit topology` gives; a registry rejecting the
+// credentials.
+func runError(m *pipeline.Model, err error) error {
+	var mt *audit.MissingTopicError
+	if errors.As(err, &mt) {
+		switch mt.Role {
+		case audit.RoleOutput:
+			return &config.Error{Key: "pipeline.output", Msg: fmt.Sprintf("topic %q does not exist", mt.Topic)}
+		case audit.RoleInput:
+			return &config.Error{Key: fmt.Sprintf("pipeline.inputs[%d].topic", mt.Input), Msg: fmt.Sprintf("topic %q does not exist", mt.Topic)}
+		}
+		st := m.Stages[mt.Input]
+		field, origin := "repartition_topic", st.Origins.RepartitionTopic
+		if mt.Role == audit.RoleChangelog {
+			field, origin = "changelog_topic", st.Origins.ChangelogTopic
+		}
+		if origin == pipeline.FromOverride {
+			return &config.Error{Key: fmt.Sprintf("pipeline.inputs[%d].%s", mt.Input, field), Msg: fmt.Sprintf("topic %q does not exist", mt.Topic)}
+		}
+		return &config.Error{Key: "pipeline.application_id", Msg: fmt.Sprintf("the %s topic of input %s, %q (%s), does not exist: is the application running, and do pipeline.application_id (%q) and pipeline.topology_file match it? `lossaudit topology` shows every derived name",
+			mt.Role, st.Input.Name, mt.Topic, origin, m.ApplicationID)}
+	}
+	var re *schema.RejectedError
+	if errors.As(err, &re) {
+		return &config.Error{Key: "schema.registry_username", Msg: re.Msg}
+	}
+	return err
 }
 
 // Inputs builds the engine's inputs (with their key selectors) from the
@@ -195,7 +319,7 @@ func Inputs(ctx context.Context, cfg *config.Config, model *pipeline.Model, reg 
 	var inputs []audit.Input
 	var outputKey func([]byte) []byte
 	for _, st := range model.Stages {
-		in := st.Input
+		in := cfg.Pipeline.Inputs[st.Index]
 		key := fmt.Sprintf("pipeline.inputs[%d]", st.Index)
 		if st.RepartitionTopic == "" {
 			return nil, nil, &config.Error{Key: key + ".repartition_topic",
@@ -208,10 +332,21 @@ func Inputs(ctx context.Context, cfg *config.Config, model *pipeline.Model, reg 
 		if st.Index == 0 {
 			outputKey = norm
 		}
-		inputs = append(inputs, audit.Input{
+		ai := audit.Input{
 			Name: in.Name, Topic: in.Topic, RepartitionTopic: st.RepartitionTopic,
-			ChangelogTopic: st.ChangelogTopic, Select: sel, DownstreamKey: norm,
-		})
+			ChangelogTopic: st.ChangelogTopic, Select: sel, DownstreamKey: norm, Field: in.Rekey,
+		}
+		if in.Rekey != "" && reg != nil {
+			path := in.Rekey
+			ai.FieldsNear = func(rec *kread.Record) []string {
+				id, _, err := schema.SplitFrame(rec.Value)
+				if err != nil {
+					return nil
+				}
+				return reg.NearestFields(ctx, id, path, 3)
+			}
+		}
+		inputs = append(inputs, ai)
 	}
 	return inputs, outputKey, nil
 }

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/lossaudit/lossaudit/audit/kread"
+	"github.com/lossaudit/lossaudit/audit/report"
 )
 
 // Reader is what a scan needs from the cluster; *kread.Client has it.
@@ -40,6 +41,10 @@ type Options struct {
 	// It is the hook for `scan --decode`. It may be called concurrently for
 	// different partitions.
 	Check func(rec *kread.Record) error
+	// Group, when set, holds a consumer group's committed offsets (by
+	// partition); rows of those partitions show them and the lag behind
+	// the LSO, like kafka-consumer-groups --describe.
+	Group map[kread.TP]int64
 	// Counter, when set, gets the total number of offsets to read once the
 	// snapshot is taken, then the offsets read as the scan goes;
 	// *progress.Phase has these methods.
@@ -76,7 +81,14 @@ type Row struct {
 	// ReadTo is the first offset not read; below LSO only if the log start
 	// or a truncation interfered.
 	ReadTo int64
+	// GroupOffset is the group's committed offset (Options.Group) when
+	// HasGroup; Lag is LSO - GroupOffset.
+	GroupOffset int64
+	HasGroup    bool
 }
+
+// Lag returns how far the group's committed offset is behind the LSO.
+func (r Row) Lag() int64 { return max(0, r.LSO-r.GroupOffset) }
 
 // OpenTxn reports whether a transaction holds the LSO below the high
 // watermark.
@@ -119,7 +131,9 @@ func Run(ctx context.Context, rd Reader, topics []string, o Options) ([]Row, err
 				to = e
 			}
 			from = min(from, to)
-			rows = append(rows, Row{Topic: t, Partition: p, LogStart: off.LogStart, LSO: off.LSO, HighWatermark: off.HighWatermark, From: from, To: to})
+			row := Row{Topic: t, Partition: p, LogStart: off.LogStart, LSO: off.LSO, HighWatermark: off.HighWatermark, From: from, To: to}
+			row.GroupOffset, row.HasGroup = o.Group[kread.TP{Topic: t, Partition: p}]
+			rows = append(rows, row)
 			ranges = append(ranges, kread.Range{Topic: t, Partition: p, From: from, To: to})
 			decodeErrs[kread.TP{Topic: t, Partition: p}] = new(int64)
 		}
@@ -169,6 +183,9 @@ func Run(ctx context.Context, rd Reader, topics []string, o Options) ([]Row, err
 	return rows, nil
 }
 
+// safe escapes a topic name for the terminal.
+func safe(s string) string { return report.TerminalSafe(s) }
+
 // FormatTS formats a Unix ms timestamp as RFC 3339 in UTC with
 // milliseconds, e.g. 2026-11-29T10:15:02.123Z.
 func FormatTS(ms int64) string {
@@ -188,6 +205,8 @@ type jsonRow struct {
 	Aborted       int64  `json:"aborted"`
 	Control       int64  `json:"control"`
 	DecodeErrors  int64  `json:"decode_errors"`
+	GroupOffset   *int64 `json:"group_offset,omitempty"`
+	Lag           *int64 `json:"lag,omitempty"`
 	*Decoding
 	FirstTS *string `json:"first_ts"`
 	LastTS  *string `json:"last_ts"`
@@ -207,6 +226,10 @@ func WriteJSON(w io.Writer, rows []Row) error {
 			f, l := FormatTS(r.FirstTS), FormatTS(r.LastTS)
 			j.FirstTS, j.LastTS = &f, &l
 		}
+		if r.HasGroup {
+			g, lag := r.GroupOffset, r.Lag()
+			j.GroupOffset, j.Lag = &g, &lag
+		}
 		if err := enc.Encode(j); err != nil {
 			return fmt.Errorf("writing JSON: %w", err)
 		}
@@ -220,9 +243,19 @@ func WriteJSON(w io.Writer, rows []Row) error {
 func WriteTable(w io.Writer, rows []Row) error {
 	var buf bytes.Buffer
 	tw := tabwriter.NewWriter(&buf, 0, 0, 2, ' ', 0)
-	windowed := false
+	windowed, grouped := false, false
 	for _, r := range rows {
 		windowed = windowed || r.From != r.LogStart || r.To != r.LSO
+		grouped = grouped || r.HasGroup
+	}
+	group := func(r Row) string {
+		switch {
+		case !grouped:
+			return ""
+		case !r.HasGroup:
+			return "-\t-\t"
+		}
+		return fmt.Sprintf("%d\t%d\t", r.GroupOffset, r.Lag())
 	}
 	window := func(r Row) string {
 		if !windowed {
@@ -233,6 +266,9 @@ func WriteTable(w io.Writer, rows []Row) error {
 	header := "TOPIC\tPARTITION\tLOG_START\tLSO\tHIGH_WATERMARK\t"
 	if windowed {
 		header += "FROM\tTO\t"
+	}
+	if grouped {
+		header += "GROUP_OFFSET\tLAG\t"
 	}
 	fmt.Fprintln(tw, header+"COMMITTED\tABORTED\tCONTROL\tDECODE_ERR\tFIRST_TS\tLAST_TS\tNOTE")
 	var open, aborted, committed int64
@@ -254,8 +290,8 @@ func WriteTable(w io.Writer, rows []Row) error {
 		}
 		committed += r.Committed
 		aborted += r.Aborted
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%s%d\t%d\t%d\t%d\t%s\t%s\t%s\n",
-			r.Topic, r.Partition, r.LogStart, r.LSO, r.HighWatermark, window(r), r.Committed, r.Aborted, r.Control, r.DecodeErrors, first, last, note)
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%s%s%d\t%d\t%d\t%d\t%s\t%s\t%s\n",
+			safe(r.Topic), r.Partition, r.LogStart, r.LSO, r.HighWatermark, window(r), group(r), r.Committed, r.Aborted, r.Control, r.DecodeErrors, first, last, note)
 	}
 	if err := tw.Flush(); err != nil {
 		return fmt.Errorf("writing table: %w", err)

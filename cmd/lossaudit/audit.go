@@ -1,9 +1,11 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -26,7 +28,7 @@ func newAuditCmd(g *globalFlags) *cobra.Command {
 			"semantics, indexes them on disk and reports, per input and selected key, the newest processed\n" +
 			"update that did not reach a stage. Exit 0: nothing missing; 1: findings; 2: configuration\n" +
 			"error; 3: the audit could not complete.",
-		Example: "  lossaudit audit -c audit.yaml\n  lossaudit audit -c audit.yaml --from 2026-11-29T00:00:00Z --csv loss.csv",
+		Example: "  lossaudit audit -c audit.yaml\n  lossaudit audit -c audit.yaml --from 2026-11-29T00:00:00Z --csv loss.csv --html loss.html",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg, err := g.load(cmd)
@@ -36,13 +38,16 @@ func newAuditCmd(g *globalFlags) *cobra.Command {
 			if err := cfg.ValidatePipeline(); err != nil {
 				return err
 			}
+			if err := checkReportPaths(cfg); err != nil {
+				return err
+			}
 			prog := newProgress(cmd.ErrOrStderr(), quiet)
 			res, _, err := runner.Run(cmd.Context(), cfg, runner.Options{Progress: prog, Warnings: prog.Log()})
 			prog.Stop()
 			if err != nil {
 				return auditError(err)
 			}
-			return finish(cmd.OutOrStdout(), cfg, res)
+			return finish(cmd.OutOrStdout(), cmd.ErrOrStderr(), cfg, res)
 		},
 	}
 	cmd.Flags().BoolVarP(&quiet, "quiet", "q", false, "no progress output on stderr")
@@ -52,31 +57,77 @@ func newAuditCmd(g *globalFlags) *cobra.Command {
 // auditError maps an error of a run to its exit code: configuration
 // problems exit 2, everything else 3 (the audit could not complete).
 func auditError(err error) error {
-	if _, ok := err.(*config.Error); ok {
+	var ce *config.Error
+	if errors.As(err, &ce) {
 		return err
 	}
 	return withCode(exitIncomplete, fmt.Errorf("the audit could not complete: %w", err))
 }
 
-// finish writes the configured reports, prints the summary and returns the
-// exit status of the result.
-func finish(stdout io.Writer, cfg *config.Config, res *finding.Result) error {
-	opt := report.SummaryOptions{Color: colorOK(stdout)}
-	var err error
-	if cfg.Report.CSV != "" {
-		if opt.CSVPath, err = report.WriteCSVFile(cfg.Report.CSV, res); err != nil {
-			return withCode(exitIncomplete, fmt.Errorf("writing the CSV report: %w", err))
+// reportKeys lists the report keys of cfg with their paths, in the order
+// the reports are written.
+func reportKeys(cfg *config.Config) [][2]string {
+	return [][2]string{{"report.csv", cfg.Report.CSV}, {"report.json", cfg.Report.JSON}, {"report.html", cfg.Report.HTML}}
+}
+
+// checkReportPaths fails, before anything is read, when a configured
+// report cannot be written: a long audit must not end with its verdict and
+// nowhere to put it. The problem is a *config.Error naming the key.
+func checkReportPaths(cfg *config.Config) error {
+	for _, kp := range reportKeys(cfg) {
+		if kp[1] == "" || kp[1] == "-" {
+			continue
 		}
+		if err := report.CheckWritable(kp[1]); err != nil {
+			return &config.Error{Key: kp[0], Msg: err.Error()}
+		}
+	}
+	return nil
+}
+
+// finish writes the configured reports, prints the summary and returns the
+// exit status of the result. The summary goes to stdout, or to stderr when
+// the CSV does (report.csv "-"). A report that cannot be written does not
+// cost the verdict: the summary is printed all the same, and the exit code
+// (3) and a line on stderr say which report is missing.
+func finish(stdout, stderr io.Writer, cfg *config.Config, res *finding.Result) error {
+	out := stdout
+	var failed []string
+	opt := report.SummaryOptions{}
+	if cfg.Report.CSV == "-" {
+		out = stderr
+		if err := report.WriteResultCSV(stdout, res); err != nil {
+			failed = append(failed, fmt.Sprintf("the CSV report could not be written to stdout: %v", err))
+		}
+	} else if cfg.Report.CSV != "" {
+		p, err := report.WriteCSVFile(cfg.Report.CSV, res)
+		if err != nil {
+			failed = append(failed, fmt.Sprintf("the CSV report could not be written: %v", err))
+		}
+		opt.CSVPath = p
 	}
 	if cfg.Report.JSON != "" {
-		if opt.JSONPath, err = report.WriteJSONFile(cfg.Report.JSON, res); err != nil {
-			return withCode(exitIncomplete, fmt.Errorf("writing the JSON report: %w", err))
+		p, err := report.WriteJSONFile(cfg.Report.JSON, res)
+		if err != nil {
+			failed = append(failed, fmt.Sprintf("the JSON report could not be written: %v", err))
 		}
+		opt.JSONPath = p
 	}
-	if err := report.WriteSummary(stdout, res, opt); err != nil {
-		return withCode(exitIncomplete, fmt.Errorf("printing the summary: %w", err))
+	if cfg.Report.HTML != "" {
+		hopt := report.HTMLOptions{CSVPath: opt.CSVPath, JSONPath: opt.JSONPath, Config: cfg.Redacted()}
+		p, err := report.WriteHTMLFile(cfg.Report.HTML, res, hopt)
+		if err != nil {
+			failed = append(failed, fmt.Sprintf("the HTML report could not be written: %v", err))
+		}
+		opt.HTMLPath = p
+	}
+	opt.Color = colorOK(out)
+	if err := report.WriteSummary(out, res, opt); err != nil {
+		failed = append(failed, fmt.Sprintf("printing the summary: %v", err))
 	}
 	switch {
+	case len(failed) > 0:
+		return withCode(exitIncomplete, fmt.Errorf("%s; the audit itself completed (verdict %s, see the summary)", strings.Join(failed, "; "), report.Verdict(res)))
 	case !res.Complete():
 		return withCode(exitIncomplete, nil)
 	case res.HasFindings():

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -13,10 +14,7 @@ import (
 // source and sink topics, possibly on two clusters, and of a producer
 // ledger against its topic.
 func newCompareCmd(g *globalFlags) *cobra.Command {
-	var (
-		quiet  bool
-		ledger string
-	)
+	var quiet bool
 	cmd := &cobra.Command{
 		Use:   "compare",
 		Short: "Check that every source record has a copy in its sink, and a producer ledger against its topic",
@@ -29,17 +27,17 @@ func newCompareCmd(g *globalFlags) *cobra.Command {
 			"acknowledged records that are gone (acked_missing) and failed sends that are present\n" +
 			"(unacked_present) or absent (unacked_missing). Exit 0: nothing found; 1: findings; 2:\n" +
 			"configuration error; 3: the comparison could not complete.",
-		Example: "  lossaudit compare -c compare.yaml\n  lossaudit compare -c compare.yaml --ledger producer.jsonl --csv compare.csv",
+		Example: "  lossaudit compare -c compare.yaml\n  lossaudit compare -c compare.yaml --ledger producer.jsonl --csv compare.csv --html compare.html",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg, err := g.load(cmd)
 			if err != nil {
 				return err
 			}
-			if cmd.Flags().Changed("ledger") {
-				cfg.Compare.Ledger = ledger
-			}
 			if err := cfg.ValidateCompare(); err != nil {
+				return err
+			}
+			if err := checkReportPaths(cfg); err != nil {
 				return err
 			}
 			prog := newProgress(cmd.ErrOrStderr(), quiet)
@@ -48,18 +46,18 @@ func newCompareCmd(g *globalFlags) *cobra.Command {
 			if err != nil {
 				return compareError(err)
 			}
-			return finish(cmd.OutOrStdout(), cfg, res)
+			return finish(cmd.OutOrStdout(), cmd.ErrOrStderr(), cfg, res)
 		},
 	}
 	cmd.Flags().BoolVarP(&quiet, "quiet", "q", false, "no progress output on stderr")
-	cmd.Flags().StringVar(&ledger, "ledger", "", "producer ledger to check against its topic (overrides compare.ledger)")
 	return cmd
 }
 
 // compareError maps an error of a comparison to its exit code:
 // configuration problems exit 2, everything else 3.
 func compareError(err error) error {
-	if _, ok := err.(*config.Error); ok {
+	var ce *config.Error
+	if errors.As(err, &ce) {
 		return err
 	}
 	return withCode(exitIncomplete, fmt.Errorf("the comparison could not complete: %w", err))

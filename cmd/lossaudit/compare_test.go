@@ -42,10 +42,10 @@ func TestCompareCommand(t *testing.T) {
 		brokers[0], filepath.Join(dir, "index"), tr.Prefix, tr.Prefix)
 	good := writeConfig(t, yaml)
 	missingTopic := writeConfig(t, strings.Replace(yaml, "dr.orders}", "dr.nothing}", 1))
-	csvPath := filepath.Join(dir, "out.csv")
+	csvPath, htmlPath := filepath.Join(dir, "out.csv"), filepath.Join(dir, "out.html")
 
 	var stdout, stderr bytes.Buffer
-	code := run([]string{"compare", "-c", good, "--csv", csvPath, "-q"}, &stdout, &stderr)
+	code := run([]string{"compare", "-c", good, "--csv", csvPath, "--html", htmlPath, "-q"}, &stdout, &stderr)
 	if code != exitFindings {
 		t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, exitFindings, stdout.String(), stderr.String())
 	}
@@ -59,6 +59,13 @@ func TestCompareCommand(t *testing.T) {
 	if n := strings.Count(string(b), "\nmissing,sink,orders,"); n != len(tr.Rows) {
 		t.Errorf("CSV has %d missing rows, want %d:\n%s", n, len(tr.Rows), b)
 	}
+	page, err := os.ReadFile(htmlPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(page), `<td class="kind">missing</td>`); !strings.Contains(string(page), `<h1 id="verdict-line">LOSS FOUND: `) || n != len(tr.Rows) {
+		t.Errorf("HTML report: %d missing rows (want %d), or no LOSS FOUND verdict", n, len(tr.Rows))
+	}
 
 	for _, tt := range []struct {
 		name   string
@@ -66,9 +73,11 @@ func TestCompareCommand(t *testing.T) {
 		stderr string
 	}{
 		{"missing sink topic", []string{"compare", "-c", missingTopic, "-q"},
-			"lossaudit: config: compare.pairs[0].sink: topic " + tr.Prefix + "dr.nothing does not exist on the source cluster\n"},
+			"lossaudit: " + missingTopic + ":5: compare.pairs[0].sink: topic " + tr.Prefix + "dr.nothing does not exist on the source cluster\n"},
 		{"missing ledger file", []string{"compare", "-c", good, "--ledger", filepath.Join(dir, "nope.jsonl"), "-q"},
-			"lossaudit: config: compare.ledger: cannot read " + filepath.Join(dir, "nope.jsonl") + ": no such file or directory\n"},
+			"lossaudit: --ledger: cannot read " + filepath.Join(dir, "nope.jsonl") + ": no such file or directory\n"},
+		{"a flag compare does not take", []string{"compare", "-c", good, "--from", "-1h", "-q"},
+			"lossaudit: unknown flag: --from\n"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
@@ -84,7 +93,7 @@ func TestCompareCommand(t *testing.T) {
 		}
 		var stdout, stderr bytes.Buffer
 		code := run([]string{"compare", "-c", good, "--ledger", ledger, "-q"}, &stdout, &stderr)
-		if want := "lossaudit: config: compare.ledger: " + ledger + ": line 2: not a JSON object"; code != exitUsage || !strings.HasPrefix(stderr.String(), want) {
+		if want := "lossaudit: --ledger: " + ledger + ": line 2: not a JSON object"; code != exitUsage || !strings.HasPrefix(stderr.String(), want) {
 			t.Errorf("exit %d, stderr %q; want %d and a line starting %q", code, stderr.String(), exitUsage, want)
 		}
 	})

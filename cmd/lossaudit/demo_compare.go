@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/lossaudit/lossaudit/audit/report"
 	"github.com/lossaudit/lossaudit/audit/runner"
 	"github.com/lossaudit/lossaudit/testbed/copysim"
 )
@@ -31,7 +32,8 @@ func newDemoCompareCmd(g *globalFlags) *cobra.Command {
 			"copy pipeline that loses some copies and makes others twice (an outage and its retries) while\n" +
 			"later records are still on their way, keeps the ledger of one topic's producer with a few\n" +
 			"sends it got wrong, compares it all like `lossaudit compare` would, and writes the reports\n" +
-			"under --dir. It exits 0 when the comparison found exactly what was injected, 1 otherwise.",
+			"(CSV, JSON, HTML) under --dir. It exits 0 when the comparison found exactly what was\n" +
+			"injected, 1 otherwise.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runDemoCompare(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), dir, seed, quiet)
@@ -69,6 +71,7 @@ func runDemoCompare(ctx context.Context, stdout, stderr io.Writer, dir string, s
 	cfg := truth.Config(brokers, storeDir)
 	cfg.Report.CSV = filepath.Join(dir, "compare-report.csv")
 	cfg.Report.JSON = filepath.Join(dir, "compare-report.json")
+	cfg.Report.HTML = filepath.Join(dir, "compare-report.html")
 
 	fmt.Fprintf(stdout, "\n3. Comparing: lossaudit compare with compare.match %s, compare.grace %s, compare.ledger %s.\n\n", cfg.Compare.Match, cfg.Compare.Grace, cfg.Compare.Ledger)
 	prog := newProgress(stderr, quiet)
@@ -77,7 +80,8 @@ func runDemoCompare(ctx context.Context, stdout, stderr io.Writer, dir string, s
 	if err != nil {
 		return compareError(err)
 	}
-	status := finish(stdout, cfg, res)
+	status := finish(stdout, stderr, cfg, res)
+	htmlPath := report.ReportPath(cfg.Report.HTML, !res.Complete())
 
 	fmt.Fprintln(stdout)
 	fmt.Fprintln(stdout, "4. Checking the comparison against what the simulation injected:")
@@ -87,5 +91,5 @@ func runDemoCompare(ctx context.Context, stdout, stderr io.Writer, dir string, s
 		fmt.Fprintln(stdout, "   or the ledger line to act on, and nothing else: no false alarm from records still on their way,")
 		fmt.Fprintln(stdout, "   records written twice at the source, or acknowledgements whose records retention deleted.")
 	}
-	return demoVerdict(stdout, diff, "the comparison", status)
+	return demoVerdict(stdout, diff, "the comparison differs from what was injected", htmlPath, status)
 }

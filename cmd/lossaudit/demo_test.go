@@ -12,7 +12,7 @@ import (
 // TestDemo runs `lossaudit demo` as a user would and checks what the user
 // checks: exit 0 (the audit matched the injected loss exactly), the MATCH
 // line, and a CSV report whose rows are the losses the demo says it
-// injected (one row per lost update, with the CONTRACT.md header).
+// injected (one row per lost update, with the header of docs/reference.md).
 func TestDemo(t *testing.T) {
 	dir := t.TempDir()
 	var stdout, stderr bytes.Buffer

@@ -6,7 +6,7 @@ import (
 	"github.com/lossaudit/lossaudit/config"
 )
 
-// Exit codes of CONTRACT.md.
+// Exit codes of docs/reference.md.
 const (
 	// exitOK: audit complete, nothing missing.
 	exitOK = 0

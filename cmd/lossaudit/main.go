@@ -1,5 +1,5 @@
 // Command lossaudit audits Kafka Streams pipelines for lost records. See
-// README.md and CONTRACT.md for the commands, configuration and exit codes.
+// README.md for the commands, configuration and exit codes.
 package main
 
 import (
@@ -31,20 +31,56 @@ func main() {
 
 // run executes the command line args, writing to stdout and stderr, and
 // returns the process exit code. Errors are printed as one line
-// `lossaudit: <message>`, never with a stack trace. SIGINT and SIGTERM cancel
-// the command's context.
+// `lossaudit: <message>`, never with a stack trace. The first SIGINT or
+// SIGTERM cancels the command's context, so it stops cleanly (no report
+// half written, the store reusable) and exits 128 + the signal number
+// (130 for Ctrl-C); a second one kills the process at once.
 func run(args []string, stdout, stderr io.Writer) int {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	go func() {
+		select {
+		case sig := <-sigs:
+			signal.Reset(os.Interrupt, syscall.SIGTERM) // a second signal kills
+			cancel(&interrupted{sig: sig.(syscall.Signal)})
+		case <-ctx.Done():
+		}
+	}()
 	return execute(ctx, newRootCmd(stdout, stderr), args, stderr)
 }
 
+// interrupted is the cause of a context cancelled by a signal.
+type interrupted struct{ sig syscall.Signal }
+
+func (i *interrupted) Error() string { return "interrupted by " + signalName(i.sig) }
+
+func signalName(s syscall.Signal) string {
+	switch s {
+	case syscall.SIGINT:
+		return "SIGINT"
+	case syscall.SIGTERM:
+		return "SIGTERM"
+	}
+	return s.String()
+}
+
 // execute runs root with args and returns the exit code, printing the
-// error, if any, to stderr.
+// error, if any, to stderr. A command stopped by a signal before it could
+// finish exits 128 + the signal's number with one line saying so, whatever
+// error its cancelled work returned; one that finished anyway (the signal
+// came while it printed) keeps its own code.
 func execute(ctx context.Context, root *cobra.Command, args []string, stderr io.Writer) int {
 	root.SetArgs(args)
 	err := classify(root.ExecuteContext(ctx))
 	code := exitCode(err)
+	var in *interrupted
+	if err != nil && code != exitOK && code != exitFindings && errors.As(context.Cause(ctx), &in) {
+		fmt.Fprintf(stderr, "lossaudit: %s: stopped; no report of this run was written, earlier reports and the store directory are as they were\n", in)
+		return 128 + int(in.sig)
+	}
 	if err != nil && err.Error() != "" {
 		fmt.Fprintf(stderr, "lossaudit: %s\n", err)
 	}

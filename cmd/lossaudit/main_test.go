@@ -5,8 +5,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"runtime/debug"
+	"slices"
 	"strings"
 	"testing"
 
@@ -15,12 +18,13 @@ import (
 	"github.com/lossaudit/lossaudit/config"
 )
 
-// clearEnv unsets every LOSSAUDIT_ variable for the test's duration.
+// clearEnv unsets every LOSSAUDIT_ variable but the test bed's for the
+// test's duration.
 func clearEnv(t *testing.T) {
 	t.Helper()
-	for key := range config.Defaults() {
-		name := config.EnvName(key)
-		if _, ok := os.LookupEnv(name); ok {
+	for _, kv := range os.Environ() {
+		name, _, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(name, config.EnvPrefix+"_") && !config.IsTestbedEnv(name) {
 			t.Setenv(name, "")
 			os.Unsetenv(name)
 		}
@@ -36,36 +40,60 @@ func writeConfig(t *testing.T, content string) string {
 	return p
 }
 
-// TestRunRealTree runs the real command tree in-process.
+// TestRunRealTree runs the real command tree in-process, as a user would,
+// on problems found before any cluster is contacted.
 func TestRunRealTree(t *testing.T) {
 	clearEnv(t)
 	badBroker := writeConfig(t, "kafka:\n  brokers: [\"nohost\"]\n")
 	unknownKey := writeConfig(t, "kafka:\n  brokerz: [\"h:9092\"]\n")
+	noPipeline := writeConfig(t, "kafka:\n  brokers: [\"127.0.0.1:1\"]\n")
 	tests := []struct {
 		name       string
 		args       []string
+		env        map[string]string
 		code       int
-		stderr     string // exact, %F% replaced by the config path
+		stderr     string // exact
 		stdoutPart string
 	}{
 		{name: "help", args: []string{"--help"}, code: exitOK, stdoutPart: "Usage:"},
-		{name: "subcommand help", args: []string{"scan", "--help"}, code: exitOK, stdoutPart: "--store-dir"},
+		{name: "subcommand help", args: []string{"scan", "--help"}, code: exitOK, stdoutPart: "--command-config"},
 		{name: "unknown command", args: []string{"bogus"}, code: exitUsage,
 			stderr: "lossaudit: unknown command \"bogus\" for \"lossaudit\"\n"},
 		{name: "unknown flag", args: []string{"scan", "--nope"}, code: exitUsage, stderr: "lossaudit: unknown flag: --nope\n"},
 		{name: "flag without value", args: []string{"scan", "--from"}, code: exitUsage,
 			stderr: "lossaudit: flag needs an argument: --from\n"},
 		{name: "bad broker in config", args: []string{"scan", "-c", badBroker}, code: exitUsage,
-			stderr: "lossaudit: config: kafka.brokers[0]: \"nohost\" is not a host:port address: missing port in address\n"},
+			stderr: "lossaudit: " + badBroker + ":2: kafka.brokers[0]: \"nohost\" is not a host:port address: missing port in address\n"},
 		{name: "unknown key, scan --json", args: []string{"scan", "--json", "--config", unknownKey}, code: exitUsage,
-			stderr: "lossaudit: config: kafka.brokerz: unknown key in " + unknownKey + " (did you mean kafka.brokers?)\n"},
+			stderr: "lossaudit: " + unknownKey + ":2: kafka.brokerz: unknown key (did you mean kafka.brokers?)\n"},
 		{name: "bad --from", args: []string{"scan", "--from", "yesterday"}, code: exitUsage,
-			stderr: "lossaudit: config: window.from: \"yesterday\" is not an RFC 3339 time like 2026-11-29T10:15:00Z\n"},
+			stderr: "lossaudit: --from: \"yesterday\" is not a time: write RFC 3339 (2026-11-29T10:00:00Z), a duration before now (-2h, 30m) or now\n"},
 		{name: "missing config file", args: []string{"scan", "-c", "/nonexistent/audit.yaml"}, code: exitUsage,
-			stderr: "lossaudit: config: /nonexistent/audit.yaml: cannot read config file: no such file or directory\n"},
+			stderr: "lossaudit: /nonexistent/audit.yaml: cannot read the configuration file: no such file or directory\n"},
+		{name: "bad variable value", args: []string{"scan"}, env: map[string]string{"LOSSAUDIT_KAFKA_CONCURRENCY": "abc"}, code: exitUsage,
+			stderr: "lossaudit: LOSSAUDIT_KAFKA_CONCURRENCY: \"abc\" is not a whole number\n"},
+		{name: "misspelt variable", args: []string{"topology", "-c", noPipeline}, env: map[string]string{"LOSSAUDIT_KAFKA_BROKER": "h:9092"}, code: exitUsage,
+			stderr: "lossaudit: LOSSAUDIT_KAFKA_BROKER: is not a lossaudit setting (did you mean LOSSAUDIT_KAFKA_BROKERS?); unset it or correct its name\n"},
+		{name: "audit without -c", args: []string{"audit"}, code: exitUsage,
+			stderr: "lossaudit: no configuration file was given (pass one with -c audit.yaml); pipeline.application_id is not set\n"},
+		{name: "topology without -c", args: []string{"topology"}, code: exitUsage,
+			stderr: "lossaudit: no configuration file was given (pass one with -c audit.yaml); pipeline.application_id is not set\n"},
+		{name: "audit with a file without a pipeline", args: []string{"audit", "-c", noPipeline}, code: exitUsage,
+			stderr: "lossaudit: " + noPipeline + ": pipeline.application_id: must be set to the Kafka Streams application.id\n"},
+		{name: "report flag on topology", args: []string{"topology", "--csv", "x.csv"}, code: exitUsage, stderr: "lossaudit: unknown flag: --csv\n"},
+		{name: "store flag on scan", args: []string{"scan", "--store-dir", "d"}, code: exitUsage, stderr: "lossaudit: unknown flag: --store-dir\n"},
+		{name: "config flag on demo", args: []string{"demo", "-c", "audit.yaml"}, code: exitUsage, stderr: "lossaudit: unknown shorthand flag: 'c' in -c\n"},
+		{name: "flag before a command that does not take it", args: []string{"--csv", "x.csv", "topology"}, code: exitUsage, stderr: "lossaudit: unknown flag: --csv\n"},
+		{name: "version", args: []string{"version"}, code: exitOK, stdoutPart: "lossaudit (devel) (revision "},
+		{name: "--version", args: []string{"--version"}, code: exitOK, stdoutPart: "lossaudit (devel) (revision "},
+		{name: "version takes no arguments", args: []string{"version", "x"}, code: exitUsage,
+			stderr: "lossaudit: unknown command \"x\" for \"lossaudit version\"\n"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
+			for k, v := range tc.env {
+				t.Setenv(k, v)
+			}
 			var stdout, stderr bytes.Buffer
 			code := run(tc.args, &stdout, &stderr)
 			if code != tc.code {
@@ -81,8 +109,77 @@ func TestRunRealTree(t *testing.T) {
 	}
 }
 
+// TestCommandFlags is the user-visible flag table: which command takes
+// which flag (the configuration flags from commandFlags, and the
+// commands' own).
+func TestCommandFlags(t *testing.T) {
+	root := newRootCmd(io.Discard, io.Discard)
+	byName := map[string]*cobra.Command{}
+	for _, c := range root.Commands() {
+		byName[c.Name()] = c
+	}
+	for name := range commandFlags() {
+		if byName[name] == nil {
+			t.Errorf("commandFlags lists %q, which is not a command", name)
+		}
+	}
+	configFlags := []string{"config", "brokers", "command-config", "from", "to", "store-dir", "csv", "json"}
+	want := map[string][]string{
+		"audit":    {"config", "brokers", "command-config", "from", "to", "store-dir", "csv", "json", "quiet"},
+		"scan":     {"config", "brokers", "command-config", "from", "to", "json", "quiet", "decode", "topic"},
+		"topology": {"config", "brokers", "command-config"},
+		"demo":     {"dir", "seed", "quiet"},
+		"version":  {},
+	}
+	for name, flags := range want {
+		c := byName[name]
+		if c == nil {
+			t.Errorf("no command %s", name)
+			continue
+		}
+		for _, f := range append(configFlags, "quiet", "dir", "seed", "decode", "topic") {
+			has := c.Flags().Lookup(f) != nil
+			if has != slices.Contains(flags, f) {
+				t.Errorf("%s --%s: registered %v, want %v", name, f, has, !has)
+			}
+		}
+	}
+	// scan's own --json is the output format, not a report path.
+	if f := byName["scan"].Flags().Lookup("json"); f == nil || f.Value.Type() != "bool" {
+		t.Errorf("scan --json is not a boolean")
+	}
+	for _, name := range []string{"audit", "scan", "demo"} {
+		if f := byName[name].Flags().ShorthandLookup("q"); f == nil || f.Name != "quiet" {
+			t.Errorf("%s has no -q", name)
+		}
+	}
+	if f := byName["audit"].Flags().ShorthandLookup("c"); f == nil || f.Name != "config" {
+		t.Errorf("audit has no -c")
+	}
+}
+
+func TestDescribeBuild(t *testing.T) {
+	tests := []struct {
+		bi   debug.BuildInfo
+		want string
+	}{
+		{debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Version: "v1.2.0"}, Settings: []debug.BuildSetting{
+			{Key: "vcs.revision", Value: "3f2a9c1d0e4b5a6978877665544332211"}, {Key: "vcs.modified", Value: "false"}}},
+			"v1.2.0 (revision 3f2a9c1d0e4b, go1.26.8)"},
+		{debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Version: "(devel)"}, Settings: []debug.BuildSetting{
+			{Key: "vcs.revision", Value: "3f2a9c1d0e4b5a69"}, {Key: "vcs.modified", Value: "true"}}},
+			"(devel) (revision 3f2a9c1d0e4b, modified, go1.26.8)"},
+		{debug.BuildInfo{GoVersion: "go1.26.8"}, "(devel) (revision unknown, go1.26.8)"},
+	}
+	for _, tc := range tests {
+		if got := describeBuild(&tc.bi); got != tc.want {
+			t.Errorf("got %q, want %q", got, tc.want)
+		}
+	}
+}
+
 // probe is a test command tree: "shadow" has its own boolean --json like
-// scan, "plain" inherits the global --json report path; both load the
+// scan, "plain" takes the --json report path; both load the
 // configuration and then return whatever err says.
 type probe struct {
 	cfg      *config.Config
@@ -91,7 +188,10 @@ type probe struct {
 }
 
 func probeRoot(p *probe, stdout, stderr *bytes.Buffer, result error) *cobra.Command {
-	g := &globalFlags{}
+	g := &globalFlags{flags: map[string][]string{
+		"shadow": {"config", "brokers", "csv", "store-dir"},
+		"plain":  {"config", "brokers", "csv", "json", "store-dir"},
+	}}
 	runE := func(cmd *cobra.Command, args []string) error {
 		p.ran = true
 		cfg, err := g.load(cmd)
@@ -107,7 +207,7 @@ func probeRoot(p *probe, stdout, stderr *bytes.Buffer, result error) *cobra.Comm
 	return buildRoot(g, stdout, stderr, shadow, plain)
 }
 
-func TestGlobalFlagsAndShadowedJSON(t *testing.T) {
+func TestConfigFlagsAndShadowedJSON(t *testing.T) {
 	clearEnv(t)
 	file := writeConfig(t, "report:\n  json: file.json\n  csv: file.csv\n")
 	tests := []struct {
@@ -117,11 +217,12 @@ func TestGlobalFlagsAndShadowedJSON(t *testing.T) {
 		wantCSV  string
 		wantBool bool
 	}{
-		{"global --json is a report path", []string{"plain", "-c", file, "--json", "flag.json"}, "flag.json", "file.csv", false},
-		{"local --json is a bool and leaves report.json alone", []string{"shadow", "-c", file, "--json"}, "file.json", "file.csv", true},
-		{"other globals still apply under shadow", []string{"shadow", "-c", file, "--csv", "flag.csv", "--json"}, "file.json", "flag.csv", true},
+		{"--json is a report path", []string{"plain", "-c", file, "--json", "flag.json"}, "flag.json", "file.csv", false},
+		{"own --json is a bool and leaves report.json alone", []string{"shadow", "-c", file, "--json"}, "file.json", "file.csv", true},
+		{"other flags still apply under shadow", []string{"shadow", "-c", file, "--csv", "flag.csv", "--json"}, "file.json", "flag.csv", true},
 		{"no flags", []string{"shadow", "-c", file}, "file.json", "file.csv", false},
-		{"global flag before the command", []string{"--csv", "early.csv", "plain", "-c", file}, "file.json", "early.csv", false},
+		{"CSV to stdout", []string{"plain", "-c", file, "--csv", "-"}, "file.json", "-", false},
+		{"flag before the command that takes it", []string{"--csv", "early.csv", "plain", "-c", file}, "file.json", "early.csv", false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -141,6 +242,7 @@ func TestGlobalFlagsAndShadowedJSON(t *testing.T) {
 
 func TestExitCodes(t *testing.T) {
 	clearEnv(t)
+	file := writeConfig(t, "pipeline:\n  output: joined\n")
 	tests := []struct {
 		name    string
 		args    []string
@@ -155,13 +257,20 @@ func TestExitCodes(t *testing.T) {
 		{"plain error is incomplete", []string{"plain"}, errors.New("reading t[0] at 5: connection refused"), exitIncomplete,
 			"lossaudit: reading t[0] at 5: connection refused\n", true},
 		{"wrapped config error is usage", []string{"plain"}, fmt.Errorf("building pipeline: %w", &config.Error{Key: "pipeline.output", Msg: "must name the output topic"}),
-			exitUsage, "lossaudit: building pipeline: config: pipeline.output: must name the output topic\n", true},
+			exitUsage, "lossaudit: building pipeline: pipeline.output: must name the output topic\n", true},
+		{"config error is located in the file", []string{"plain", "-c", file},
+			fmt.Errorf("building pipeline: %w", &config.Error{Key: "pipeline.output", Msg: `topic "joined" does not exist`}),
+			exitUsage, "lossaudit: building pipeline: " + file + ":2: pipeline.output: topic \"joined\" does not exist\n", true},
+		{"config error is located at the flag", []string{"plain", "-c", file, "--brokers", "h:1"},
+			&config.Error{Key: "kafka.brokers", Msg: "no broker answered"},
+			exitUsage, "lossaudit: --brokers: no broker answered\n", true},
 		{"explicit incomplete", []string{"plain"}, withCode(exitIncomplete, errors.New("store unusable")), exitIncomplete, "lossaudit: store unusable\n", true},
 		{"bad broker flag", []string{"shadow", "--brokers", "h1:9092,h2"}, nil, exitUsage,
-			"lossaudit: config: kafka.brokers[1]: \"h2\" is not a host:port address: missing port in address\n", true},
+			"lossaudit: --brokers: \"h2\" is not a host:port address: missing port in address\n", true},
 		{"unexpected argument", []string{"plain", "extra"}, nil, exitUsage, "lossaudit: unknown command \"extra\" for \"lossaudit plain\"\n", false},
 		{"bool flag given a value", []string{"shadow", "--json=maybe"}, nil, exitUsage,
 			"lossaudit: invalid argument \"maybe\" for \"--json\" flag: strconv.ParseBool: parsing \"maybe\": invalid syntax\n", false},
+		{"flag the command does not take", []string{"shadow", "--json", "--from", "-1h"}, nil, exitUsage, "lossaudit: unknown flag: --from\n", false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

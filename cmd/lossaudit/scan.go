@@ -23,7 +23,7 @@ func newScanCmd(g *globalFlags) *cobra.Command {
 // newScanCmdWith is newScanCmd with a hook adjusting the reader options
 // (tests shorten the retry budget with it).
 func newScanCmdWith(g *globalFlags, tweak func(*kread.Options)) *cobra.Command {
-	var asJSON, decode bool
+	var asJSON, decode, quiet bool
 	var topics []string
 	cmd := &cobra.Command{
 		Use:   "scan",
@@ -35,14 +35,15 @@ func newScanCmdWith(g *globalFlags, tweak func(*kread.Options)) *cobra.Command {
 			"offsets found for those times. Partitions whose LSO is below the high watermark have a\n" +
 			"transaction open (or hanging) and are flagged.\n\n" +
 			"Without --topic it scans the configured pipeline's inputs, output and every topic\n" +
-			"named <pipeline.application_id>-*.",
+			"named <pipeline.application_id>-*. With pipeline.application_id set, the group's\n" +
+			"committed offset and lag show on the partitions it consumes.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg, err := g.load(cmd)
 			if err != nil {
 				return err
 			}
-			client, err := newReader(cfg, tweak)
+			client, err := newReader(cfg, withWait(cmd.ErrOrStderr(), tweak))
 			if err != nil {
 				return err
 			}
@@ -64,8 +65,20 @@ func newScanCmdWith(g *globalFlags, tweak func(*kread.Options)) *cobra.Command {
 				dec = scan.NewDecoder(ctx, reg)
 			}
 			stderr := cmd.ErrOrStderr()
-			prog := progress.New(stderr, progress.Options{TTY: true, Quiet: !isTerminal(stderr)})
+			// Progress goes to a terminal only: a log gets the result.
+			prog := progress.New(stderr, progress.Options{TTY: true, Quiet: quiet || !isTerminal(stderr)})
 			opts := scan.Options{From: cfg.Window.From, To: cfg.Window.To, Counter: prog.Phase("scan", 0)}
+			if app := cfg.Pipeline.ApplicationID; app != "" {
+				// The application's committed offsets and lag, as
+				// kafka-consumer-groups --describe shows them; read-only.
+				if opts.Group, err = client.GroupOffsets(ctx, app, names); err != nil {
+					prog.Stop()
+					if errors.Is(err, kread.ErrUnknownTopic) {
+						return withCode(exitUsage, fmt.Errorf("scan: %w", err))
+					}
+					return withCode(exitIncomplete, fmt.Errorf("scan: committed offsets of group %s: %w", app, err))
+				}
+			}
 			if dec != nil {
 				opts.Check = dec.Check
 			}
@@ -103,6 +116,7 @@ func newScanCmdWith(g *globalFlags, tweak func(*kread.Options)) *cobra.Command {
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object per partition per line instead of the table")
 	cmd.Flags().BoolVar(&decode, "decode", false, "also decode every value with its Avro writer schema: schema ids seen (with subjects) and decode errors by kind")
 	cmd.Flags().StringArrayVar(&topics, "topic", nil, "topic to scan (repeatable; default: the pipeline's topics)")
+	cmd.Flags().BoolVarP(&quiet, "quiet", "q", false, "no progress output on stderr (shown only on a terminal)")
 	return cmd
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/lossaudit/lossaudit/audit/pipeline"
+	"github.com/lossaudit/lossaudit/audit/report"
 	"github.com/lossaudit/lossaudit/audit/runner"
 	"github.com/lossaudit/lossaudit/config"
 )
@@ -42,7 +43,7 @@ func newTopologyCmd(g *globalFlags) *cobra.Command {
 			if err := cfg.ValidatePipeline(); err != nil {
 				return err
 			}
-			client, err := newReader(cfg, nil)
+			client, err := newReader(cfg, withWait(cmd.ErrOrStderr(), nil))
 			if err != nil {
 				return err
 			}
@@ -53,7 +54,15 @@ func newTopologyCmd(g *globalFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return runTopology(cmd.Context(), cfg, client, runner.SchemaMatcher(client, reg), cmd.OutOrStdout())
+			m, err := runTopology(cmd.Context(), cfg, client, runner.SchemaMatcher(client, reg), cmd.OutOrStdout())
+			if err != nil {
+				return err
+			}
+			problems, err := runner.Preflight(cmd.Context(), cfg, client, reg, m)
+			if err != nil {
+				return fmt.Errorf("checking the inputs: %w", err)
+			}
+			return reportProblems(cmd.OutOrStdout(), problems)
 		},
 	}
 }
@@ -72,18 +81,14 @@ type topicRow struct {
 // topics against lister. A missing topic that the config names is a
 // *config.Error (exit 2) naming the key; a missing derived topic is marked
 // MISSING and ends with exit 1; failing to list topics is exit 3.
-func runTopology(ctx context.Context, cfg *config.Config, lister pipeline.TopicLister, match pipeline.Matcher, w io.Writer) error {
-	var opts []pipeline.Option
-	if match != nil {
-		opts = append(opts, pipeline.WithMatcher(match))
-	}
-	m, err := pipeline.Build(ctx, cfg, lister, opts...)
+func runTopology(ctx context.Context, cfg *config.Config, lister pipeline.TopicLister, match pipeline.Matcher, w io.Writer) (*pipeline.Model, error) {
+	m, err := runner.Model(ctx, cfg, lister, match)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	names, err := lister.Topics(ctx)
 	if err != nil {
-		return fmt.Errorf("checking that the pipeline's topics exist: %w", err)
+		return nil, fmt.Errorf("checking that the pipeline's topics exist: %w", err)
 	}
 	exists := make(map[string]bool, len(names))
 	for _, n := range names {
@@ -113,16 +118,19 @@ func runTopology(ctx context.Context, cfg *config.Config, lister pipeline.TopicL
 	}
 	rows = append(rows, topicRow{"-", "output", m.Output, m.OutputOrigin, outKey, true})
 
-	fmt.Fprintf(w, "application.id %s (consumer group and internal topic prefix); join order: ", m.ApplicationID)
+	safe := report.TerminalSafe
+	fmt.Fprintf(w, "application.id %s (consumer group and internal topic prefix)\njoin order: ", safe(m.ApplicationID))
 	for i, s := range m.Stages {
 		if i > 0 {
 			fmt.Fprint(w, " leftJoin ")
 		}
-		fmt.Fprint(w, s.Input.Name)
+		fmt.Fprint(w, safe(s.Input.Name))
 	}
-	fmt.Fprintf(w, " -> %s\n\n", m.Output)
+	fmt.Fprintf(w, " -> %s\n\n", safe(m.Output))
+	// The names come last: they are the long column, and the only one that
+	// may run past an 80-column terminal.
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "INPUT\tROLE\tNAME\tFROM\tSTATUS")
+	fmt.Fprintln(tw, "INPUT\tROLE\tFROM\tSTATUS\tNAME")
 	var userMissing []topicRow
 	var derivedMissing []string
 	for _, r := range rows {
@@ -142,13 +150,13 @@ func runTopology(ctx context.Context, cfg *config.Config, lister pipeline.TopicL
 				derivedMissing = append(derivedMissing, name)
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.input, r.role, name, r.origin, status)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", safe(r.input), r.role, r.origin, status, safe(name))
 	}
 	if err := tw.Flush(); err != nil {
-		return fmt.Errorf("writing the stage map: %w", err)
+		return nil, fmt.Errorf("writing the stage map: %w", err)
 	}
 	for _, warn := range m.Warnings {
-		fmt.Fprintf(w, "warning: %s\n", warn)
+		fmt.Fprintf(w, "warning: %s\n", safe(warn))
 	}
 	if len(userMissing) > 0 {
 		first := userMissing[0]
@@ -156,11 +164,28 @@ func runTopology(ctx context.Context, cfg *config.Config, lister pipeline.TopicL
 		for _, r := range userMissing[1:] {
 			msg += fmt.Sprintf("; %s: topic %q does not exist either", r.key, r.name)
 		}
-		return &config.Error{Key: first.key, Msg: msg}
+		return nil, &config.Error{Key: first.key, Msg: msg}
 	}
 	if len(derivedMissing) > 0 {
-		return withCode(exitFindings, errors.New("derived internal topics do not exist: "+strings.Join(derivedMissing, ", ")+
+		return nil, withCode(exitFindings, errors.New("derived internal topics do not exist: "+strings.Join(derivedMissing, ", ")+
 			" (is the application running, and do pipeline.application_id and pipeline.topology_file match it?)"))
 	}
-	return nil
+	return m, nil
+}
+
+// reportProblems prints what Preflight found and returns the exit status:
+// a configuration error (2) naming the first key to fix.
+func reportProblems(w io.Writer, problems []runner.Problem) error {
+	if len(problems) == 0 {
+		return nil
+	}
+	fmt.Fprintln(w)
+	for _, p := range problems {
+		fmt.Fprintf(w, "problem: %s: %s\n", p.Key, p.Msg)
+	}
+	msg := fmt.Sprintf("%s (an audit would be inconclusive)", problems[0].Msg)
+	if len(problems) > 1 {
+		msg += fmt.Sprintf("; and %d more problems, listed above", len(problems)-1)
+	}
+	return &config.Error{Key: problems[0].Key, Msg: msg}
 }

@@ -56,9 +56,9 @@ func without(ts []string, drop ...string) []string {
 	return out
 }
 
-// rowRe matches one stage-map row: INPUT ROLE NAME FROM STATUS.
+// rowRe matches one stage-map row: INPUT ROLE FROM STATUS NAME.
 func row(input, role, name, from, status string) *regexp.Regexp {
-	return regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(input) + `\s+` + role + `\s+` + regexp.QuoteMeta(name) + `\s+` + regexp.QuoteMeta(from) + `\s+` + status + `$`)
+	return regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(input) + `\s+` + role + `\s+` + regexp.QuoteMeta(from) + `\s+` + status + `\s+` + regexp.QuoteMeta(name) + `$`)
 }
 
 func TestRunTopology(t *testing.T) {
@@ -103,7 +103,7 @@ func TestRunTopology(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var out bytes.Buffer
 			topics := tc.topics
-			err := runTopology(context.Background(), tc.cfg, listerFunc(func(context.Context) ([]string, error) { return topics, nil }), nil, &out)
+			_, err := runTopology(context.Background(), tc.cfg, listerFunc(func(context.Context) ([]string, error) { return topics, nil }), nil, &out)
 			if got := exitCode(err); got != tc.code {
 				t.Fatalf("exit code %d (%v), want %d\n%s", got, err, tc.code, out.String())
 			}
@@ -126,7 +126,7 @@ func TestRunTopology(t *testing.T) {
 
 	t.Run("listing fails", func(t *testing.T) {
 		boom := errors.New("connection refused")
-		err := runTopology(context.Background(), topoConfig(), listerFunc(func(context.Context) ([]string, error) { return nil, boom }), nil, &bytes.Buffer{})
+		_, err := runTopology(context.Background(), topoConfig(), listerFunc(func(context.Context) ([]string, error) { return nil, boom }), nil, &bytes.Buffer{})
 		if exitCode(err) != exitIncomplete || !errors.Is(err, boom) {
 			t.Fatalf("error %v: want exit 3 wrapping the cause", err)
 		}
@@ -134,7 +134,7 @@ func TestRunTopology(t *testing.T) {
 	t.Run("bad topology file", func(t *testing.T) {
 		cfg := topoConfig()
 		cfg.Pipeline.Output = "elsewhere"
-		err := runTopology(context.Background(), cfg, listerFunc(func(context.Context) ([]string, error) { return allTopics(), nil }), nil, &bytes.Buffer{})
+		_, err := runTopology(context.Background(), cfg, listerFunc(func(context.Context) ([]string, error) { return allTopics(), nil }), nil, &bytes.Buffer{})
 		var ce *config.Error
 		if exitCode(err) != exitUsage || !errors.As(err, &ce) || ce.Key != "pipeline.output" {
 			t.Fatalf("error %v: want exit 2 for pipeline.output", err)

@@ -326,3 +326,35 @@ func sizes(n *node, visiting map[*node]bool) (zero bool, min int) {
 	}
 	return n.zero, n.min
 }
+
+// FieldPaths lists the field paths the schema's records reach (e.g.
+// "customer.id"), through nested records and unions holding records, in
+// schema order; recursive types are followed once.
+func (s *Schema) FieldPaths() []string {
+	var out []string
+	var walk func(n *node, prefix string, seen map[*node]bool)
+	walk = func(n *node, prefix string, seen map[*node]bool) {
+		switch n.t {
+		case Record:
+			if seen[n] {
+				return
+			}
+			seen[n] = true
+			for _, f := range n.fields {
+				p := f.name
+				if prefix != "" {
+					p = prefix + "." + f.name
+				}
+				out = append(out, p)
+				walk(f.t, p, seen)
+			}
+			delete(seen, n)
+		case Union:
+			for _, b := range n.branches {
+				walk(b, prefix, seen)
+			}
+		}
+	}
+	walk(s.root, "", map[*node]bool{})
+	return out
+}

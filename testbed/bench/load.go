@@ -27,7 +27,7 @@ const (
 )
 
 // names are the pipeline's topics, with Kafka Streams' generated names for
-// the seeds/001 topology written in the order a, b, c.
+// the user story's topology written in the order a, b, c.
 type names struct {
 	app string
 	// copied is a copy of input a, record for record (a mirror's sink),
@@ -143,7 +143,7 @@ func codec(name string) (kgo.CompressionCodec, error) {
 	return kgo.CompressionCodec{}, fmt.Errorf("unknown compression %q (none, gzip, snappy, lz4, zstd)", name)
 }
 
-// loader writes a consistent pipeline: what the seeds/001 application
+// loader writes a consistent pipeline: what the user story's application
 // under exactly_once_v2 would have left after processing every input
 // record. Inputs are produced by a plain idempotent producer; per commit
 // interval, one transaction holds the changelog records (the latest value

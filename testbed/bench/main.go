@@ -1,6 +1,6 @@
-// Command bench is lossaudit's performance harness (issue 6). In one run,
+// Command bench is lossaudit's performance harness. In one run,
 // against the same three real Apache Kafka brokers (testbed/kafka, on
-// loopback) and the same data, it loads a consistent seeds/001 pipeline of
+// loopback) and the same data, it loads a consistent pipeline of the user story's shape of
 // N input records (realistic Avro values, changelogs and output of matching
 // size, group offsets committed: an audit must find nothing), then times
 // a raw read of the audited topics by kcat and by a minimal franz-go
@@ -11,7 +11,7 @@
 //
 //	go run ./testbed/bench -n 10000000 -dir /tmp/lossaudit-bench -reuse
 //
-// See README-section.md for every flag. Subcommands used by the harness
+// See docs/performance.md for every flag. Subcommands used by the harness
 // itself: `rawread` (the franz-go consumer, run as a child) and `profile`
 // (an in-process audit with pprof profiles).
 package main

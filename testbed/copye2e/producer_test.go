@@ -109,8 +109,8 @@ func TestVerifiableProducerAcksOneLosesAcknowledgedRecords(t *testing.T) {
 // with acks=all and enable.idempotence=true through a rolling restart of
 // every broker (kill -9, start, wait until in sync), with a delivery
 // timeout short enough that sends in flight to a dead leader fail — the
-// situation of seeds/004, where a failed send may or may not be in the
-// topic. lossaudit compare --ledger must report no acked_missing, and
+// situation of an idempotent producer's fatal error when a broker rejoins,
+// where a failed send may or may not be in the topic. lossaudit compare --ledger must report no acked_missing, and
 // classify every failed send as unacked_present or unacked_missing
 // exactly as a plain consumer finds it.
 func TestIdempotentProducerRollingRestarts(t *testing.T) {

@@ -46,10 +46,10 @@ func waitCommitted(ctx context.Context, adm *kafka.Admin, brokers []string, grou
 }
 
 // TestStreamsAtLeastOnceDuplicates runs a stateless Kafka Streams
-// application (map and to) first under exactly_once_v2, then, as in the
-// rollback of seeds/000, under at_least_once, and kills it with kill -9
-// between two commits: its successor processes again what the killed
-// instance had written but not committed. Once the application has
+// application (map and to) first under exactly_once_v2, then, as after a
+// rollback that switched exactly-once off, under at_least_once, and kills
+// it with kill -9 between two commits: its successor processes again what
+// the killed instance had written but not committed. Once the application has
 // committed the whole input and stopped, lossaudit compare (match key,
 // due by the application's committed offsets) must report as duplicated
 // exactly the records a plain read_committed consumer finds more than once

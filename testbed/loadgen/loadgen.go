@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -49,6 +50,12 @@ func Key(i int) string { return fmt.Sprintf("cust-%03d", i) }
 // with U+FFFD in place of each malformed sequence.
 func NotUTF8Customers() []string {
 	return []string{"\xff\xfe-notutf8", "lone-\x80-continuation", "cut-\xe2\x82-short", "cesu-\xed\xa0\x80-surrogate"}
+}
+
+// HugeCustomer returns a valid customerId of 100,000 bytes: a selected key
+// far longer than any real one, which once stopped every audit.
+func HugeCustomer() string {
+	return "huge-" + strings.Repeat("0123456789", 10_000)[:100_000-len("huge-")]
 }
 
 // SelectedKey returns the key the application selects for customerId cust:

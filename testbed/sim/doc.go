@@ -1,4 +1,4 @@
-// Package sim is a faithful, deterministic simulation of the seeds/001
+// Package sim is a faithful, deterministic simulation of the user story's
 // Kafka Streams application on a real Kafka cluster (in tests and the demo,
 // an in-process kfake cluster):
 //
@@ -39,7 +39,7 @@
 // every other transaction's markers written).
 //
 // The expected audit result (Truth.Rows, Partitions, Counts) comes from an
-// oracle that implements TEAM.md "Audit semantics (exact)" over the
+// oracle that implements the audit semantics of docs/checks.md over the
 // simulator's own record of what it produced, processed and wrote
 // (committed or aborted, with the offsets the brokers assigned), never by
 // reading the topics back. In demo mode (Scenario.LastUpdateOnly, used by

@@ -48,7 +48,7 @@ func witnessSig(r finding.Row) string {
 	return detailPurged
 }
 
-// oracle implements TEAM.md "Audit semantics (exact)" directly over the
+// oracle implements the audit semantics of docs/checks.md directly over the
 // simulator's own record of what it produced, processed and wrote
 // (committed or aborted), never over the topics. It assumes every
 // transaction has ended (LSO = high watermark everywhere), as it has when
@@ -230,6 +230,28 @@ func oracle(sc Scenario, n names, l *simLog, w Window) Expectation {
 		}
 	}
 	SortRows(exp.Rows)
+	// Poison pills: the application (stopped when the audit runs) left its
+	// committed offset at an undecodable record. Unwindowed audits only.
+	for x := 0; x < 3 && w.From == 0; x++ {
+		for p := 0; p < sc.Partitions; p++ {
+			commit := l.inCommit[x][p]
+			if commit < 0 {
+				continue
+			}
+			for _, r := range l.in[x][p] {
+				if r.Aborted || r.Off < commit {
+					continue
+				}
+				if r.Corrupt {
+					exp.Partitions = append(exp.Partitions, finding.PartitionFinding{
+						Kind: finding.PoisonPill, Topic: n.inputs[x], Partition: int32(p),
+						Poison: &finding.PoisonEvidence{Offset: r.Off},
+					})
+				}
+				break
+			}
+		}
+	}
 	for x := 0; x < 3; x++ {
 		for p := 0; p < sc.Partitions; p++ {
 			ls, c := l.rpStart[x][p], l.rpCommit[x][p]

@@ -45,8 +45,8 @@ func rowString(r finding.Row) string {
 	return fmt.Sprintf("%s %s %s %s @%d exp=%d obs=%s %s", r.Stage, r.Kind, r.Input, r.Key, r.Offset, r.ExpectedTS, obs, witnessSig(r))
 }
 
-// TestOracleSemantics checks the oracle against TEAM.md "Audit semantics
-// (exact)", one rule per case.
+// TestOracleSemantics checks the oracle against the audit semantics of
+// docs/checks.md ("Per key"), one rule per case.
 func TestOracleSemantics(t *testing.T) {
 	sc := Scenario{Partitions: 1, AppID: "app", TopicPrefix: "t", Output: "out"}
 	n := newNames(sc)

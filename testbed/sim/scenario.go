@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// Scenario describes one simulated run of the seeds/001 application: the
+// Scenario describes one simulated run of the user story's application: the
 // data produced to the three inputs, how the application processes it, and
 // the faults injected on the way. The zero value of every field means "use
 // the default" (see Defaults); Seed makes everything reproducible.

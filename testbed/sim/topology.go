@@ -3,7 +3,7 @@ package sim
 import "strings"
 
 // describe returns the Topology#describe() text Kafka Streams 3.6.2 prints
-// for the seeds/001 application written in the order a, b, c (the layout
+// for the user story's application written in the order a, b, c (the layout
 // of audit/pipeline/testdata/order-abc-3.6.2.txt), with this run's topic
 // names. Internal topics appear without the application.id prefix.
 func describe(n names) string {

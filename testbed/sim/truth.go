@@ -118,13 +118,13 @@ func (t *Truth) Expect(w Window) Expectation {
 
 // Config returns an audit configuration for the simulated pipeline: the
 // brokers, the _schemas topic, the inputs with explicit store,
-// repartition and changelog names, and the defaults of CONTRACT.md. Clear
+// repartition and changelog names, and the defaults of docs/configuration.md. Clear
 // the three overrides and set Pipeline.TopologyFile to a file holding
 // t.Topology to exercise the describe() parser instead.
 func (t *Truth) Config(brokers []string, storeDir string) *config.Config {
 	c := &config.Config{
 		Kafka: config.Kafka{Brokers: brokers, FetchMaxBytes: 52428800, PartitionMaxBytes: 4194304,
-			Concurrency: 8, Timeout: 30 * time.Second},
+			Concurrency: 8, Timeout: 30 * time.Second, ConnectTimeout: 10 * time.Second, RetryTimeout: time.Minute},
 		Schema:   config.Schema{SchemasTopic: t.SchemasTopic},
 		Pipeline: config.Pipeline{ApplicationID: t.AppID, Output: t.Output},
 		Store:    config.Store{Dir: storeDir},

@@ -1,5 +1,5 @@
 // Package streamsapp builds and runs the Kafka Streams application of
-// seeds/001 (the Java Maven project in this directory) for end-to-end tests.
+// the user story (the Java Maven project in this directory) for end-to-end tests.
 package streamsapp
 
 import (
@@ -263,7 +263,7 @@ func (a *App) env() []string {
 }
 
 // SetGuarantee changes processing.guarantee and commit.interval.ms for the
-// next start (a rollback that switches exactly-once off, as in seeds/000).
+// next start (as a rollback that switches exactly-once off does).
 func (a *App) SetGuarantee(guarantee string, commitInterval time.Duration) {
 	a.o.ProcessingGuarantee, a.o.CommitInterval = guarantee, commitInterval
 }

@@ -1,7 +1,7 @@
 // Command testbed runs the lossaudit testbed by hand: a 3-node Apache Kafka
 // cluster on loopback, the pipeline's topics, the Kafka Streams application
-// of seeds/001 and the load generator, then reads commands from stdin to
-// inject outages (see testbed/README-section.md).
+// of the user story and the load generator, then reads commands from stdin to
+// inject outages (see docs/testbed.md).
 //
 // Usage: go run ./testbed/scripts/testbed [-dir D] [-records N] [-rate R] [-drop-before-store a:k1;b:k2] [-drop-before-output k3]
 package main
@@ -19,7 +19,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/lossaudit/lossaudit/audit/kread"
 	"github.com/lossaudit/lossaudit/testbed/e2e"
 	"github.com/lossaudit/lossaudit/testbed/kafka"
 	"github.com/lossaudit/lossaudit/testbed/loadgen"
@@ -218,12 +217,12 @@ func run(dir string, records, rate int, dbs, dbo string) error {
 }
 
 func printLag(ctx context.Context, c *kafka.Cluster, stages map[string]e2e.Stage) error {
-	rd, err := kread.New(kread.Options{Brokers: c.Bootstrap(), ClientID: "lossaudit-testbed"})
+	adm, err := kafka.NewAdmin(c.Bootstrap())
 	if err != nil {
 		return err
 	}
-	defer rd.Close()
-	lag, err := e2e.Lag(ctx, rd, stages)
+	defer adm.Close()
+	lag, err := e2e.Lag(ctx, adm, stages)
 	if err != nil {
 		return err
 	}

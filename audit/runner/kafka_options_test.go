@@ -1,4 +1,4 @@
-package config
+package runner
 
 import (
 	"context"
@@ -9,14 +9,19 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"errors"
 	"math/big"
 	"net"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kfake"
+
+	"github.com/lossaudit/lossaudit/config"
 )
 
 // testPKI is a CA with a server certificate for 127.0.0.1 and a client
@@ -78,21 +83,18 @@ func newTestPKI(t *testing.T) testPKI {
 	return p
 }
 
-// metadata connects with the loaded configuration, the way the reader
-// will, and asks for topic t.
-func metadata(t *testing.T, c *Config) error {
+// metadata connects with the reader options KafkaOptions derives from the
+// loaded configuration (its TLS configuration and SASL mechanism, built by
+// kread) and asks for topic t.
+func metadata(t *testing.T, c *config.Config) error {
 	t.Helper()
-	tlsCfg, err := c.Kafka.TLSConfig()
+	o, err := KafkaOptions(c)
 	if err != nil {
-		t.Fatalf("TLSConfig: %v", err)
+		t.Fatalf("KafkaOptions: %v", err)
 	}
-	mech, err := c.Kafka.Mechanism()
-	if err != nil {
-		t.Fatalf("Mechanism: %v", err)
-	}
-	transport := &kafka.Transport{TLS: tlsCfg, SASL: mech, DialTimeout: 5 * time.Second}
+	transport := &kafka.Transport{TLS: o.TLS, SASL: o.SASL, DialTimeout: 5 * time.Second}
 	defer transport.CloseIdleConnections()
-	client := &kafka.Client{Addr: kafka.TCP(c.Kafka.Brokers...), Timeout: 5 * time.Second, Transport: transport}
+	client := &kafka.Client{Addr: kafka.TCP(o.Brokers...), Timeout: 5 * time.Second, Transport: transport}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	resp, err := client.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{"t"}})
@@ -106,7 +108,8 @@ func metadata(t *testing.T, c *Config) error {
 }
 
 // TestConnectsToCluster proves that what client.properties and the YAML
-// file say really authenticates against an in-process cluster with mutual
+// file say, loaded by config and built into TLS and SASL objects by
+// KafkaOptions, really authenticates against an in-process cluster with mutual
 // TLS and SCRAM-SHA-512, and that wrong settings really fail.
 func TestConnectsToCluster(t *testing.T) {
 	pki := newTestPKI(t)
@@ -178,7 +181,7 @@ func TestConnectsToCluster(t *testing.T) {
 			if tc.props != "" {
 				t.Setenv("LOSSAUDIT_KAFKA_CLIENT_PROPERTIES", writeFile(t, t.TempDir(), "client.properties", tc.props))
 			}
-			c, err := Load(LoadOptions{File: writeFile(t, t.TempDir(), "audit.yaml", yaml+"\n")})
+			c, err := config.Load(config.LoadOptions{File: writeFile(t, t.TempDir(), "audit.yaml", yaml+"\n")})
 			if err != nil {
 				t.Fatalf("Load: %v", err)
 			}
@@ -202,4 +205,73 @@ func containsAny(s string, subs []string) bool {
 		}
 	}
 	return false
+}
+
+// writeFile writes content to name under dir and returns the path.
+func writeFile(t *testing.T, dir, name, content string) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// clearEnv unsets every LOSSAUDIT_ variable but the test bed's for the
+// test's duration.
+func clearEnv(t *testing.T) {
+	t.Helper()
+	for _, kv := range os.Environ() {
+		name, _, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(name, "LOSSAUDIT_") && !config.IsTestbedEnv(name) {
+			t.Setenv(name, "")
+			os.Unsetenv(name)
+		}
+	}
+}
+
+// TestKafkaOptionsErrors: problems building the TLS configuration or the
+// SASL mechanism are *config.Error naming the key where it was set.
+func TestKafkaOptionsErrors(t *testing.T) {
+	pki := newTestPKI(t)
+	other := newTestPKI(t)
+	dir := t.TempDir()
+	cert := writeFile(t, dir, "cert.pem", pki.clientCertPEM)
+	wrongKey := writeFile(t, dir, "wrong.pem", other.clientKeyPEM)
+	tests := []struct {
+		name string
+		yaml string
+		env  map[string]string
+		want string // %F% is the YAML file
+	}{
+		{name: "key of another certificate",
+			yaml: "kafka:\n  tls:\n    enabled: true\n    cert_file: " + cert + "\n    key_file: " + wrongKey + "\n",
+			want: "%F%:4: kafka.tls.cert_file: loading the client certificate " + cert + " with the key " + wrongKey + ": private key does not match public key"},
+		{name: "SCRAM username SASLprep rejects", yaml: "kafka:\n  sasl: {mechanism: SCRAM-SHA-256}\n",
+			env:  map[string]string{"LOSSAUDIT_KAFKA_SASL_USERNAME": "bell\a"},
+			want: "LOSSAUDIT_KAFKA_SASL_USERNAME: SCRAM-SHA-256: the username holds U+0007, which SASLprep (RFC 4013) does not allow"},
+		{name: "SCRAM password SASLprep rejects, never shown", yaml: "kafka:\n  sasl:\n    mechanism: SCRAM-SHA-512\n    username: u\n    password: \"top\\asecret\"\n",
+			want: "%F%:5: kafka.sasl.password: SCRAM-SHA-512: the password holds a character that SASLprep (RFC 4013) does not allow (a control or unassigned character)"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			clearEnv(t)
+			for k, v := range tc.env {
+				t.Setenv(k, v)
+			}
+			file := writeFile(t, t.TempDir(), "audit.yaml", tc.yaml)
+			c, err := config.Load(config.LoadOptions{File: file})
+			if err != nil {
+				t.Fatalf("Load: %v", err)
+			}
+			_, err = KafkaOptions(c)
+			var ce *config.Error
+			if !errors.As(err, &ce) {
+				t.Fatalf("err = %v (%T), want *config.Error", err, err)
+			}
+			if want := strings.ReplaceAll(tc.want, "%F%", file); err.Error() != want {
+				t.Errorf("got  %s\nwant %s", err, want)
+			}
+		})
+	}
 }

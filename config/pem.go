@@ -2,81 +2,13 @@ package config
 
 import (
 	"bytes"
-	"crypto/tls"
-	"crypto/x509"
 	"encoding/pem"
 	"fmt"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
-
-	"github.com/segmentio/kafka-go/sasl"
-	"github.com/segmentio/kafka-go/sasl/plain"
-	"github.com/segmentio/kafka-go/sasl/scram"
 )
-
-// TLSConfig builds the TLS client configuration, or returns nil when TLS is
-// disabled. Without a CA file the system roots are used.
-func (k Kafka) TLSConfig() (*tls.Config, error) {
-	if !k.TLS.Enabled {
-		return nil, nil
-	}
-	cfg := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: k.TLS.InsecureSkipVerify}
-	if k.TLS.CAFile != "" {
-		if err := checkPEM("kafka.tls.ca_file", k.TLS.CAFile); err != nil {
-			return nil, err
-		}
-		pem, err := os.ReadFile(k.TLS.CAFile)
-		if err != nil {
-			return nil, errorf("kafka.tls.ca_file", "cannot read %s: %s", k.TLS.CAFile, describeFileErr(err))
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, errorf("kafka.tls.ca_file", "%s holds no PEM certificate", k.TLS.CAFile)
-		}
-		cfg.RootCAs = pool
-	}
-	if k.TLS.CertFile != "" || k.TLS.KeyFile != "" {
-		if k.TLS.CertFile == "" || k.TLS.KeyFile == "" {
-			return nil, errorf("kafka.tls.cert_file", "a client certificate needs both kafka.tls.cert_file and kafka.tls.key_file")
-		}
-		cert, err := tls.LoadX509KeyPair(k.TLS.CertFile, k.TLS.KeyFile)
-		if err != nil {
-			// The crypto/tls error names the PEM problem, never key material.
-			return nil, errorf("kafka.tls.cert_file", "loading client certificate %s with key %s: %v", k.TLS.CertFile, k.TLS.KeyFile, err)
-		}
-		cfg.Certificates = []tls.Certificate{cert}
-	}
-	return cfg, nil
-}
-
-// Mechanism builds the kafka-go SASL mechanism, or returns nil when SASL is
-// not configured.
-func (k Kafka) Mechanism() (sasl.Mechanism, error) {
-	s := k.SASL
-	switch strings.ToUpper(s.Mechanism) {
-	case "":
-		return nil, nil
-	case MechanismPlain:
-		return plain.Mechanism{Username: s.Username, Password: s.Password}, nil
-	case MechanismScramSHA256:
-		m, err := scram.Mechanism(scram.SHA256, s.Username, s.Password)
-		if err != nil {
-			return nil, errorf("kafka.sasl.username", "SCRAM-SHA-256: %v", err)
-		}
-		return m, nil
-	case MechanismScramSHA512:
-		m, err := scram.Mechanism(scram.SHA512, s.Username, s.Password)
-		if err != nil {
-			return nil, errorf("kafka.sasl.username", "SCRAM-SHA-512: %v", err)
-		}
-		return m, nil
-	default:
-		return nil, errorf("kafka.sasl.mechanism", "%q is not one of %s, %s, %s", s.Mechanism,
-			MechanismPlain, MechanismScramSHA256, MechanismScramSHA512)
-	}
-}
 
 // checkPEM returns an *Error naming key unless path is "" or a readable PEM
 // file. Java key stores (JKS, JCEKS, PKCS12) get a message saying how to
@@ -164,20 +96,14 @@ func (c *Config) Redacted() string {
 		}
 		return s
 	}
-	line("kafka.brokers", strings.Join(c.Kafka.Brokers, ","))
-	line("kafka.client_properties", c.Kafka.ClientProperties)
-	line("kafka.tls.enabled", c.Kafka.TLS.Enabled)
-	line("kafka.tls.ca_file", c.Kafka.TLS.CAFile)
-	line("kafka.tls.cert_file", c.Kafka.TLS.CertFile)
-	line("kafka.tls.key_file", c.Kafka.TLS.KeyFile)
-	line("kafka.tls.insecure_skip_verify", c.Kafka.TLS.InsecureSkipVerify)
-	line("kafka.sasl.mechanism", c.Kafka.SASL.Mechanism)
-	line("kafka.sasl.username", c.Kafka.SASL.Username)
-	line("kafka.sasl.password", mask(c.Kafka.SASL.Password))
+	redactedConnection(line, sectionKafka, c.Kafka)
 	line("kafka.fetch_max_bytes", c.Kafka.FetchMaxBytes)
 	line("kafka.partition_max_bytes", c.Kafka.PartitionMaxBytes)
 	line("kafka.concurrency", c.Kafka.Concurrency)
 	line("kafka.timeout", c.Kafka.Timeout)
+	line("kafka.connect_timeout", c.Kafka.ConnectTimeout)
+	line("kafka.retry_timeout", c.Kafka.RetryTimeout)
+	redactedConnection(line, sectionSinkKafka, c.SinkKafka)
 	line("schema.registry_url", redactURL(c.Schema.RegistryURL))
 	line("schema.registry_username", c.Schema.RegistryUsername)
 	line("schema.registry_password", mask(c.Schema.RegistryPassword))
@@ -195,6 +121,7 @@ func (c *Config) Redacted() string {
 	line("store.dir", c.Store.Dir)
 	line("report.csv", c.Report.CSV)
 	line("report.json", c.Report.JSON)
+	line("report.html", c.Report.HTML)
 	line("audit.settle_timeout", c.Audit.SettleTimeout)
 	c.redactedCompare(line)
 	return b.String()

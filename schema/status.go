@@ -1,0 +1,135 @@
+package schema
+
+import (
+	"context"
+	"errors"
+	"sort"
+)
+
+// SourceStatus says how one schema source fared during a run: Error is why
+// it was found unavailable, ServedBy the sources that answered lookups
+// after it failed.
+type SourceStatus struct {
+	Source   string
+	Error    string
+	ServedBy []string
+}
+
+// Status lists the sources found unavailable during the run, in chain
+// order, with the sources that served lookups instead.
+func (r *Registry) Status() []SourceStatus {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []SourceStatus
+	for i, s := range r.sources {
+		why, down := r.downWhy[i]
+		if !down {
+			continue
+		}
+		st := SourceStatus{Source: sourceName(s), Error: why}
+		for j := i + 1; j < len(r.sources); j++ {
+			if r.served[j] > 0 {
+				st.ServedBy = append(st.ServedBy, sourceName(r.sources[j]))
+			}
+		}
+		out = append(out, st)
+	}
+	return out
+}
+
+// markDown records that source i could not answer, and why (the first
+// reason is kept).
+func (r *Registry) markDown(i int, err error) {
+	r.down[i].Store(true)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, ok := r.downWhy[i]; !ok {
+		r.downWhy[i] = err.Error()
+	}
+}
+
+// markServed records that source i answered a lookup.
+func (r *Registry) markServed(i int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.served[i]++
+}
+
+// FieldPaths lists the field paths of schema id's records (see
+// avroproj.Schema.FieldPaths).
+func (r *Registry) FieldPaths(ctx context.Context, id uint32) ([]string, error) {
+	w, err := r.Lookup(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return w.proj.FieldPaths(), nil
+}
+
+// NearestFields returns up to n field paths of schema id closest to path
+// by edit distance (ties by name), for telling a user which field a
+// mistyped path probably meant; nil when the schema cannot be looked up.
+func (r *Registry) NearestFields(ctx context.Context, id uint32, path string, n int) []string {
+	paths, err := r.FieldPaths(ctx, id)
+	if err != nil || len(paths) == 0 {
+		return nil
+	}
+	type cand struct {
+		p string
+		d int
+	}
+	cs := make([]cand, 0, len(paths))
+	for _, p := range paths {
+		cs = append(cs, cand{p, editDistance(path, p)})
+	}
+	sort.Slice(cs, func(i, j int) bool {
+		if cs[i].d != cs[j].d {
+			return cs[i].d < cs[j].d
+		}
+		return cs[i].p < cs[j].p
+	})
+	var out []string
+	for _, c := range cs[:min(n, len(cs))] {
+		out = append(out, c.p)
+	}
+	return out
+}
+
+// editDistance is the Levenshtein distance between a and b, with a change
+// of letter case costing nothing (customerID is meant as customerId).
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] || lower(a[i-1]) == lower(b[j-1]) {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
+func lower(c byte) byte {
+	if 'A' <= c && c <= 'Z' {
+		return c + 'a' - 'A'
+	}
+	return c
+}
+
+// ErrRejected is wrapped by errors of a schema registry that rejected the
+// request's credentials (HTTP 401 or 403): a configuration problem.
+var ErrRejected = errors.New("schema registry rejected the credentials")
+
+// RejectedError is a registry's refusal, in words (Msg), that errors.Is
+// finds as ErrRejected.
+type RejectedError struct{ Msg string }
+
+func (e *RejectedError) Error() string        { return e.Msg }
+func (e *RejectedError) Is(target error) bool { return target == ErrRejected }
