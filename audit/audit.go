@@ -74,6 +74,7 @@ func Run(ctx context.Context, o Options) (*finding.Result, error) {
 
 	// 4. Assemble the result, and remember this snapshot for the next run.
 	res := assemble(ctx, o, snap, col, chk, parts)
+	res.Summary.Index = finding.IndexStats{RecordsRead: col.stats.Records(), Entries: w.Entries()}
 	res.Summary.Started, res.Summary.Timings = started, timings
 	res.Summary.Finished = o.Now()
 	if o.History != nil {

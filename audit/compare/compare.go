@@ -127,6 +127,7 @@ func Run(ctx context.Context, o Options) (*finding.Result, error) {
 		return nil, err
 	}
 	res := assemble(o, snap, col, led, chk, parts)
+	res.Summary.Index = finding.IndexStats{RecordsRead: col.stats.Records(), Entries: w.Entries()}
 	res.Summary.Started, res.Summary.Timings = started, timings
 	res.Summary.Finished = o.Now()
 	return res, nil

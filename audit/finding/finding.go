@@ -343,6 +343,9 @@ type Summary struct {
 	// Compare is set by lossaudit compare: the identity rule and the
 	// counters of the sinks and the ledger; nil for an audit.
 	Compare *CompareSummary
+	// Index says how much evidence the run kept: the records it read and
+	// the index entries it wrote for them.
+	Index IndexStats
 	// Pipeline names the audited Kafka Streams pipeline's topics, for a
 	// picture of it; nil for audits of another kind of pipeline.
 	Pipeline *Pipeline
@@ -382,6 +385,12 @@ type Timeline struct {
 type BucketCounts struct {
 	Audited int64
 	Pending int64
+}
+
+// IndexStats measures the on-disk evidence of a run.
+type IndexStats struct {
+	RecordsRead int64
+	Entries     int64
 }
 
 // Result is the whole outcome of one audit.

@@ -340,3 +340,39 @@ func TestAddFirstKeepsTheFirstOfEachGroup(t *testing.T) {
 		t.Logf("chunk %d: %d entries stored for %d added (%d groups)", chunk, n, nAll, len(want))
 	}
 }
+
+// TestCoalescingAdapts: with keys that never repeat within a chunk, the
+// writer stops paying for coalescing; once they repeat again, it resumes
+// within a probe interval.
+func TestCoalescingAdapts(t *testing.T) {
+	s := openTemp(t, Options{ChunkBytes: 8 << 10})
+	w := s.NewWriter()
+	add := func(key string, i int) {
+		t.Helper()
+		f := binary.BigEndian.AppendUint64([]byte{0}, uint64(i))
+		if err := w.AddFirst([]byte(key), 1, 1, f, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 5000 {
+		add(fmt.Sprintf("distinct-%d", i), i)
+	}
+	w.mu.Lock()
+	off := !w.coalesce
+	w.mu.Unlock()
+	if !off {
+		t.Error("still coalescing after chunks of keys that never repeat")
+	}
+	before := w.Entries()
+	for i := range 20000 {
+		add(fmt.Sprintf("hot-%d", i%10), i)
+	}
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	// Without coalescing the 20,000 hot entries would take about as many
+	// entries; with it resumed, a few per chunk.
+	if hot := w.Entries() - before; hot > 20000/2 {
+		t.Errorf("%d entries for 20,000 updates of 10 keys: coalescing did not resume", hot)
+	}
+}

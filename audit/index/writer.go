@@ -9,6 +9,7 @@ import (
 	"os"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/cespare/xxhash/v2"
 )
@@ -26,6 +27,15 @@ type Writer struct {
 	runs  []string
 	done  bool
 
+	stored atomic.Int64 // entries written to run files
+
+	// Coalescing (AddFirst) costs a hash-map probe per entry; it pays when
+	// keys repeat within a chunk. coalesce says whether the chunk being
+	// filled coalesces; it is decided per chunk from the last coalescing
+	// chunk's hit rate, and sampled again every coalesceProbe chunks.
+	coalesce   bool
+	sinceProbe int
+
 	spill   sync.Mutex // one chunk is sorted and written at a time
 	sortTmp []ent      // the radix sort's buffer; guarded by spill
 }
@@ -39,7 +49,20 @@ type chunk struct {
 	first map[uint64]int32
 	// dead counts entries replaced by an AddFirst entry sorting first.
 	dead int
+	// coalesce says whether AddFirst coalesces in this chunk; firstCalls
+	// and firstHits count its AddFirst entries and those that found their
+	// group already there.
+	coalesce              bool
+	firstCalls, firstHits int
 }
+
+// Coalescing is kept while at least one AddFirst entry in
+// coalesceMinHitRate finds its group already in the chunk; otherwise it is
+// tried again every coalesceProbe chunks.
+const (
+	coalesceMinHitRate = 8 // one hit in 8
+	coalesceProbe      = 8
+)
 
 // firstEntryCost is what an AddFirst group costs a chunk's memory (its map
 // entry), counted against the chunk size.
@@ -60,7 +83,7 @@ func (c *chunk) val(e ent) []byte { return c.buf[e.off+e.klen : e.off+e.klen+e.v
 
 // NewWriter starts a writer. Evidence of any earlier writer is dropped.
 func (s *Store) NewWriter() *Writer {
-	return &Writer{s: s, cur: &chunk{}}
+	return &Writer{s: s, cur: &chunk{coalesce: true}, coalesce: true}
 }
 
 // maxRunsMerged bounds the run files merged at once (open files and read
@@ -104,6 +127,11 @@ func (w *Writer) Flush() error {
 	w.s.runs = runs
 	return nil
 }
+
+// Entries returns how many entries the writer has written out so far (all
+// of them once Flush returned): after coalescing (AddFirst), before any
+// merge of runs.
+func (w *Writer) Entries() int64 { return w.stored.Load() }
 
 // Cancel abandons the writer after an error.
 func (w *Writer) Cancel() {
@@ -177,8 +205,10 @@ func (w *Writer) add(key []byte, tag byte, group int, fields, val []byte) error 
 		return err
 	}
 	c := w.cur
-	if group >= 0 {
+	if group >= 0 && c.coalesce {
+		c.firstCalls++
 		if i, ok := c.first[gh]; ok {
+			c.firstHits++
 			e := &c.ents[i]
 			k := c.key(*e)
 			if skey, stag, sfields, ok := splitKey(k); ok && stag == tag && bytes.Equal(skey, key) &&
@@ -204,7 +234,7 @@ func (w *Writer) add(key []byte, tag byte, group int, fields, val []byte) error 
 	klen := len(c.buf) - off
 	c.buf = append(c.buf, val...)
 	c.ents = append(c.ents, ent{h: binary.BigEndian.Uint64(c.buf[off:]), off: uint32(off), klen: uint32(klen), vlen: uint32(len(val))})
-	if group >= 0 {
+	if group >= 0 && c.coalesce {
 		if c.first == nil {
 			c.first = map[uint64]int32{}
 		}
@@ -218,6 +248,7 @@ func (w *Writer) add(key []byte, tag byte, group int, fields, val []byte) error 
 		} else {
 			w.cur = &chunk{buf: make([]byte, 0, cap(c.buf)), ents: make([]ent, 0, cap(c.ents))}
 		}
+		w.cur.coalesce = w.nextCoalesce(c)
 	}
 	w.mu.Unlock()
 	if full != nil {
@@ -225,7 +256,7 @@ func (w *Writer) add(key []byte, tag byte, group int, fields, val []byte) error 
 		w.mu.Lock()
 		err := w.err
 		if w.spare == nil && !w.done {
-			full.buf, full.ents, full.dead = full.buf[:0], full.ents[:0], 0
+			full.buf, full.ents, full.dead, full.firstCalls, full.firstHits = full.buf[:0], full.ents[:0], 0, 0, 0
 			clear(full.first)
 			w.spare = full
 		}
@@ -233,6 +264,21 @@ func (w *Writer) add(key []byte, tag byte, group int, fields, val []byte) error 
 		return err
 	}
 	return nil
+}
+
+// nextCoalesce decides whether the chunk after full coalesces: yes when
+// full coalesced and enough of its AddFirst entries found their group, or
+// when it is time to probe again; w.mu must be held.
+func (w *Writer) nextCoalesce(full *chunk) bool {
+	if full.coalesce && full.firstCalls > 0 {
+		w.coalesce = full.firstHits*coalesceMinHitRate >= full.firstCalls
+		w.sinceProbe = 0
+	}
+	if w.coalesce {
+		return true
+	}
+	w.sinceProbe++
+	return w.sinceProbe >= coalesceProbe
 }
 
 // write sorts a chunk and writes it as a run file.
@@ -270,6 +316,7 @@ func (w *Writer) write(c *chunk) {
 			if err := emit(c.key(e), c.val(e)); err != nil {
 				return err
 			}
+			w.stored.Add(1)
 		}
 		return nil
 	})

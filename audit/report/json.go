@@ -94,6 +94,7 @@ func Verdict(res *finding.Result) string {
 //	      "sink_decode_errors": n, "identities": n, "no_source_record": n }],
 //	    "ledger": {"sends": n, "acked": n, "failed": n, "verified": n,
 //	      "expired": n, "unsettled": n, "other_lines": n } },   // optional
+//	  "index": {"records_read": n, "entries": n},  // optional: evidence kept on disk
 //	  "row_count": n,                      // len(rows)
 //	  "rows": [{                           // same order and content as the CSV
 //	    "finding": "missing" | "stale" | "aborted",
@@ -122,6 +123,7 @@ type jsonReport struct {
 	DecodeSamples []jsonDecodeSample `json:"decode_error_samples,omitempty"`
 	Timings       map[string]string  `json:"timings,omitempty"`
 	Compare       *jsonCompare       `json:"compare,omitempty"`
+	Index         *jsonIndex         `json:"index,omitempty"`
 	RowCount      int                `json:"row_count"`
 	// "rows" follows, streamed by writeJSONStream.
 }
@@ -156,6 +158,11 @@ type jsonReadIssue struct {
 	Partition int32  `json:"partition"`
 	Gaps      int64  `json:"gaps"`
 	Retries   int64  `json:"retries"`
+}
+
+type jsonIndex struct {
+	RecordsRead int64 `json:"records_read"`
+	Entries     int64 `json:"entries"`
 }
 
 type jsonSchemaSource struct {
@@ -298,6 +305,9 @@ func WriteJSON(w io.Writer, res *finding.Result) error {
 	}
 	for _, d := range s.DecodeErrorSamples {
 		rep.DecodeSamples = append(rep.DecodeSamples, jsonDecodeSample(d))
+	}
+	if s.Index != (finding.IndexStats{}) {
+		rep.Index = &jsonIndex{RecordsRead: s.Index.RecordsRead, Entries: s.Index.Entries}
 	}
 	if len(s.Timings) > 0 {
 		rep.Timings = map[string]string{}

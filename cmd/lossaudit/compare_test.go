@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -42,10 +43,10 @@ func TestCompareCommand(t *testing.T) {
 		brokers[0], filepath.Join(dir, "index"), tr.Prefix, tr.Prefix)
 	good := writeConfig(t, yaml)
 	missingTopic := writeConfig(t, strings.Replace(yaml, "dr.orders}", "dr.nothing}", 1))
-	csvPath, htmlPath := filepath.Join(dir, "out.csv"), filepath.Join(dir, "out.html")
+	csvPath, htmlPath, jsonPath := filepath.Join(dir, "out.csv"), filepath.Join(dir, "out.html"), filepath.Join(dir, "out.json")
 
 	var stdout, stderr bytes.Buffer
-	code := run([]string{"compare", "-c", good, "--csv", csvPath, "--html", htmlPath, "-q"}, &stdout, &stderr)
+	code := run([]string{"compare", "-c", good, "--csv", csvPath, "--html", htmlPath, "--json", jsonPath, "-q"}, &stdout, &stderr)
 	if code != exitFindings {
 		t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, exitFindings, stdout.String(), stderr.String())
 	}
@@ -58,6 +59,31 @@ func TestCompareCommand(t *testing.T) {
 	}
 	if n := strings.Count(string(b), "\nmissing,sink,orders,"); n != len(tr.Rows) {
 		t.Errorf("CSV has %d missing rows, want %d:\n%s", n, len(tr.Rows), b)
+	}
+	// The JSON report says how much evidence was kept: every source and
+	// sink record read, one index entry each.
+	var rep struct {
+		Inputs  []struct{ Scanned int64 }
+		Compare struct {
+			Pairs []struct {
+				SinkRecords int64 `json:"sink_records"`
+			}
+		}
+		Index struct {
+			RecordsRead int64 `json:"records_read"`
+			Entries     int64
+		}
+	}
+	if b, err := os.ReadFile(jsonPath); err != nil {
+		t.Fatal(err)
+	} else if err := json.Unmarshal(b, &rep); err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Inputs) != 1 || len(rep.Compare.Pairs) != 1 {
+		t.Fatalf("JSON report: %+v", rep)
+	}
+	if read := rep.Inputs[0].Scanned + rep.Compare.Pairs[0].SinkRecords; rep.Index.RecordsRead != read || rep.Index.Entries != read {
+		t.Errorf("JSON index = %+v, want %d records read and as many entries", rep.Index, read)
 	}
 	page, err := os.ReadFile(htmlPath)
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/lossaudit/lossaudit/audit/finding"
 	"github.com/lossaudit/lossaudit/audit/internal/snapshot"
@@ -59,7 +60,13 @@ func Ranges(t snapshot.Topic, start map[int32]int64) ([]kread.Range, int64) {
 type Stats struct {
 	mu sync.Mutex
 	m  map[kread.TP]kread.Stats
+	// records counts the records handed to callbacks.
+	records atomic.Int64
 }
+
+// Records returns the records handed to the callbacks of every Read
+// through s.
+func (s *Stats) Records() int64 { return s.records.Load() }
 
 func (s *Stats) add(m map[kread.TP]kread.Stats) {
 	s.mu.Lock()
@@ -133,6 +140,7 @@ func Read(ctx context.Context, r Reader, p Progress, name string, rs []kread.Ran
 		if err := fn(recs); err != nil {
 			return err
 		}
+		stats.records.Add(int64(len(recs)))
 		ph.Add(0, bytes)
 		return nil
 	})
