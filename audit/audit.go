@@ -14,10 +14,10 @@ package audit
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/lossaudit/lossaudit/audit/finding"
 	"github.com/lossaudit/lossaudit/audit/history"
+	"github.com/lossaudit/lossaudit/audit/internal/phase"
 	"github.com/lossaudit/lossaudit/audit/kread"
 )
 
@@ -29,13 +29,8 @@ func Run(ctx context.Context, o Options) (*finding.Result, error) {
 		return nil, err
 	}
 	started := o.Now()
-	timings := map[string]time.Duration{}
-	timed := func(phase string, fn func() error) error {
-		t := o.Now()
-		err := fn()
-		timings[phase] = o.Now().Sub(t)
-		return err
-	}
+	timer := phase.New(o.Now)
+	timed, timings := timer.Run, timer.Timings
 
 	// 1. Snapshot: committed offsets, then the topics' bounds in the order
 	// that makes the audit sound, settling the downstream partitions.

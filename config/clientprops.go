@@ -58,13 +58,20 @@ func checkPropertyNames(path string, props map[string]string, lines map[string]i
 	return nil
 }
 
-// applyClientProperties merges a Java-style client.properties file into c.
-// Keys in explicit were set by the YAML file, the environment or a flag and
-// win over the properties file. Problems with the file are *Error values
-// naming the file, line and property; the values it supplies are located
-// there too (c.prov).
-func applyClientProperties(c *Config, path string, explicit map[string]bool) error {
-	const key = "kafka.client_properties"
+// applyClientProperties merges a Java-style client.properties file into
+// section sec of c (sectionKafka or sectionSinkKafka; the Schema Registry
+// properties are taken for the kafka section only: they describe the
+// source's schemas). Keys in explicit were set by the YAML file, the
+// environment or a flag and win over the properties file. Problems with
+// the file are *Error values naming the file, line and property; the
+// values it supplies are located there too (c.prov).
+func applyClientProperties(c *Config, sec, path string, explicit map[string]bool) error {
+	k := c.section(sec)
+	key := sec + ".client_properties"
+	named := key
+	if sec == sectionKafka {
+		named += " (--command-config)"
+	}
 	if err := checkReadable(key, path); err != nil {
 		return err
 	}
@@ -73,7 +80,7 @@ func applyClientProperties(c *Config, path string, explicit map[string]bool) err
 		return errorf(key, "cannot read %s: %s", path, describeFileErr(err))
 	}
 	if !utf8.Valid(data) || bytes.IndexByte(data, 0) >= 0 {
-		return &Error{File: path, Msg: "is not a text file of key=value lines; " + key + " (--command-config) names a Java-style client.properties file"}
+		return &Error{File: path, Msg: "is not a text file of key=value lines; " + named + " names a Java-style client.properties file"}
 	}
 	props, lines, err := parseProperties(string(data))
 	if err != nil {
@@ -111,9 +118,9 @@ func applyClientProperties(c *Config, path string, explicit map[string]bool) err
 
 	bs, hasBootstrap := props["bootstrap.servers"]
 	switch {
-	case explicit["kafka.brokers"]:
+	case explicit[sec+".brokers"]:
 	case !hasBootstrap:
-		return &Error{File: path, Msg: "sets no bootstrap.servers, and kafka.brokers is not set either: add bootstrap.servers=host:port to it, or set kafka.brokers"}
+		return &Error{File: path, Msg: "sets no bootstrap.servers, and " + sec + ".brokers is not set either: add bootstrap.servers=host:port to it, or set " + sec + ".brokers"}
 	default:
 		var brokers []string
 		for _, b := range splitList(bs) {
@@ -128,8 +135,8 @@ func applyClientProperties(c *Config, path string, explicit map[string]bool) err
 		if len(brokers) == 0 {
 			return at("bootstrap.servers", "no broker address given")
 		}
-		c.Kafka.Brokers = brokers
-		from("kafka.brokers", "bootstrap.servers")
+		k.Brokers = brokers
+		from(sec+".brokers", "bootstrap.servers")
 	}
 
 	proto := strings.ToUpper(strings.TrimSpace(props["security.protocol"]))
@@ -145,16 +152,16 @@ func applyClientProperties(c *Config, path string, explicit map[string]bool) err
 	default:
 		return at("security.protocol", "%q is not one of PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL", props["security.protocol"])
 	}
-	if useTLS && !explicit["kafka.tls.enabled"] {
-		c.Kafka.TLS.Enabled = true
-		from("kafka.tls.enabled", "security.protocol")
+	if useTLS && !explicit[sec+".tls.enabled"] {
+		k.TLS.Enabled = true
+		from(sec+".tls.enabled", "security.protocol")
 	}
 
 	if useSASL {
 		mech := strings.ToUpper(strings.TrimSpace(props["sasl.mechanism"]))
 		switch mech {
 		case "":
-			if !explicit["kafka.sasl.mechanism"] {
+			if !explicit[sec+".sasl.mechanism"] {
 				return at("sasl.mechanism", "is not set, so Kafka clients would use GSSAPI (Kerberos), which lossaudit does not support; set PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512")
 			}
 		case MechanismPlain, MechanismScramSHA256, MechanismScramSHA512:
@@ -162,13 +169,13 @@ func applyClientProperties(c *Config, path string, explicit map[string]bool) err
 			return at("sasl.mechanism", "%q is not one of %s, %s, %s", props["sasl.mechanism"],
 				MechanismPlain, MechanismScramSHA256, MechanismScramSHA512)
 		}
-		set("kafka.sasl.mechanism", "sasl.mechanism", &c.Kafka.SASL.Mechanism, mech)
+		set(sec+".sasl.mechanism", "sasl.mechanism", &k.SASL.Mechanism, mech)
 		if jaas, ok := props["sasl.jaas.config"]; ok {
 			login, err := parseJAAS(jaas)
 			if err != nil {
 				return at("sasl.jaas.config", "%v", err)
 			}
-			effective := strings.ToUpper(c.Kafka.SASL.Mechanism)
+			effective := strings.ToUpper(k.SASL.Mechanism)
 			switch {
 			case strings.HasSuffix(login.Module, "PlainLoginModule"):
 				if effective != MechanismPlain {
@@ -181,11 +188,11 @@ func applyClientProperties(c *Config, path string, explicit map[string]bool) err
 			default:
 				return at("sasl.jaas.config", "login module %s is not supported; use PlainLoginModule or ScramLoginModule", login.Module)
 			}
-			if login.Options["username"] == "" && !explicit["kafka.sasl.username"] {
+			if login.Options["username"] == "" && !explicit[sec+".sasl.username"] {
 				return at("sasl.jaas.config", "has no username option")
 			}
-			set("kafka.sasl.username", "sasl.jaas.config", &c.Kafka.SASL.Username, login.Options["username"])
-			set("kafka.sasl.password", "sasl.jaas.config", &c.Kafka.SASL.Password, login.Options["password"])
+			set(sec+".sasl.username", "sasl.jaas.config", &k.SASL.Username, login.Options["username"])
+			set(sec+".sasl.password", "sasl.jaas.config", &k.SASL.Password, login.Options["password"])
 		}
 	}
 
@@ -200,11 +207,11 @@ func applyClientProperties(c *Config, path string, explicit map[string]bool) err
 		// ssl.endpoint.identification.algorithm is not mapped: host names are
 		// verified unless kafka.tls.insecure_skip_verify is set.
 		stores := []struct{ prop, cfgKey string }{
-			{"ssl.truststore.location", "kafka.tls.ca_file"},
-			{"ssl.keystore.location", "kafka.tls.cert_file"},
-			{"ssl.ca.location", "kafka.tls.ca_file"},
-			{"ssl.certificate.location", "kafka.tls.cert_file"},
-			{"ssl.key.location", "kafka.tls.key_file"},
+			{"ssl.truststore.location", sec + ".tls.ca_file"},
+			{"ssl.keystore.location", sec + ".tls.cert_file"},
+			{"ssl.ca.location", sec + ".tls.ca_file"},
+			{"ssl.certificate.location", sec + ".tls.cert_file"},
+			{"ssl.key.location", sec + ".tls.key_file"},
 		}
 		for _, s := range stores {
 			loc := strings.TrimSpace(props[s.prop])
@@ -220,23 +227,26 @@ func applyClientProperties(c *Config, path string, explicit map[string]bool) err
 			}
 			switch s.prop {
 			case "ssl.truststore.location", "ssl.ca.location":
-				c.Kafka.TLS.CAFile = loc
+				k.TLS.CAFile = loc
 			case "ssl.keystore.location":
 				// A PEM key store holds the certificate chain and the private key.
-				c.Kafka.TLS.CertFile = loc
-				if !explicit["kafka.tls.key_file"] && props["ssl.key.location"] == "" {
-					c.Kafka.TLS.KeyFile = loc
-					from("kafka.tls.key_file", s.prop)
+				k.TLS.CertFile = loc
+				if !explicit[sec+".tls.key_file"] && props["ssl.key.location"] == "" {
+					k.TLS.KeyFile = loc
+					from(sec+".tls.key_file", s.prop)
 				}
 			case "ssl.certificate.location":
-				c.Kafka.TLS.CertFile = loc
+				k.TLS.CertFile = loc
 			case "ssl.key.location":
-				c.Kafka.TLS.KeyFile = loc
+				k.TLS.KeyFile = loc
 			}
 			from(s.cfgKey, s.prop)
 		}
 	}
 
+	if sec != sectionKafka {
+		return nil
+	}
 	if u := strings.TrimSpace(props["schema.registry.url"]); u != "" {
 		set("schema.registry_url", "schema.registry.url", &c.Schema.RegistryURL, splitList(u)[0])
 	}
@@ -253,4 +263,18 @@ func applyClientProperties(c *Config, path string, explicit map[string]bool) err
 		set("schema.registry_password", infoProp, &c.Schema.RegistryPassword, pass)
 	}
 	return nil
+}
+
+// The sections holding a cluster's connection settings.
+const (
+	sectionKafka     = "kafka"
+	sectionSinkKafka = "sink_kafka"
+)
+
+// section returns the connection settings of section sec.
+func (c *Config) section(sec string) *Kafka {
+	if sec == sectionSinkKafka {
+		return &c.SinkKafka
+	}
+	return &c.Kafka
 }

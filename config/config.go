@@ -29,6 +29,12 @@ type Config struct {
 	Store    Store
 	Report   Report
 	Audit    Audit
+	// SinkKafka is the sink cluster of lossaudit compare, set only when
+	// HasSinkKafka (a sink_kafka key was given); Sink() merges it with
+	// Kafka's tuning.
+	SinkKafka    Kafka
+	HasSinkKafka bool
+	Compare      Compare
 
 	// prov records where Load found each value, for messages; nil for a
 	// Config built in code.

@@ -38,6 +38,7 @@ func Flags() []Flag {
 		{Name: "csv", Key: "report.csv", Usage: "write the CSV loss report to this path, - for stdout, \"\" for none (overrides report.csv)"},
 		{Name: "json", Key: "report.json", Usage: "write the JSON report to this path (overrides report.json)"},
 		{Name: "html", Key: "report.html", Usage: "write the self-contained HTML report to this path (overrides report.html)"},
+		{Name: "ledger", Key: "compare.ledger", Usage: "producer ledger to check against its topic (overrides compare.ledger)"},
 	}
 }
 

@@ -17,6 +17,7 @@ const (
 	kindTime
 	kindList
 	kindInputs
+	kindPairs
 )
 
 // keyDef is one configuration key with its default, as Defaults shows it.
@@ -45,6 +46,16 @@ func keyDefs() []keyDef {
 		{key: "kafka.timeout", kind: kindDuration, def: "30s"},
 		{key: "kafka.connect_timeout", kind: kindDuration, def: "10s"},
 		{key: "kafka.retry_timeout", kind: kindDuration, def: "1m"},
+		{key: "sink_kafka.brokers", kind: kindList, def: ""},
+		{key: "sink_kafka.client_properties", kind: kindString, def: ""},
+		{key: "sink_kafka.tls.enabled", kind: kindBool, def: false},
+		{key: "sink_kafka.tls.ca_file", kind: kindString, def: ""},
+		{key: "sink_kafka.tls.cert_file", kind: kindString, def: ""},
+		{key: "sink_kafka.tls.key_file", kind: kindString, def: ""},
+		{key: "sink_kafka.tls.insecure_skip_verify", kind: kindBool, def: false},
+		{key: "sink_kafka.sasl.mechanism", kind: kindString, def: ""},
+		{key: "sink_kafka.sasl.username", kind: kindString, def: ""},
+		{key: "sink_kafka.sasl.password", kind: kindString, def: ""},
 		{key: "schema.registry_url", kind: kindString, def: ""},
 		{key: "schema.registry_username", kind: kindString, def: ""},
 		{key: "schema.registry_password", kind: kindString, def: ""},
@@ -61,6 +72,12 @@ func keyDefs() []keyDef {
 		{key: "report.json", kind: kindString, def: ""},
 		{key: "report.html", kind: kindString, def: ""},
 		{key: "audit.settle_timeout", kind: kindDuration, def: "60s"},
+		{key: "compare.pairs", kind: kindPairs, def: []any{}},
+		{key: "compare.match", kind: kindString, def: MatchRecord},
+		{key: "compare.group", kind: kindString, def: ""},
+		{key: "compare.grace", kind: kindDuration, def: "5m"},
+		{key: "compare.ledger", kind: kindString, def: ""},
+		{key: "compare.report_unexpected", kind: kindBool, def: false},
 	}
 }
 
@@ -87,6 +104,11 @@ func Defaults() map[string]any {
 // inputKeyNames returns the keys of one pipeline.inputs entry.
 func inputKeyNames() []string {
 	return []string{"name", "topic", "rekey", "key_format", "timestamp_field", "store", "repartition_topic", "changelog_topic"}
+}
+
+// pairKeyNames returns the keys of one compare.pairs entry.
+func pairKeyNames() []string {
+	return []string{"name", "source", "sink"}
 }
 
 // sections returns the sections (key prefixes such as "kafka" and

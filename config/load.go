@@ -101,7 +101,7 @@ func Load(opts LoadOptions) (*Config, error) {
 			v = value{list: list, isList: true}
 		} else {
 			v = value{text: fmt.Sprint(d.def)}
-			if d.kind == kindInputs {
+			if d.kind == kindInputs || d.kind == kindPairs {
 				v.text = ""
 			}
 		}
@@ -109,16 +109,7 @@ func Load(opts LoadOptions) (*Config, error) {
 	}
 
 	c := &Config{prov: prov}
-	c.Kafka.Brokers = r.list("kafka.brokers")
-	c.Kafka.ClientProperties = r.str("kafka.client_properties")
-	c.Kafka.TLS.Enabled = r.bool("kafka.tls.enabled")
-	c.Kafka.TLS.CAFile = r.str("kafka.tls.ca_file")
-	c.Kafka.TLS.CertFile = r.str("kafka.tls.cert_file")
-	c.Kafka.TLS.KeyFile = r.str("kafka.tls.key_file")
-	c.Kafka.TLS.InsecureSkipVerify = r.bool("kafka.tls.insecure_skip_verify")
-	c.Kafka.SASL.Mechanism = r.str("kafka.sasl.mechanism")
-	c.Kafka.SASL.Username = r.str("kafka.sasl.username")
-	c.Kafka.SASL.Password = r.str("kafka.sasl.password")
+	c.Kafka = r.connection(sectionKafka)
 	c.Kafka.FetchMaxBytes = int32(r.int("kafka.fetch_max_bytes", math.MaxInt32))
 	c.Kafka.PartitionMaxBytes = int32(r.int("kafka.partition_max_bytes", math.MaxInt32))
 	c.Kafka.Concurrency = int(r.int("kafka.concurrency", math.MaxInt32))
@@ -141,24 +132,48 @@ func Load(opts LoadOptions) (*Config, error) {
 	c.Report.JSON = r.str("report.json")
 	c.Report.HTML = r.str("report.html")
 	c.Audit.SettleTimeout = r.duration("audit.settle_timeout")
+	readCompare(r, c)
 	if r.err != nil {
 		return nil, r.err
 	}
 
+	explicit := map[string]bool{}
+	for k := range prov.keys {
+		explicit[k] = true
+	}
 	if c.Kafka.ClientProperties != "" {
-		explicit := map[string]bool{}
-		for k := range prov.keys {
-			explicit[k] = true
+		if err := applyClientProperties(c, sectionKafka, c.Kafka.ClientProperties, explicit); err != nil {
+			return nil, c.Locate(err)
 		}
-		if err := applyClientProperties(c, c.Kafka.ClientProperties, explicit); err != nil {
+	}
+	if c.HasSinkKafka && c.SinkKafka.ClientProperties != "" {
+		if err := applyClientProperties(c, sectionSinkKafka, c.SinkKafka.ClientProperties, explicit); err != nil {
 			return nil, c.Locate(err)
 		}
 	}
 	c.Kafka.SASL.Mechanism = strings.ToUpper(strings.TrimSpace(c.Kafka.SASL.Mechanism))
+	c.SinkKafka.SASL.Mechanism = strings.ToUpper(strings.TrimSpace(c.SinkKafka.SASL.Mechanism))
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
 	return c, nil
+}
+
+// connection reads the connection settings of section sec (kafka or
+// sink_kafka): brokers, client_properties, tls.* and sasl.*.
+func (r *reader) connection(sec string) Kafka {
+	var k Kafka
+	k.Brokers = r.list(sec + ".brokers")
+	k.ClientProperties = r.str(sec + ".client_properties")
+	k.TLS.Enabled = r.bool(sec + ".tls.enabled")
+	k.TLS.CAFile = r.str(sec + ".tls.ca_file")
+	k.TLS.CertFile = r.str(sec + ".tls.cert_file")
+	k.TLS.KeyFile = r.str(sec + ".tls.key_file")
+	k.TLS.InsecureSkipVerify = r.bool(sec + ".tls.insecure_skip_verify")
+	k.SASL.Mechanism = r.str(sec + ".sasl.mechanism")
+	k.SASL.Username = r.str(sec + ".sasl.username")
+	k.SASL.Password = r.str(sec + ".sasl.password")
+	return k
 }
 
 // value is the raw value of one key, from exactly one source.
@@ -381,6 +396,27 @@ func splitList(s string) []string {
 // inputs decodes pipeline.inputs: a YAML list of mappings, or, from the
 // environment, the same list written as YAML (or JSON) flow text.
 func (r *reader) inputs(key string) []Input {
+	entries := r.entries(key, "a list of inputs (- name: ..., topic: ...)", "an input", inputKeyNames())
+	out := make([]Input, 0, len(entries))
+	for _, e := range entries {
+		in := Input{Name: e["name"], Topic: e["topic"], Rekey: e["rekey"], KeyFormat: e["key_format"],
+			TimestampField: e["timestamp_field"], Store: e["store"],
+			RepartitionTopic: e["repartition_topic"], ChangelogTopic: e["changelog_topic"]}
+		if in.KeyFormat == "" {
+			in.KeyFormat = KeyFormatString
+		}
+		out = append(out, in)
+	}
+	return out
+}
+
+// entries decodes a key holding a list of mappings of known names to
+// single values (pipeline.inputs, compare.pairs): a YAML list from the
+// file, or, from the environment, the same list written as YAML (or JSON)
+// flow text. list describes the whole value and entry one element, for
+// messages. It returns nil after recording an error; a null value is
+// absent from its entry's map.
+func (r *reader) entries(key, list, entry string, known []string) []map[string]string {
 	v := r.vals[key]
 	n := v.node
 	fromFile := n != nil
@@ -406,11 +442,10 @@ func (r *reader) inputs(key string) []Input {
 		return nil
 	}
 	if n.Kind != yaml.SequenceNode {
-		r.fail(key, "must be a list of inputs (- name: ..., topic: ...), not %s", describeNode(n))
+		r.fail(key, "must be %s, not %s", list, describeNode(n))
 		return nil
 	}
-	known := inputKeyNames()
-	out := make([]Input, 0, len(n.Content))
+	out := make([]map[string]string, 0, len(n.Content))
 	for i, e := range n.Content {
 		e = resolve(e)
 		at := fmt.Sprintf("%s[%d]", key, i)
@@ -421,12 +456,7 @@ func (r *reader) inputs(key string) []Input {
 			r.fail(at, "must be a mapping of %s, not %s", strings.Join(known, ", "), describeNode(e))
 			return nil
 		}
-		var in Input
-		fields := map[string]*string{
-			"name": &in.Name, "topic": &in.Topic, "rekey": &in.Rekey, "key_format": &in.KeyFormat,
-			"timestamp_field": &in.TimestampField, "store": &in.Store,
-			"repartition_topic": &in.RepartitionTopic, "changelog_topic": &in.ChangelogTopic,
-		}
+		fields := map[string]string{}
 		seen := map[string]int{}
 		for j := 0; j+1 < len(e.Content); j += 2 {
 			k, fv := resolve(e.Content[j]), resolve(e.Content[j+1])
@@ -435,16 +465,15 @@ func (r *reader) inputs(key string) []Input {
 			if fromFile {
 				r.prov.keys[fkey] = source{file: r.prov.file, line: k.Line}
 			}
-			dst, ok := fields[name]
 			switch {
 			case k.Kind != yaml.ScalarNode:
 				r.fail(at, "a key must be a name, not %s", describeNode(k))
 				return nil
-			case !ok:
+			case !contains(known, name):
 				if near := nearest(name, known); near != "" {
 					r.fail(fkey, "unknown key (did you mean %s?)", near)
 				} else {
-					r.fail(fkey, "unknown key; an input takes %s", strings.Join(known, ", "))
+					r.fail(fkey, "unknown key; %s takes %s", entry, strings.Join(known, ", "))
 				}
 				return nil
 			case seen[name] > 0:
@@ -456,13 +485,10 @@ func (r *reader) inputs(key string) []Input {
 			}
 			seen[name] = max(k.Line, 1)
 			if !isNull(fv) {
-				*dst = fv.Value
+				fields[name] = fv.Value
 			}
 		}
-		if in.KeyFormat == "" {
-			in.KeyFormat = KeyFormatString
-		}
-		out = append(out, in)
+		out = append(out, fields)
 	}
 	return out
 }

@@ -275,7 +275,7 @@ func TestBadInput(t *testing.T) {
 		{name: "unknown key, nothing close", file: "report:\n  pdf: r.pdf\n", key: "report.pdf",
 			want: "%F%:2: report.pdf: unknown key; report takes csv, json, html"},
 		{name: "unknown section, nothing close", file: "metrics: {}\n", key: "metrics",
-			want: "%F%:1: metrics: unknown key; the sections are kafka, schema, pipeline, window, store, report, audit"},
+			want: "%F%:1: metrics: unknown key; the sections are kafka, sink_kafka, schema, pipeline, window, store, report, audit, compare"},
 		{name: "scalar for a section", file: "kafka:\n  tls: true\n", key: "kafka.tls",
 			want: "%F%:2: kafka.tls: must be a mapping of enabled, ca_file, cert_file, key_file, insecure_skip_verify, not the value true"},
 		{name: "key set twice", file: "kafka:\n  timeout: 5s\n  concurrency: 2\n  timeout: 6s\n", key: "kafka.timeout",

@@ -96,22 +96,14 @@ func (c *Config) Redacted() string {
 		}
 		return s
 	}
-	line("kafka.brokers", strings.Join(c.Kafka.Brokers, ","))
-	line("kafka.client_properties", c.Kafka.ClientProperties)
-	line("kafka.tls.enabled", c.Kafka.TLS.Enabled)
-	line("kafka.tls.ca_file", c.Kafka.TLS.CAFile)
-	line("kafka.tls.cert_file", c.Kafka.TLS.CertFile)
-	line("kafka.tls.key_file", c.Kafka.TLS.KeyFile)
-	line("kafka.tls.insecure_skip_verify", c.Kafka.TLS.InsecureSkipVerify)
-	line("kafka.sasl.mechanism", c.Kafka.SASL.Mechanism)
-	line("kafka.sasl.username", c.Kafka.SASL.Username)
-	line("kafka.sasl.password", mask(c.Kafka.SASL.Password))
+	redactedConnection(line, sectionKafka, c.Kafka)
 	line("kafka.fetch_max_bytes", c.Kafka.FetchMaxBytes)
 	line("kafka.partition_max_bytes", c.Kafka.PartitionMaxBytes)
 	line("kafka.concurrency", c.Kafka.Concurrency)
 	line("kafka.timeout", c.Kafka.Timeout)
 	line("kafka.connect_timeout", c.Kafka.ConnectTimeout)
 	line("kafka.retry_timeout", c.Kafka.RetryTimeout)
+	redactedConnection(line, sectionSinkKafka, c.SinkKafka)
 	line("schema.registry_url", redactURL(c.Schema.RegistryURL))
 	line("schema.registry_username", c.Schema.RegistryUsername)
 	line("schema.registry_password", mask(c.Schema.RegistryPassword))
@@ -131,6 +123,7 @@ func (c *Config) Redacted() string {
 	line("report.json", c.Report.JSON)
 	line("report.html", c.Report.HTML)
 	line("audit.settle_timeout", c.Audit.SettleTimeout)
+	c.redactedCompare(line)
 	return b.String()
 }
 

@@ -17,13 +17,8 @@ func (c *Config) Validate() error {
 
 func (c *Config) validate() error {
 	k := c.Kafka
-	if len(k.Brokers) == 0 {
-		return errorf("kafka.brokers", "no broker address given")
-	}
-	for i, b := range k.Brokers {
-		if err := checkAddress(b); err != nil {
-			return errorf(fmt.Sprintf("kafka.brokers[%d]", i), "%q is not a host:port address: %s", b, err)
-		}
+	if err := validateConnection(sectionKafka, k); err != nil {
+		return err
 	}
 	if k.FetchMaxBytes <= 0 {
 		return errorf("kafka.fetch_max_bytes", "must be positive, is %d", k.FetchMaxBytes)
@@ -42,31 +37,6 @@ func (c *Config) validate() error {
 	}
 	if k.RetryTimeout <= 0 {
 		return errorf("kafka.retry_timeout", "must be positive, is %s", k.RetryTimeout)
-	}
-	if err := checkPEM("kafka.tls.ca_file", k.TLS.CAFile); err != nil {
-		return err
-	}
-	if err := checkPEM("kafka.tls.cert_file", k.TLS.CertFile); err != nil {
-		return err
-	}
-	if err := checkKeyPEM("kafka.tls.key_file", k.TLS.KeyFile); err != nil {
-		return err
-	}
-	if (k.TLS.CertFile == "") != (k.TLS.KeyFile == "") {
-		if k.TLS.CertFile == "" {
-			return errorf("kafka.tls.cert_file", "must be set when kafka.tls.key_file is: a client certificate needs both")
-		}
-		return errorf("kafka.tls.key_file", "must be set when kafka.tls.cert_file is: a client certificate needs both")
-	}
-	switch k.SASL.Mechanism {
-	case "":
-	case MechanismPlain, MechanismScramSHA256, MechanismScramSHA512:
-		if k.SASL.Username == "" {
-			return errorf("kafka.sasl.username", "must be set when kafka.sasl.mechanism is %s", k.SASL.Mechanism)
-		}
-	default:
-		return errorf("kafka.sasl.mechanism", "%q is not one of %s, %s, %s", k.SASL.Mechanism,
-			MechanismPlain, MechanismScramSHA256, MechanismScramSHA512)
 	}
 
 	s := c.Schema
@@ -190,6 +160,45 @@ func checkReadable(key, path string) error {
 	}
 	if st.IsDir() {
 		return errorf(key, "%s is a directory, not a file", path)
+	}
+	return nil
+}
+
+// validateConnection checks the connection settings k of section sec
+// (kafka or sink_kafka): brokers, TLS files and SASL.
+func validateConnection(sec string, k Kafka) error {
+	if len(k.Brokers) == 0 {
+		return errorf(sec+".brokers", "no broker address given")
+	}
+	for i, b := range k.Brokers {
+		if err := checkAddress(b); err != nil {
+			return errorf(fmt.Sprintf("%s.brokers[%d]", sec, i), "%q is not a host:port address: %s", b, err)
+		}
+	}
+	if err := checkPEM(sec+".tls.ca_file", k.TLS.CAFile); err != nil {
+		return err
+	}
+	if err := checkPEM(sec+".tls.cert_file", k.TLS.CertFile); err != nil {
+		return err
+	}
+	if err := checkKeyPEM(sec+".tls.key_file", k.TLS.KeyFile); err != nil {
+		return err
+	}
+	if (k.TLS.CertFile == "") != (k.TLS.KeyFile == "") {
+		if k.TLS.CertFile == "" {
+			return errorf(sec+".tls.cert_file", "must be set when %s.tls.key_file is: a client certificate needs both", sec)
+		}
+		return errorf(sec+".tls.key_file", "must be set when %s.tls.cert_file is: a client certificate needs both", sec)
+	}
+	switch k.SASL.Mechanism {
+	case "":
+	case MechanismPlain, MechanismScramSHA256, MechanismScramSHA512:
+		if k.SASL.Username == "" {
+			return errorf(sec+".sasl.username", "must be set when %s.sasl.mechanism is %s", sec, k.SASL.Mechanism)
+		}
+	default:
+		return errorf(sec+".sasl.mechanism", "%q is not one of %s, %s, %s", k.SASL.Mechanism,
+			MechanismPlain, MechanismScramSHA256, MechanismScramSHA512)
 	}
 	return nil
 }

@@ -38,6 +38,12 @@ const (
 	StageChangelog Stage = "changelog"
 	// StageOutput is between the reduce stores and the output topic.
 	StageOutput Stage = "output"
+	// StageSink is between a compared source topic and its sink topic
+	// (lossaudit compare).
+	StageSink Stage = "sink"
+	// StageLedger is between what a producer's ledger says it sent and
+	// what the topic holds (lossaudit compare with a ledger).
+	StageLedger Stage = "ledger"
 )
 
 // Order returns the position of a stage along the pipeline, for sorting.
@@ -47,8 +53,26 @@ func (s Stage) Order() int {
 		return 0
 	case StageOutput:
 		return 1
+	case StageSink:
+		return 2
+	case StageLedger:
+		return 3
 	}
-	return 2
+	return 4
+}
+
+// Kinds returns the finding kinds a stage can report, in the order reports
+// list them; nil for an unknown stage.
+func (s Stage) Kinds() []Kind {
+	switch s {
+	case StageChangelog, StageOutput:
+		return Kinds
+	case StageSink:
+		return SinkKinds
+	case StageLedger:
+		return LedgerKinds
+	}
+	return nil
 }
 
 // Row is one line of the loss report: the newest processed update of one
@@ -73,6 +97,12 @@ type Row struct {
 	// Witness, on changelog rows, says whether the repartition topic still
 	// holds a processed copy of the lost update; nil on other rows.
 	Witness *Witness
+	// Sink, on sink rows (lossaudit compare), counts the copies of the
+	// record on both sides; nil on other rows.
+	Sink *SinkEvidence
+	// Ledger, on ledger rows, names the ledger line and what the topic
+	// holds; nil on other rows.
+	Ledger *LedgerEvidence
 }
 
 // Witness is what the repartition topic holds of a lost update: when Seen,
@@ -236,6 +266,12 @@ type Inconclusive struct {
 	Input string
 	// Group is the consumer group (NoCommittedOffsets).
 	Group string
+	// Key, set by lossaudit compare, is the configuration key deciding
+	// what is due (compare.group or compare.grace); Input is then a
+	// pair's name, and Topic, for MostlyUndecodable, the pair's topic
+	// (source or sink) whose records mostly did not decode.
+	Key   string
+	Topic string
 	// Counts are the input's counters when the verdict was reached.
 	Counts InputCounts
 	// Field is the configured field path that failed to decode and
@@ -304,6 +340,9 @@ type Summary struct {
 	DecodeErrorSamples []DecodeErrorSample
 	// Timings are the durations of the run's phases.
 	Timings map[string]time.Duration
+	// Compare is set by lossaudit compare: the identity rule and the
+	// counters of the sinks and the ledger; nil for an audit.
+	Compare *CompareSummary
 	// Index says how much evidence the run kept: the records it read and
 	// the index entries it wrote for them.
 	Index IndexStats

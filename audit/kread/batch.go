@@ -49,7 +49,12 @@ type Record struct {
 	// Key and Value are nil for a null key/value and non-nil (possibly
 	// empty) otherwise. They are valid only during the callback.
 	Key, Value []byte
-	Kind       Kind
+	// Header is the value of the header ReadOptions.Header names (its
+	// first occurrence): nil when the record has no such header (or none
+	// was asked for), non-nil (possibly empty, also for a null header
+	// value) otherwise. It is valid only during the callback.
+	Header []byte
+	Kind   Kind
 	// ProducerID is the producer id of the record's batch (-1 when none).
 	ProducerID int64
 }
@@ -65,6 +70,8 @@ const controlAbort = 0
 type decoder struct {
 	topic     string
 	partition int32
+	// header names the header whose value records carry ("" for none).
+	header string
 
 	src     []byte    // the partition's record batches, as fetched
 	arena   []byte    // decompressed batches not handed out yet
@@ -86,6 +93,7 @@ type rawRec struct {
 	inArena         bool // key and value are in arena, else in src
 	kOff, kLen      int  // kLen < 0: null
 	vOff, vLen      int
+	hOff, hLen      int // hLen < 0: no such header
 }
 
 type txnMark struct{ pid, first int64 }
@@ -283,7 +291,7 @@ func (d *decoder) readBatch(b []byte, bStart int, base, pid int64, attrs int16, 
 		rec := recs[p : p+int(length)]
 		recStart := srcOff + p
 		p += int(length)
-		r, err := parseRecord(rec, recStart)
+		r, err := parseRecord(rec, recStart, d.header)
 		if err != nil {
 			return false, fmt.Errorf("record %d: %w", i, err)
 		}
@@ -309,9 +317,12 @@ func (d *decoder) readBatch(b []byte, bStart int, base, pid int64, attrs int16, 
 var errShortRecord = errors.New("record ends early")
 
 // parseRecord reads one record's fields (after its length); offsets of the
-// key and value are relative to at, where rec starts in its buffer.
-func parseRecord(rec []byte, at int) (rawRec, error) {
-	var r rawRec
+// key, value and header are relative to at, where rec starts in its
+// buffer. When header is not "", the value of the first header of that
+// name is located (hLen -1 when there is none; a null value counts as
+// empty).
+func parseRecord(rec []byte, at int, header string) (rawRec, error) {
+	r := rawRec{hLen: -1}
 	p := 1 // attributes, unused
 	if len(rec) < 1 {
 		return r, errShortRecord
@@ -341,11 +352,16 @@ func parseRecord(rec []byte, at int) (rawRec, error) {
 	}
 	p += n
 	for range headers {
-		if _, _, p, ok = field(rec, p); !ok {
+		var hkOff, hkLen, hvOff, hvLen int
+		if hkOff, hkLen, p, ok = field(rec, p); !ok {
 			return r, errShortRecord
 		}
-		if _, _, p, ok = field(rec, p); !ok {
+		if hvOff, hvLen, p, ok = field(rec, p); !ok {
 			return r, errShortRecord
+		}
+		// The conversion in the comparison does not allocate.
+		if header != "" && r.hLen < 0 && hkLen == len(header) && string(rec[hkOff:hkOff+hkLen]) == header {
+			r.hOff, r.hLen = hvOff+at, max(hvLen, 0)
 		}
 	}
 	return r, nil
@@ -379,7 +395,7 @@ func (d *decoder) records() []Record {
 		}
 		d.out = append(d.out, Record{
 			Topic: d.topic, Partition: d.partition, Offset: r.offset, Timestamp: r.ts, LogAppendTime: r.appendTime,
-			Key: slice(buf, r.kOff, r.kLen), Value: slice(buf, r.vOff, r.vLen),
+			Key: slice(buf, r.kOff, r.kLen), Value: slice(buf, r.vOff, r.vLen), Header: slice(buf, r.hOff, r.hLen),
 			Kind: r.kind, ProducerID: r.pid,
 		})
 	}

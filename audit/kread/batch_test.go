@@ -353,3 +353,46 @@ func fixCRC(b []byte) []byte {
 	binary.BigEndian.PutUint32(b[offCRC:], crc32.Checksum(b[offAttributes:], castagnoli))
 	return b
 }
+
+// ReadOptions.Header: each record carries the value of the first header of
+// that name, plain or compressed; nil when it has none or none is asked for.
+func TestDecodeCarriesTheAskedHeader(t *testing.T) {
+	h := func(k, v string) [2][]byte { return [2][]byte{[]byte(k), []byte(v)} }
+	recs := []encRec{
+		{value: []byte("a"), headers: [][2][]byte{h("other", "x"), h("idx", "no"), h("id", "id-0"), h("id", "second")}},
+		{value: []byte("b")},
+		{value: []byte("c"), headers: [][2][]byte{h("id", "")}},
+		{value: []byte("d"), headers: [][2][]byte{{[]byte("id"), nil}}},
+		{value: []byte("e"), headers: [][2][]byte{{nil, []byte("null key")}, h("ID", "case")}},
+	}
+	want := []struct {
+		header  string
+		present bool
+	}{{"id-0", true}, {"", false}, {"", true}, {"", true}, {"", false}}
+	for _, codec := range []int16{codecNone, codecZstd} {
+		t.Run(fmt.Sprintf("codec %d", codec), func(t *testing.T) {
+			b := encBatch{base: 0, lastOffsetDelta: -1, pid: -1, epoch: -1, codec: codec, recs: recs}
+			d := decoder{header: "id"}
+			got, _, _, err := d.decode(b.encode(t), nil, 0, 10, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != len(want) {
+				t.Fatalf("got %d records, want %d", len(got), len(want))
+			}
+			for i, w := range want {
+				r := got[i]
+				if (r.Header != nil) != w.present || string(r.Header) != w.header || string(r.Value) != string(recs[i].value) {
+					t.Errorf("record %d: header %#v (present %v) value %q, want %q (present %v) and %q", i, r.Header, r.Header != nil, r.Value, w.header, w.present, recs[i].value)
+				}
+			}
+			d = decoder{}
+			got, _, _, _ = d.decode(b.encode(t), nil, 0, 10, false)
+			for i, r := range got {
+				if r.Header != nil {
+					t.Errorf("no header asked for, record %d carries %q", i, r.Header)
+				}
+			}
+		})
+	}
+}

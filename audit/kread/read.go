@@ -61,6 +61,9 @@ type ReadOptions struct {
 	// next offset to read. It may be called concurrently for different
 	// partitions.
 	Progress func(tp TP, next int64)
+	// Header, when not "", names a record header whose value (of its first
+	// occurrence) each record carries in Record.Header.
+	Header string
 }
 
 // task is the reading state of one range. It is owned by one worker at a
@@ -442,7 +445,7 @@ func (c *Client) handle(ctx context.Context, w *worker, t *task, res *fetchRespo
 	}
 
 	d := &w.dec
-	d.topic, d.partition = t.rng.Topic, t.rng.Partition
+	d.topic, d.partition, d.header = t.rng.Topic, t.rng.Partition, o.Header
 	recs, cnt, next, err := d.decodeEmit(p.records, res.aborted(p), t.next, t.rng.To, o.Aborted, fn)
 	if err != nil {
 		// Records handed out before the error count as read: a retry

@@ -147,6 +147,12 @@ type htmlPage struct {
 	Inputs     htmlTable
 	InputNotes []string
 	Stages     htmlTable
+	// Compare is set for lossaudit compare: Inputs is then the pairs
+	// table (empty without pairs), CountsTitle its title and Ledger the
+	// ledger's counts (nil without a ledger).
+	Compare     bool
+	CountsTitle string
+	Ledger      *htmlTable
 
 	Pipeline *pipelineView
 	Timeline *timelineView
@@ -228,8 +234,20 @@ func newHTMLPage(res *finding.Result, opt HTMLOptions) *htmlPage {
 		Next:   nextStep(res, SummaryOptions{CSVPath: opt.CSVPath}),
 		Stages: fromTable(stageTable(s)),
 	}
-	in, total := inputTable(s, names)
-	p.Inputs, p.InputNotes = fromTable(in), inputNotes(&total)
+	if s.Compare != nil {
+		title, pairs, ledger := compareTables(s)
+		p.Compare, p.CountsTitle = true, title
+		if pairs != nil {
+			p.Inputs = fromTable(*pairs)
+		}
+		if ledger != nil {
+			t := fromTable(*ledger)
+			p.Ledger = &t
+		}
+	} else {
+		in, total := inputTable(s, names)
+		p.Inputs, p.InputNotes = fromTable(in), inputNotes(&total)
+	}
 	if why := PartialReason(s); why != "" {
 		p.Why = append(p.Why, safe(why))
 	}
@@ -237,7 +255,11 @@ func newHTMLPage(res *finding.Result, opt HTMLOptions) *htmlPage {
 		p.Why = append(p.Why, safe(InconclusiveText(&s.Inconclusive[i])))
 	}
 	p.Pipeline = newPipelineView(res)
-	p.Timeline = newTimelineView(res)
+	if s.Compare == nil {
+		// The chart counts audited input records and lost updates; a
+		// comparison keeps no timeline of its records.
+		p.Timeline = newTimelineView(res)
+	}
 
 	limit := opt.MaxRows
 	if limit == 0 {

@@ -142,16 +142,18 @@ func newPipelineView(res *finding.Result) *pipelineView {
 }
 
 // kindOrder returns the kinds counted in m: the known kinds in report
-// order, then the others by name.
+// order (the audit's missing, stale, aborted, then the comparison's), then
+// the others by name.
 func kindOrder(m map[finding.Kind]int64) []finding.Kind {
+	known := stageKinds([]finding.Stage{finding.StageChangelog, finding.StageSink, finding.StageLedger})
 	var out, extra []finding.Kind
-	for _, k := range finding.Kinds {
+	for _, k := range known {
 		if m[k] > 0 {
 			out = append(out, k)
 		}
 	}
 	for k, n := range m {
-		if n > 0 && !slices.Contains(finding.Kinds, k) {
+		if n > 0 && !slices.Contains(known, k) {
 			extra = append(extra, k)
 		}
 	}

@@ -87,6 +87,7 @@ func TestHTMLIsSelfContained(t *testing.T) {
 func TestHTMLVerdictIsTheSummarys(t *testing.T) {
 	for name, res := range map[string]*finding.Result{
 		"clean": cleanResult(), "findings": findingsResult(), "partitions": partitionsResult(), "partial": partialResult(),
+		"compare": compareResult(),
 	} {
 		t.Run(name, func(t *testing.T) {
 			var sum bytes.Buffer
@@ -339,5 +340,43 @@ func TestPipelineViewMarksTheStagesWithFindings(t *testing.T) {
 	res.Summary.Pipeline = nil
 	if newPipelineView(res) != nil {
 		t.Error("no pipeline described, yet a picture")
+	}
+}
+
+// TestHTMLRendersAComparison: the page of lossaudit compare shows its pairs
+// and ledger counts, every row with the copies found, and no picture of a
+// Streams pipeline or timeline of audited records, which it has not.
+func TestHTMLRendersAComparison(t *testing.T) {
+	res := compareResult()
+	page := html.UnescapeString(renderHTML(t, res, HTMLOptions{CSVPath: "compare.csv"}))
+	for _, want := range []string{
+		"<h3>Pairs (match record; due: older than 5m0s at the snapshot)</h3>",
+		"<td>dr.orders</td>", "<td class=\"num\">119,002</td>",
+		"<h3>Ledger</h3>", "<td class=\"num\">5,004</td>",
+		"<th>STAGE</th><th class=\"num\">RECORDS CHECKED</th>", "<th class=\"num\">UNACKED PRESENT</th>",
+		"<h2>Record findings (9)</h2>", "the copies found",
+	} {
+		if !strings.Contains(page, want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+	for i := range res.Rows {
+		if d := Detail(&res.Rows[i]); !strings.Contains(page, d) {
+			t.Errorf("page lacks row %d's detail %q", i, d)
+		}
+	}
+	for _, absent := range []string{`id="timeline"`, `id="pipeline"`, "lost updates", "INPUT"} {
+		if strings.Contains(page, absent) {
+			t.Errorf("page of a comparison contains %q", absent)
+		}
+	}
+
+	res.Summary.Compare.Pairs = nil
+	res.Rows = nil
+	page = renderHTML(t, res, HTMLOptions{})
+	for _, want := range []string{"No pairs: a ledger only.", "<h3>Ledger</h3>", "No record findings: nothing missing or duplicated."} {
+		if !strings.Contains(page, want) {
+			t.Errorf("ledger-only page lacks %q", want)
+		}
 	}
 }

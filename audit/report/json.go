@@ -86,6 +86,14 @@ func Verdict(res *finding.Result) string {
 //	  "decode_error_samples": [{               // optional: the first few
 //	    "topic": string, "partition": n, "offset": n, "error": string }],
 //	  "timings": {string: string},         // optional, phase -> duration text
+//	  "compare": {                         // optional: lossaudit compare only
+//	    "match": string, "group": string,  // group "" when grace decided what is due
+//	    "grace": string,                   // duration text
+//	    "pairs": [{"name": string, "source": string, "sink": string,
+//	      "source_no_identity": n, "sink_records": n, "sink_no_identity": n,
+//	      "sink_decode_errors": n, "identities": n, "no_source_record": n }],
+//	    "ledger": {"sends": n, "acked": n, "failed": n, "verified": n,
+//	      "expired": n, "unsettled": n, "other_lines": n } },   // optional
 //	  "index": {"records_read": n, "entries": n},  // optional: evidence kept on disk
 //	  "row_count": n,                      // len(rows)
 //	  "rows": [{                           // same order and content as the CSV
@@ -114,6 +122,7 @@ type jsonReport struct {
 	DecodeErrors  map[string]int64   `json:"decode_errors_by_schema,omitempty"`
 	DecodeSamples []jsonDecodeSample `json:"decode_error_samples,omitempty"`
 	Timings       map[string]string  `json:"timings,omitempty"`
+	Compare       *jsonCompare       `json:"compare,omitempty"`
 	Index         *jsonIndex         `json:"index,omitempty"`
 	RowCount      int                `json:"row_count"`
 	// "rows" follows, streamed by writeJSONStream.
@@ -175,6 +184,54 @@ type jsonStage struct {
 	Findings    map[finding.Kind]int64 `json:"findings"`
 }
 
+type jsonCompare struct {
+	Match  string            `json:"match"`
+	Group  string            `json:"group"`
+	Grace  string            `json:"grace"`
+	Pairs  []jsonComparePair `json:"pairs"`
+	Ledger *jsonLedger       `json:"ledger,omitempty"`
+}
+
+type jsonComparePair struct {
+	Name             string `json:"name"`
+	Source           string `json:"source"`
+	Sink             string `json:"sink"`
+	SourceNoIdentity int64  `json:"source_no_identity"`
+	SinkRecords      int64  `json:"sink_records"`
+	SinkNoIdentity   int64  `json:"sink_no_identity"`
+	SinkDecodeErrors int64  `json:"sink_decode_errors"`
+	Identities       int64  `json:"identities"`
+	Unexplained      int64  `json:"no_source_record"`
+}
+
+type jsonLedger struct {
+	Sends     int64 `json:"sends"`
+	Acked     int64 `json:"acked"`
+	Failed    int64 `json:"failed"`
+	Verified  int64 `json:"verified"`
+	Expired   int64 `json:"expired"`
+	Unsettled int64 `json:"unsettled"`
+	Other     int64 `json:"other_lines"`
+}
+
+// compareJSON renders the comparison's own counters; nil for an audit.
+func compareJSON(cs *finding.CompareSummary) *jsonCompare {
+	if cs == nil {
+		return nil
+	}
+	out := &jsonCompare{Match: cs.Match, Group: cs.Group, Grace: cs.Grace.String(), Pairs: []jsonComparePair{}}
+	for _, p := range cs.Pairs {
+		out.Pairs = append(out.Pairs, jsonComparePair{Name: p.Name, Source: p.Source, Sink: p.Sink,
+			SourceNoIdentity: p.SourceNoIdentity, SinkRecords: p.SinkRecords, SinkNoIdentity: p.SinkNoIdentity,
+			SinkDecodeErrors: p.SinkDecodeErrors, Identities: p.Identities, Unexplained: p.Unexplained})
+	}
+	if l := cs.Ledger; l != nil {
+		out.Ledger = &jsonLedger{Sends: l.Lines, Acked: l.Acked, Failed: l.Failed, Verified: l.Verified,
+			Expired: l.Expired, Unsettled: l.Unsettled, Other: l.Skipped}
+	}
+	return out
+}
+
 type jsonRow struct {
 	Finding    finding.Kind  `json:"finding"`
 	Stage      finding.Stage `json:"stage"`
@@ -211,6 +268,7 @@ func WriteJSON(w io.Writer, res *finding.Result) error {
 		Partitions:    []jsonPartition{},
 		DecodeErrors:  s.DecodeErrorsBySchema,
 		RowCount:      len(res.Rows),
+		Compare:       compareJSON(s.Compare),
 	}
 	for _, name := range inputNames(s) {
 		in := jsonInput{Name: name}
@@ -221,7 +279,10 @@ func WriteJSON(w io.Writer, res *finding.Result) error {
 		rep.Inputs = append(rep.Inputs, in)
 	}
 	for _, st := range stageNames(s) {
-		js := jsonStage{Stage: st, Findings: map[finding.Kind]int64{finding.Missing: 0, finding.Stale: 0, finding.Aborted: 0}}
+		js := jsonStage{Stage: st, Findings: map[finding.Kind]int64{}}
+		for _, k := range st.Kinds() {
+			js.Findings[k] = 0
+		}
 		if c := s.Stages[st]; c != nil {
 			js.KeysChecked = c.KeysChecked
 			maps.Copy(js.Findings, c.Findings)
@@ -336,9 +397,13 @@ func inputNames(s *finding.Summary) []string {
 }
 
 // stageNames returns the stages of s in pipeline order; the changelog and
-// output stages are always included, so reports have a stable shape.
+// output stages are always included in an audit's, so reports have a
+// stable shape (a comparison lists the stages it checked).
 func stageNames(s *finding.Summary) []finding.Stage {
 	st := []finding.Stage{finding.StageChangelog, finding.StageOutput}
+	if s.Compare != nil {
+		st = nil
+	}
 	for name := range s.Stages {
 		if !slices.Contains(st, name) {
 			st = append(st, name)

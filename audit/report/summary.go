@@ -78,11 +78,15 @@ func WriteSummary(w io.Writer, res *finding.Result, opt SummaryOptions) error {
 		b.WriteString(wrap("  next: ", hint, "        "))
 	}
 
-	b.WriteString("\nInputs\n")
-	in, total := inputTable(s, names)
-	in.write(&b, "  ")
-	for _, note := range inputNotes(&total) {
-		b.WriteString("  " + note + "\n")
+	if s.Compare != nil {
+		writeCompareTables(&b, s)
+	} else {
+		b.WriteString("\nInputs\n")
+		in, total := inputTable(s, names)
+		in.write(&b, "  ")
+		for _, note := range inputNotes(&total) {
+			b.WriteString("  " + note + "\n")
+		}
 	}
 
 	b.WriteString("\nStages\n")
@@ -211,21 +215,50 @@ func inputNotes(total *finding.InputCounts) []string {
 	return notes
 }
 
-// stageTable is the per-stage counts table of the summary.
+// stageTable is the per-stage counts table of the summary: one column per
+// kind the stages can report (missing, stale, aborted for an audit).
 func stageTable(s *finding.Summary) table {
-	st := table{
-		header: []string{"STAGE", "KEYS CHECKED", "MISSING", "STALE", "ABORTED"},
-		right:  []bool{false, true, true, true, true},
+	stages := stageNames(s)
+	kinds := stageKinds(stages)
+	st := table{header: []string{"STAGE", checkedHeader(s)}, right: []bool{false, true}}
+	for _, k := range kinds {
+		st.header = append(st.header, strings.ToUpper(strings.ReplaceAll(string(k), "_", " ")))
+		st.right = append(st.right, true)
 	}
-	for _, name := range stageNames(s) {
+	for _, name := range stages {
 		c := s.Stages[name]
 		if c == nil {
 			c = &finding.StageCounts{}
 		}
-		st.add(safe(string(name)), Thousands(c.KeysChecked), Thousands(c.Findings[finding.Missing]),
-			Thousands(c.Findings[finding.Stale]), Thousands(c.Findings[finding.Aborted]))
+		cells := []string{safe(string(name)), Thousands(c.KeysChecked)}
+		for _, k := range kinds {
+			cells = append(cells, Thousands(c.Findings[k]))
+		}
+		st.add(cells...)
 	}
 	return st
+}
+
+// checkedHeader names the stage table's count column.
+func checkedHeader(s *finding.Summary) string {
+	if s.Compare != nil {
+		return "RECORDS CHECKED"
+	}
+	return "KEYS CHECKED"
+}
+
+// stageKinds returns the finding kinds the stages can report, each once, in
+// the order of the stages' own lists.
+func stageKinds(stages []finding.Stage) []finding.Kind {
+	var out []finding.Kind
+	for _, st := range stages {
+		for _, k := range st.Kinds() {
+			if !slices.Contains(out, k) {
+				out = append(out, k)
+			}
+		}
+	}
+	return out
 }
 
 // tone is how a verdict should strike the reader: the terminal colours it,
@@ -251,37 +284,63 @@ func (t tone) ansi() string {
 // verdictLine returns the first line of the summary and its tone.
 func verdictLine(res *finding.Result, names []string) (string, tone) {
 	s := &res.Summary
+	if s.Compare != nil {
+		return verdictOf(res, compareWords(res))
+	}
 	var audited int64
 	for _, c := range s.Inputs {
 		if c != nil {
 			audited += c.Audited
 		}
 	}
-	scope := fmt.Sprintf("%s, %s audited", plural(int64(len(names)), "input", "inputs"), plural(audited, "record", "records"))
+	nrows := int64(len(res.Rows))
+	return verdictOf(res, verdictWords{
+		scope:       fmt.Sprintf("%s, %s audited", plural(int64(len(names)), "input", "inputs"), plural(audited, "record", "records")),
+		pending:     [3]string{"record", "records", "not yet processed"},
+		rows:        plural(nrows, "key finding", "key findings"),
+		found:       fmt.Sprintf("LOSS FOUND: %s lost an update", plural(nrows, "key", "keys")),
+		partial:     "PARTIAL AUDIT",
+		nothingRows: "no key reported lost",
+	})
+}
+
+// verdictWords are the words that differ between the verdicts of an
+// audit and of a comparison.
+type verdictWords struct {
+	// scope says what was checked; rows counts the rows; found heads a
+	// verdict with rows; partial heads a partial one; nothingRows says
+	// there are no rows but partition findings.
+	scope, rows, found, partial, nothingRows string
+	// pending names one and many pending records, and why they are.
+	pending [3]string
+}
+
+// verdictOf returns the verdict line of res in words w, and its tone.
+func verdictOf(res *finding.Result, w verdictWords) (string, tone) {
+	s := &res.Summary
 	nrows := int64(len(res.Rows))
 	npf := int64(len(s.Partitions))
 	pending := ""
 	if n := s.Pending(); n > 0 {
-		pending = "; " + plural(n, "record", "records") + " pending (not yet processed)"
+		pending = "; " + plural(n, w.pending[0], w.pending[1]) + " pending (" + w.pending[2] + ")"
 	}
-	so := fmt.Sprintf("so far %s, %s, %s", scope, plural(nrows, "key finding", "key findings"), plural(npf, "partition finding", "partition findings"))
+	so := fmt.Sprintf("so far %s, %s, %s", w.scope, w.rows, plural(npf, "partition finding", "partition findings"))
 	switch {
 	case s.Partial:
-		return "PARTIAL AUDIT: results are incomplete; " + so, toneWarn
+		return w.partial + ": results are incomplete; " + so, toneWarn
 	case len(s.Inconclusive) > 0:
 		return fmt.Sprintf("INCONCLUSIVE: %s could not be checked; %s%s", inconclusiveSubject(s.Inconclusive), so, pending), toneWarn
 	case nrows > 0:
-		line := fmt.Sprintf("LOSS FOUND: %s lost an update (%s); %s",
-			plural(nrows, "key", "keys"), kindCounts(res.Rows), scope)
+		line := fmt.Sprintf("%s (%s); %s", w.found, kindCounts(res.Rows), w.scope)
 		if npf > 0 {
 			line += "; " + plural(npf, "partition finding", "partition findings")
 		}
 		return line + pending, toneLoss
 	case npf > 0:
-		return fmt.Sprintf("LOSS SUSPECTED: no key reported lost, but %s (%s); %s%s",
-			plural(npf, "partition finding", "partition findings"), partitionKindCounts(s.Partitions), scope, pending), toneWarn
+		return fmt.Sprintf("LOSS SUSPECTED: %s, but %s (%s); %s%s", w.nothingRows,
+			plural(npf, "partition finding", "partition findings"), partitionKindCounts(s.Partitions), w.scope, pending), toneWarn
 	}
-	return fmt.Sprintf("NO LOSS FOUND: %s, 0 findings%s", scope, pending), toneClean
+	return fmt.Sprintf("NO LOSS FOUND: %s, 0 findings%s", w.scope, pending), toneClean
 }
 
 // inconclusiveSubject names what could not be checked: "input c", "inputs
@@ -314,6 +373,8 @@ func nextStep(res *finding.Result, opt SummaryOptions) string {
 		return "fix what the lines above name and re-run; findings so far are in " + safe(opt.CSVPath)
 	case len(s.Inconclusive) > 0:
 		return "fix what the lines above name and re-run"
+	case len(res.Rows) > 0 && opt.CSVPath != "" && s.Compare != nil:
+		return "each row of " + safe(opt.CSVPath) + " names the source record (or the offset a ledger claims) and, in detail, the copies found"
 	case len(res.Rows) > 0 && opt.CSVPath != "":
 		return "each row of " + safe(opt.CSVPath) + " names the input record to replay (topic, partition, offset)"
 	case len(res.Rows) > 0:
@@ -340,26 +401,39 @@ func writeRows(b *strings.Builder, res *finding.Result, opt SummaryOptions) {
 		limit = DefaultMaxRows
 	}
 	limit = max(0, min(limit, n))
+	title := "Key findings"
+	if res.Summary.Compare != nil {
+		title = "Record findings"
+	}
 	where := "in the CSV report (set report.csv or pass --csv)"
 	if opt.CSVPath != "" {
 		where = "in " + safe(opt.CSVPath)
 	}
 	if limit == 0 {
-		fmt.Fprintf(b, "\nKey findings (%s): all %s\n", Thousands(int64(n)), where)
+		fmt.Fprintf(b, "\n%s (%s): all %s\n", title, Thousands(int64(n)), where)
 		return
 	}
 	if limit == n {
-		fmt.Fprintf(b, "\nKey findings (%s)\n", Thousands(int64(n)))
+		fmt.Fprintf(b, "\n%s (%s)\n", title, Thousands(int64(n)))
 	} else {
-		fmt.Fprintf(b, "\nKey findings (first %s of %s)\n", Thousands(int64(limit)), Thousands(int64(n)))
+		fmt.Fprintf(b, "\n%s (first %s of %s)\n", title, Thousands(int64(limit)), Thousands(int64(n)))
 	}
-	b.WriteString("  (REPLAY is the input record carrying the lost update: topic[partition]@offset;\n")
-	b.WriteString("  under each row its timestamp, what the stage holds, and the evidence)\n")
+	if res.Summary.Compare != nil {
+		b.WriteString("  (REPLAY is the source record, topic[partition]@offset, or the offset a ledger\n")
+		b.WriteString("  claims; under each row its timestamp and the copies found)\n")
+	} else {
+		b.WriteString("  (REPLAY is the input record carrying the lost update: topic[partition]@offset;\n")
+		b.WriteString("  under each row its timestamp, what the stage holds, and the evidence)\n")
+	}
 	t := table{header: []string{"FINDING", "STAGE", "INPUT", "KEY", "REPLAY"}}
 	var notes []string
 	for _, r := range res.Rows[:limit] {
 		t.add(safe(string(r.Kind)), safe(string(r.Stage)), safe(r.Input), truncate(safe(FormatKey(r.Key)), maxKeyWidth),
 			fmt.Sprintf("%s[%d]@%d", safe(r.Topic), r.Partition, r.Offset))
+		if r.Sink != nil || r.Ledger != nil {
+			notes = append(notes, "at "+FormatTS(r.Timestamp)+"; "+safe(Detail(&r)))
+			continue
+		}
 		note := "at " + FormatTS(r.Timestamp) + "; the stage holds "
 		if r.HasObserved {
 			note += FormatTS(r.ObservedTS)
@@ -401,9 +475,9 @@ func writeTimings(b *strings.Builder, s *finding.Summary) {
 	}
 }
 
-// timingOrder is the order in which an audit runs its phases (audit.Run's
-// Timings keys); Summary.Timings is a map, so the order is restored here.
-var timingOrder = []string{"snapshot", "read", "check", "lookup"}
+// timingOrder is the order in which an audit (and a comparison) runs its
+// phases (the Timings keys of audit.Run and compare.Run); Summary.Timings is a map, so the order is restored here.
+var timingOrder = []string{"ledger", "snapshot", "read", "check", "lookup"}
 
 // timingNames returns the keys of m: known phases in run order, then the
 // others by name.
@@ -422,8 +496,9 @@ func timingNames(m map[string]time.Duration) []string {
 	return names
 }
 
-// kindCounts renders "9 missing, 2 stale" in the order missing, stale,
-// aborted, then other kinds by name, leaving out zeros.
+// kindCounts renders "9 missing, 2 stale" in the order of the stages' kinds
+// (missing, stale, aborted, then the comparison's), then other kinds by
+// name, leaving out zeros.
 func kindCounts(rows []finding.Row) string {
 	counts := map[finding.Kind]int64{}
 	for i := range rows {

@@ -12,8 +12,16 @@ import (
 // written here, from the structured evidence the detectors produce.
 
 // Detail is the CSV `detail` of a row: for a changelog row, whether the
-// repartition topic still holds a processed copy of the lost update.
+// repartition topic still holds a processed copy of the lost update; for a
+// sink row, the copies on both sides; for a ledger row, the ledger line and
+// what the topic holds.
 func Detail(r *finding.Row) string {
+	switch {
+	case r.Sink != nil:
+		return sinkDetail(r)
+	case r.Ledger != nil:
+		return ledgerDetail(r)
+	}
 	w := r.Witness
 	switch {
 	case w == nil:
@@ -78,6 +86,11 @@ func PartialReason(s *finding.Summary) string {
 // for itself), and what to do about it.
 func InconclusiveText(i *finding.Inconclusive) string {
 	c := i.Counts
+	if i.Key != "" {
+		if t := compareInconclusive(i); t != "" {
+			return t
+		}
+	}
 	switch i.Reason {
 	case finding.NoCommittedOffsets:
 		return fmt.Sprintf("input %s: group %s has no committed offset on its topic, so no record counts as processed (%s records pending): check pipeline.application_id (list the groups with kafka-consumer-groups.sh --bootstrap-server HOST:PORT --list); committed offsets of a group without members expire after offsets.retention.minutes",

@@ -29,7 +29,19 @@ import (
 // problems come back as *config.Error naming the key and where it was set
 // (exit 2).
 func KafkaOptions(cfg *config.Config) (kread.Options, error) {
-	k := cfg.Kafka
+	return kafkaOptions(cfg, "kafka", cfg.Kafka)
+}
+
+// SinkOptions is KafkaOptions for the sink cluster of lossaudit compare
+// (cfg.Sink(): the sink_kafka section with kafka's tuning); problems name
+// the sink_kafka keys.
+func SinkOptions(cfg *config.Config) (kread.Options, error) {
+	return kafkaOptions(cfg, "sink_kafka", cfg.Sink())
+}
+
+// kafkaOptions maps the connection settings k of section sec to reader
+// options.
+func kafkaOptions(cfg *config.Config, sec string, k config.Kafka) (kread.Options, error) {
 	var tlsCfg *tls.Config
 	if k.TLS.Enabled {
 		var err error
@@ -38,21 +50,21 @@ func KafkaOptions(cfg *config.Config) (kread.Options, error) {
 			InsecureSkipVerify: k.TLS.InsecureSkipVerify,
 		})
 		if err != nil {
-			key := "kafka.tls"
+			key := sec + ".tls"
 			var te *kread.TLSError
 			if errors.As(err, &te) {
-				key = map[kread.TLSFile]string{kread.TLSCAFile: "kafka.tls.ca_file", kread.TLSCertFile: "kafka.tls.cert_file",
-					kread.TLSKeyFile: "kafka.tls.key_file"}[te.File]
+				key = map[kread.TLSFile]string{kread.TLSCAFile: sec + ".tls.ca_file", kread.TLSCertFile: sec + ".tls.cert_file",
+					kread.TLSKeyFile: sec + ".tls.key_file"}[te.File]
 			}
 			return kread.Options{}, cfg.Errorf(key, "%v", err)
 		}
 	}
 	mech, err := kread.SASL(k.SASL.Mechanism, k.SASL.Username, k.SASL.Password)
 	if err != nil {
-		key := "kafka.sasl"
+		key := sec + ".sasl"
 		var se *kread.SASLError
 		if errors.As(err, &se) {
-			key = "kafka.sasl." + string(se.Field)
+			key = sec + ".sasl." + string(se.Field)
 		}
 		return kread.Options{}, cfg.Errorf(key, "%v", err)
 	}
@@ -76,6 +88,18 @@ func KafkaOptions(cfg *config.Config) (kread.Options, error) {
 // *config.Error.
 func NewClient(cfg *config.Config, tweak func(*kread.Options)) (*kread.Client, error) {
 	o, err := KafkaOptions(cfg)
+	return newClient(o, err, "kafka.brokers", tweak)
+}
+
+// NewSinkClient is NewClient for the sink cluster of lossaudit compare.
+func NewSinkClient(cfg *config.Config, tweak func(*kread.Options)) (*kread.Client, error) {
+	o, err := SinkOptions(cfg)
+	return newClient(o, err, "sink_kafka.brokers", tweak)
+}
+
+// newClient opens a reader with options o (err is the error of building
+// them); brokersKey is the key a rejected broker address is reported at.
+func newClient(o kread.Options, err error, brokersKey string, tweak func(*kread.Options)) (*kread.Client, error) {
 	if err != nil {
 		return nil, err
 	}
@@ -84,7 +108,7 @@ func NewClient(cfg *config.Config, tweak func(*kread.Options)) (*kread.Client, e
 	}
 	c, err := kread.New(o)
 	if err != nil {
-		return nil, asConfigError("kafka.brokers", err)
+		return nil, asConfigError(brokersKey, err)
 	}
 	return c, nil
 }

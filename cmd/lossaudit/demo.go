@@ -43,22 +43,51 @@ func newDemoCmd(g *globalFlags) *cobra.Command {
 	cmd.Flags().StringVar(&dir, "dir", "./lossaudit-demo", "directory for the demo's index, topology file and reports")
 	cmd.Flags().Int64Var(&seed, "seed", 1, "seed of the simulated data and outage")
 	cmd.Flags().BoolVarP(&quiet, "quiet", "q", false, "no progress output on stderr")
+	cmd.AddCommand(newDemoCompareCmd(g))
 	return cmd
+}
+
+// startDemo creates dir, prints the demo's title and starts its
+// in-process cluster; the caller closes it.
+func startDemo(stdout io.Writer, dir, title string) (*kfake.Cluster, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, withCode(exitUsage, fmt.Errorf("demo: creating --dir %s: %w", dir, err))
+	}
+	fmt.Fprintln(stdout, title)
+	fmt.Fprintln(stdout)
+	fmt.Fprintln(stdout, "1. Starting a 3-broker Kafka cluster in this process (kfake, loopback only).")
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(3))
+	if err != nil {
+		return nil, withCode(exitIncomplete, fmt.Errorf("demo: starting the in-process cluster: %w", err))
+	}
+	return cluster, nil
+}
+
+// demoVerdict prints the mismatches between what a demo injected and what
+// was found (differs says how, e.g. "the audit differs from the injected
+// loss") and where the HTML report is, and returns the demo's exit status
+// (status is the report's).
+func demoVerdict(stdout io.Writer, diff []string, differs, htmlPath string, status error) error {
+	for _, d := range diff {
+		fmt.Fprintf(stdout, "   MISMATCH %s\n", d)
+	}
+	fmt.Fprintf(stdout, "\nThe HTML report, to open in a browser: %s\n", htmlPath)
+	if len(diff) > 0 {
+		return withCode(exitFindings, fmt.Errorf("demo: %s in %d ways (listed above)", differs, len(diff)))
+	}
+	if code := exitCode(status); code != exitFindings && code != exitOK {
+		return status
+	}
+	return nil
 }
 
 // runDemo runs the demo and returns what the simulation injected (nil when
 // it failed before the simulation ran), so tests can compare the reports
 // with it.
 func runDemo(ctx context.Context, stdout, stderr io.Writer, dir string, seed int64, quiet bool) (*sim.Truth, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, withCode(exitUsage, fmt.Errorf("demo: creating --dir %s: %w", dir, err))
-	}
-	fmt.Fprintln(stdout, "lossaudit demo: an outage in a Kafka Streams pipeline, and the audit that finds what it lost")
-	fmt.Fprintln(stdout)
-	fmt.Fprintln(stdout, "1. Starting a 3-broker Kafka cluster in this process (kfake, loopback only).")
-	cluster, err := kfake.NewCluster(kfake.NumBrokers(3))
+	cluster, err := startDemo(stdout, dir, "lossaudit demo: an outage in a Kafka Streams pipeline, and the audit that finds what it lost")
 	if err != nil {
-		return nil, withCode(exitIncomplete, fmt.Errorf("demo: starting the in-process cluster: %w", err))
+		return nil, err
 	}
 	defer cluster.Close()
 	brokers := cluster.ListenAddrs()
@@ -109,22 +138,13 @@ func runDemo(ctx context.Context, stdout, stderr io.Writer, dir string, seed int
 	fmt.Fprintln(stdout)
 	fmt.Fprintln(stdout, "4. Comparing the audit with what the simulation injected:")
 	diff := truth.Diff(res)
-	if len(diff) > 0 {
-		for _, d := range diff {
-			fmt.Fprintf(stdout, "   MISMATCH %s\n", d)
-		}
-		fmt.Fprintf(stdout, "\nThe HTML report, to open in a browser: %s\n", htmlPath)
-		return truth, withCode(exitFindings, fmt.Errorf("demo: the audit differs from the injected loss in %d ways (listed above)", len(diff)))
+	if len(diff) == 0 {
+		fmt.Fprintf(stdout, "   MATCH: the audit reported exactly the %d lost updates and %d partition-level finding(s)\n", len(truth.Rows), len(truth.Partitions))
+		fmt.Fprintln(stdout, "   that were injected, each at the right stage with the record to replay, and nothing else:")
+		fmt.Fprintln(stdout, "   no false alarm from lag, caching, aborted-and-retried transactions, purged repartition")
+		fmt.Fprintln(stdout, "   topics, null keys, null values, undecodable values or tombstones.")
 	}
-	fmt.Fprintf(stdout, "   MATCH: the audit reported exactly the %d lost updates and %d partition-level finding(s)\n", len(truth.Rows), len(truth.Partitions))
-	fmt.Fprintln(stdout, "   that were injected, each at the right stage with the record to replay, and nothing else:")
-	fmt.Fprintln(stdout, "   no false alarm from lag, caching, aborted-and-retried transactions, purged repartition")
-	fmt.Fprintln(stdout, "   topics, null keys, null values, undecodable values or tombstones.")
-	fmt.Fprintf(stdout, "\nThe HTML report, to open in a browser: %s\n", htmlPath)
-	if code := exitCode(status); code != exitFindings && code != exitOK {
-		return truth, status
-	}
-	return truth, nil
+	return truth, demoVerdict(stdout, diff, "the audit differs from the injected loss", htmlPath, status)
 }
 
 // indentWriter prefixes every line with three spaces.

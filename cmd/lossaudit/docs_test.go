@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -63,7 +64,7 @@ func TestReferenceListsEveryFlagKeyAndKind(t *testing.T) {
 		}
 	}
 	var words []string
-	for _, k := range finding.Kinds {
+	for _, k := range slices.Concat(finding.Kinds, finding.SinkKinds, finding.LedgerKinds) {
 		words = append(words, string(k))
 	}
 	for _, k := range finding.PartitionKinds {
@@ -72,7 +73,7 @@ func TestReferenceListsEveryFlagKeyAndKind(t *testing.T) {
 	for _, r := range finding.InconclusiveReasons {
 		words = append(words, string(r))
 	}
-	for _, s := range finding.Stages {
+	for _, s := range slices.Concat(finding.Stages, finding.CompareStages) {
 		words = append(words, string(s))
 	}
 	words = append(words, report.VerdictClean, report.VerdictFindings, report.VerdictPartial, report.VerdictInconclusive)

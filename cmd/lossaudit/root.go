@@ -18,6 +18,7 @@ import (
 func commandFlags() map[string][]string {
 	return map[string][]string{
 		"audit":    {"config", "brokers", "command-config", "from", "to", "store-dir", "csv", "json", "html"},
+		"compare":  {"config", "brokers", "command-config", "store-dir", "csv", "json", "html", "ledger"},
 		"scan":     {"config", "brokers", "command-config", "from", "to"},
 		"topology": {"config", "brokers", "command-config"},
 	}
@@ -60,7 +61,7 @@ func (g *globalFlags) locate(err error) error {
 // newRootCmd builds the lossaudit command tree writing to stdout and stderr.
 func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 	g := &globalFlags{}
-	return buildRoot(g, stdout, stderr, newScanCmd(g), newTopologyCmd(g), newAuditCmd(g), newDemoCmd(g), newVersionCmd())
+	return buildRoot(g, stdout, stderr, newScanCmd(g), newTopologyCmd(g), newAuditCmd(g), newCompareCmd(g), newDemoCmd(g), newVersionCmd())
 }
 
 // buildRoot makes the root command with the given subcommands (which

@@ -27,7 +27,8 @@ func TestMain(m *testing.M) {
 
 // TestSmoke runs the whole harness on a small load (30k input records)
 // against real brokers: every reader must read everything, and the audit
-// (full and windowed) must find nothing on the consistent pipeline.
+// (full and windowed) and the comparison of input a with its copy must find
+// nothing on the consistent pipeline.
 func TestSmoke(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts three Kafka brokers")
@@ -59,13 +60,16 @@ func TestSmoke(t *testing.T) {
 			t.Errorf("%s: wall %v, peak RSS %d: not measured", r.Name, r.Wall, r.MaxRSS)
 		}
 	}
-	for _, want := range []string{"franz-go", "lossaudit audit", "lossaudit audit --from (newest 5%)"} {
+	for _, want := range []string{"franz-go", "lossaudit audit", "lossaudit audit --from (newest 5%)", "lossaudit compare (a and its copy)"} {
 		if !names[want] {
 			t.Errorf("no result for %s (have %v)", want, names)
 		}
 	}
-	if len(rep.Findings) != 2 || rep.Findings[0] != 0 || rep.Findings[1] != 0 {
-		t.Errorf("audit findings per run = %v, want [0 0]", rep.Findings)
+	if len(rep.Findings) != 3 || rep.Findings[0] != 0 || rep.Findings[1] != 0 || rep.Findings[2] != 0 {
+		t.Errorf("findings of the audits and the comparison = %v, want [0 0 0]", rep.Findings)
+	}
+	if copies := rep.Manifest.Topics[pipelineNames().copied].Records; copies != rep.Manifest.Topics[pipelineNames().inputs[0]].Records {
+		t.Errorf("the copy of input a holds %d records, input a %d", copies, rep.Manifest.Topics[pipelineNames().inputs[0]].Records)
 	}
 	if !strings.Contains(rep.Markdown, "| lossaudit audit |") {
 		t.Errorf("markdown table lacks the audit row:\n%s", rep.Markdown)

@@ -29,7 +29,10 @@ const (
 // names are the pipeline's topics, with Kafka Streams' generated names for
 // the user story's topology written in the order a, b, c.
 type names struct {
-	app       string
+	app string
+	// copied is a copy of input a, record for record (a mirror's sink),
+	// for lossaudit compare.
+	copied    string
 	inputs    [3]string
 	stores    [3]string
 	repart    [3]string
@@ -38,7 +41,7 @@ type names struct {
 }
 
 func pipelineNames() names {
-	n := names{app: "benchapp", output: "bench-joined"}
+	n := names{app: "benchapp", output: "bench-joined", copied: "bench-a-copy"}
 	for x, num := range []string{"0000000002", "0000000009", "0000000016"} {
 		n.inputs[x] = "bench-" + string(rune('a'+x))
 		n.stores[x] = "KSTREAM-REDUCE-STATE-STORE-" + num
@@ -234,6 +237,7 @@ func (l *loader) createTopics(ctx context.Context) error {
 	specs := []tk.TopicSpec{
 		{Name: sim.SchemasTopic, Partitions: 1, RF: rf, Configs: map[string]string{"cleanup.policy": "compact"}},
 		{Name: l.n.output, Partitions: P, RF: rf, Configs: big},
+		{Name: l.n.copied, Partitions: P, RF: rf, Configs: big},
 	}
 	for x := range 3 {
 		specs = append(specs,
@@ -339,6 +343,9 @@ func (l *loader) produce(ctx context.Context, logf func(string, ...any)) error {
 				val := appendOrder(make([]byte, 0, 96), custp, oid, amount, ts)
 				rkey := []byte("ord-" + oid)
 				plain.Produce(ctx, &kgo.Record{Topic: l.n.inputs[x], Key: rkey, Value: val, Timestamp: time.UnixMilli(ts)}, cb)
+				if x == 0 {
+					plain.Produce(ctx, &kgo.Record{Topic: l.n.copied, Key: rkey, Value: val, Timestamp: time.UnixMilli(ts)}, cb)
+				}
 				if custp == nil {
 					continue // selectKey yields null: Kafka Streams drops it
 				}

@@ -87,7 +87,7 @@ type benchOptions struct {
 	Compression   string
 	CommitRecords int
 	Repeat        int
-	Skip          string // comma-separated: kcat, franz, audit, window
+	Skip          string // comma-separated: kcat, franz, audit, window, compare
 	KafkaVersion  string
 	Heap          string
 	Lossaudit     string // prebuilt binary; empty builds ./cmd/lossaudit
@@ -108,7 +108,7 @@ func (o *benchOptions) flags() *flag.FlagSet {
 	fs.StringVar(&o.Compression, "compression", "zstd", "producer compression: none, gzip, snappy, lz4, zstd")
 	fs.IntVar(&o.CommitRecords, "commit-records", 20000, "input records per input per simulated commit (one transaction downstream)")
 	fs.IntVar(&o.Repeat, "repeat", 1, "measure every reader this many times, interleaved")
-	fs.StringVar(&o.Skip, "skip", "", "readers to skip, comma-separated: kcat, franz, audit, window")
+	fs.StringVar(&o.Skip, "skip", "", "readers to skip, comma-separated: kcat, franz, audit, window, compare")
 	fs.StringVar(&o.KafkaVersion, "kafka-version", "", "Apache Kafka version (default: testbed/kafka's)")
 	fs.StringVar(&o.Heap, "heap", "1g", "broker JVM heap")
 	fs.StringVar(&o.Lossaudit, "lossaudit", "", "lossaudit binary to time (default: go build ./cmd/lossaudit into -dir)")
@@ -274,6 +274,16 @@ func bench(ctx context.Context, o benchOptions, stdout, stderr io.Writer) (*repo
 			rep.Results = append(rep.Results, res)
 			rep.Findings = append(rep.Findings, findings)
 		}
+		if !o.skips("compare") {
+			logf("lossaudit compare%s", tag)
+			res, findings, err := runCompare(ctx, bin, brokers, n, o.Dir, man, o.AuditEnv)
+			if err != nil {
+				return nil, err
+			}
+			res.Name += tag
+			rep.Results = append(rep.Results, res)
+			rep.Findings = append(rep.Findings, findings)
+		}
 	}
 	if o.Profile != "" {
 		if err := profileRuns(ctx, o.Profile, cfgPath, man, logf); err != nil {
@@ -324,6 +334,9 @@ func checkLoaded(ctx context.Context, brokers []string, n names, m *manifest) er
 	g, err := adm.GroupOffsets(ctx, n.app, []string{n.inputs[0]})
 	if err != nil {
 		return err
+	}
+	if _, ok := m.Topics[n.copied]; !ok {
+		return fmt.Errorf("reused data has no %s (loaded by an older harness): reload without -reuse", n.copied)
 	}
 	if len(g[n.inputs[0]]) != m.Spec.Partitions {
 		return fmt.Errorf("reused data: group %s has commits for %d partitions of %s, want %d: reload without -reuse",

@@ -10,20 +10,25 @@ import (
 	"runtime/pprof"
 	"time"
 
+	"github.com/lossaudit/lossaudit/audit/finding"
 	"github.com/lossaudit/lossaudit/audit/runner"
 	"github.com/lossaudit/lossaudit/config"
 )
 
 // profileMain runs one audit in this process (audit/runner.Run, exactly
-// what `lossaudit audit` runs) with CPU and heap profiles:
+// what `lossaudit audit` runs), or with -compare one comparison
+// (runner.Compare, what `lossaudit compare` runs), with CPU and heap
+// profiles:
 //
 //	bench profile -c /tmp/lossaudit-bench/audit.yaml -cpuprofile cpu.out -memprofile mem.out [-from RFC3339]
+//	bench profile -compare -c /tmp/lossaudit-bench/compare.yaml -cpuprofile cpu.out
 func profileMain(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("profile", flag.ContinueOnError)
 	cfgPath := fs.String("c", "", "audit.yaml written by the harness")
 	cpu := fs.String("cpuprofile", "", "write a CPU profile here")
 	mem := fs.String("memprofile", "", "write a heap profile (at the end of the run) here")
 	from := fs.String("from", "", "window start (RFC 3339)")
+	cmp := fs.Bool("compare", false, "run lossaudit compare with -c (compare.yaml) instead of the audit")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -51,7 +56,12 @@ func profileMain(ctx context.Context, args []string, stdout io.Writer) error {
 		defer pprof.StopCPUProfile()
 	}
 	start := time.Now()
-	res, _, err := runner.Run(ctx, cfg, runner.Options{})
+	var res *finding.Result
+	if *cmp {
+		res, err = runner.Compare(ctx, cfg, runner.Options{})
+	} else {
+		res, _, err = runner.Run(ctx, cfg, runner.Options{})
+	}
 	if err != nil {
 		return err
 	}

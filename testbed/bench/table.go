@@ -29,6 +29,8 @@ func markdown(o benchOptions, m *manifest, rs []result) string {
 	fmt.Fprintf(&b, "| reader | wall s | records/s | MB/s | peak RSS MiB | audit/raw throughput vs kcat | vs franz-go | windowed / full |\n")
 	fmt.Fprintf(&b, "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
 	var kcat, franz, full time.Duration
+	var fullRate float64
+	var cmpNotes []string
 	for _, r := range rs {
 		vsK, vsF, win := "", "", ""
 		switch {
@@ -40,8 +42,12 @@ func markdown(o benchOptions, m *manifest, rs []result) string {
 			if full > 0 {
 				win = fmt.Sprintf("%.1f%%", 100*r.Wall.Seconds()/full.Seconds())
 			}
+		case strings.HasPrefix(r.Name, "lossaudit compare"):
+			if fullRate > 0 {
+				cmpNotes = append(cmpNotes, fmt.Sprintf("%s: %.2f of the full audit's records/s", r.Name, r.recPerSec()/fullRate))
+			}
 		default:
-			full = r.Wall
+			full, fullRate = r.Wall, r.recPerSec()
 			if kcat > 0 {
 				vsK = fmt.Sprintf("%.2f", kcat.Seconds()/r.Wall.Seconds())
 			}
@@ -51,6 +57,9 @@ func markdown(o benchOptions, m *manifest, rs []result) string {
 		}
 		fmt.Fprintf(&b, "| %s | %.2f | %.0f | %.1f | %.0f | %s | %s | %s |\n", r.Name, r.Wall.Seconds(), r.recPerSec(), r.mbPerSec(),
 			mib(r.MaxRSS), vsK, vsF, win)
+	}
+	for _, c := range cmpNotes {
+		fmt.Fprintf(&b, "\nThroughput per record read, %s.\n", c)
 	}
 	fmt.Fprintf(&b, "\nrecords/s and MB/s count every record (key+value bytes) of the audited topics, also for the windowed audit (which reads about 5%% of them). Commands:\n\n")
 	seen := map[string]bool{}

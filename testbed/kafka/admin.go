@@ -54,6 +54,9 @@ type TopicSpec struct {
 	Partitions int32
 	RF         int16             // 0 = broker default
 	Configs    map[string]string // topic configs
+	// Assignment, when set, places the replicas: node ids per partition,
+	// the preferred leader first (Partitions and RF are then implied).
+	Assignment [][]int32
 }
 
 // CreateTopics creates the topics; existing topics are not an error.
@@ -67,6 +70,14 @@ func (a *Admin) CreateTopics(ctx context.Context, specs ...TopicSpec) error {
 		t.ReplicationFactor = s.RF
 		if s.RF == 0 {
 			t.ReplicationFactor = -1
+		}
+		if len(s.Assignment) > 0 {
+			t.NumPartitions, t.ReplicationFactor = -1, -1
+			for p, nodes := range s.Assignment {
+				a := kmsg.NewCreateTopicsRequestTopicReplicaAssignment()
+				a.Partition, a.Replicas = int32(p), nodes
+				t.ReplicaAssignment = append(t.ReplicaAssignment, a)
+			}
 		}
 		for k, v := range s.Configs {
 			c := kmsg.NewCreateTopicsRequestTopicConfig()

@@ -314,6 +314,25 @@ func (c *Cluster) StopNode(id int) error { return c.signal(id, syscall.SIGTERM, 
 // KillNode kills node id with SIGKILL and waits for the process to be gone.
 func (c *Cluster) KillNode(id int) error { return c.signal(id, syscall.SIGKILL, 10*time.Second) }
 
+// PauseNode freezes node id (SIGSTOP): it keeps its sessions and its place
+// in the ISR until their timeouts pass, but serves and replicates nothing.
+func (c *Cluster) PauseNode(id int) error {
+	n, err := c.node(id)
+	if err != nil {
+		return err
+	}
+	return n.proc.Send(fmt.Sprintf("kafka node %d", id), syscall.SIGSTOP)
+}
+
+// ResumeNode lets a paused node run again (SIGCONT).
+func (c *Cluster) ResumeNode(id int) error {
+	n, err := c.node(id)
+	if err != nil {
+		return err
+	}
+	return n.proc.Send(fmt.Sprintf("kafka node %d", id), syscall.SIGCONT)
+}
+
 // RestartNode stops node id cleanly and starts it again.
 func (c *Cluster) RestartNode(id int) error {
 	if err := c.StopNode(id); err != nil {

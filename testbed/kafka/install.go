@@ -80,6 +80,24 @@ func CacheDir() (string, error) {
 // returns the directory holding them. It runs Maven only on the first call for
 // a version; concurrent callers (other test processes) are serialised by a lock file.
 func Install(ctx context.Context, version string) (string, error) {
+	var extra []string
+	if Major(version) >= 4 {
+		extra = append(extra, "-Dkafka4")
+	}
+	return installPom(ctx, "kafka", "kafka", version, extra...)
+}
+
+// InstallTools makes sure the jars of the Kafka tools the record-level
+// scenarios run (VerifiableProducer, MirrorMaker 2 with the Connect
+// runtime; testbed/kafka/tools/pom.xml) are in the cache and returns the
+// directory holding them, like Install.
+func InstallTools(ctx context.Context, version string) (string, error) {
+	return installPom(ctx, "kafka-tools", filepath.Join("kafka", "tools"), version)
+}
+
+// installPom copies the runtime dependencies of the pom in testbed/pomDir
+// for version into the cache directory name-version/libs, once.
+func installPom(ctx context.Context, name, pomDir, version string, extra ...string) (string, error) {
 	tb, err := TestbedDir()
 	if err != nil {
 		return "", err
@@ -88,36 +106,34 @@ func Install(ctx context.Context, version string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	libs := filepath.Join(cache, "kafka-"+version, "libs")
-	done := filepath.Join(cache, "kafka-"+version, ".complete")
+	dir := filepath.Join(cache, name+"-"+version)
+	libs := filepath.Join(dir, "libs")
+	done := filepath.Join(dir, ".complete")
 	if _, err := os.Stat(done); err == nil {
 		return libs, nil
 	}
-	if err := os.MkdirAll(filepath.Join(cache, "kafka-"+version), 0o755); err != nil {
-		return "", fmt.Errorf("installing kafka %s: %w", version, err)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", fmt.Errorf("installing %s %s: %w", name, version, err)
 	}
-	unlock, err := lockFile(filepath.Join(cache, "kafka-"+version+".lock"))
+	unlock, err := lockFile(dir + ".lock")
 	if err != nil {
-		return "", fmt.Errorf("installing kafka %s: %w", version, err)
+		return "", fmt.Errorf("installing %s %s: %w", name, version, err)
 	}
 	defer unlock()
 	if _, err := os.Stat(done); err == nil {
 		return libs, nil
 	}
 	_ = os.RemoveAll(libs)
-	args := []string{"-q", "-B", "-f", filepath.Join(tb, "kafka", "pom.xml"),
+	args := append([]string{"-q", "-B", "-f", filepath.Join(tb, pomDir, "pom.xml"),
 		"dependency:copy-dependencies", "-DincludeScope=runtime",
-		"-Dkafka.version=" + version, "-DoutputDirectory=" + libs}
-	if Major(version) >= 4 {
-		args = append(args, "-Dkafka4")
-	}
+		"-Dkafka.version=" + version, "-DoutputDirectory=" + libs}, extra...)
 	cmd := exec.CommandContext(ctx, "mvn", args...)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		return "", fmt.Errorf("installing kafka %s with mvn %s: %w\n%s", version, strings.Join(args, " "), err, out)
+		return "", fmt.Errorf("installing %s %s with mvn %s: %w\n%s", name, version, strings.Join(args, " "), err, out)
 	}
 	if err := os.WriteFile(done, []byte(version+"\n"), 0o644); err != nil {
-		return "", fmt.Errorf("installing kafka %s: %w", version, err)
+		return "", fmt.Errorf("installing %s %s: %w", name, version, err)
 	}
 	return libs, nil
 }

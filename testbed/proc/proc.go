@@ -85,6 +85,20 @@ func (p *Process) Signal(name string, sig syscall.Signal, wait time.Duration) er
 	return fmt.Errorf("%s did not stop within %v after %v; killed", name, wait, sig)
 }
 
+// Send sends sig without waiting for anything (SIGSTOP, SIGCONT). A
+// process that is not running is an error.
+func (p *Process) Send(name string, sig syscall.Signal) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cmd == nil {
+		return fmt.Errorf("signalling %s with %v: not running", name, sig)
+	}
+	if err := p.cmd.Process.Signal(sig); err != nil {
+		return fmt.Errorf("signalling %s with %v: %w", name, sig, err)
+	}
+	return nil
+}
+
 // KillNow sends SIGKILL without waiting, so that several processes can be
 // killed at the same instant (Signal then waits for each).
 func (p *Process) KillNow() {

@@ -149,6 +149,14 @@ type Options struct {
 	// PurgeInterval, when set, is repartition.purge.interval.ms (default 30 s):
 	// a long one keeps aborted repartition records observable.
 	PurgeInterval time.Duration
+	// Copy runs the stateless application instead (Inputs[0] --map--> Output,
+	// String serdes, no schemas).
+	Copy bool
+	// ProcessingGuarantee is processing.guarantee (default exactly_once_v2);
+	// CommitInterval, when set, commit.interval.ms. Both may change between
+	// starts.
+	ProcessingGuarantee string
+	CommitInterval      time.Duration
 }
 
 // App is the application process (restartable).
@@ -238,7 +246,7 @@ func (a *App) env() []string {
 	return append(os.Environ(),
 		"BOOTSTRAP_SERVERS="+strings.Join(a.o.Bootstrap, ","),
 		"APPLICATION_ID="+a.o.ApplicationID,
-		"INPUT_TOPICS="+strings.Join(a.o.Inputs[:], ","),
+		"INPUT_TOPICS="+strings.Join(nonEmpty(a.o.Inputs[:]), ","),
 		"OUTPUT_TOPIC="+a.o.Output,
 		"STATE_DIR="+filepath.Join(a.o.Dir, "state"),
 		"TOPOLOGY_FILE="+a.TopologyFile(),
@@ -248,7 +256,26 @@ func (a *App) env() []string {
 		"DROP_BEFORE_OUTPUT="+strings.Join(a.o.DropBeforeOutput, ","),
 		"CONSUMER_SESSION_TIMEOUT_MS="+millis(a.o.SessionTimeout),
 		"REPARTITION_PURGE_INTERVAL_MS="+millis(a.o.PurgeInterval),
+		"TOPOLOGY="+map[bool]string{true: "copy", false: "join"}[a.o.Copy],
+		"PROCESSING_GUARANTEE="+a.o.ProcessingGuarantee,
+		"COMMIT_INTERVAL_MS="+millis(a.o.CommitInterval),
 	)
+}
+
+// SetGuarantee changes processing.guarantee and commit.interval.ms for the
+// next start (as a rollback that switches exactly-once off does).
+func (a *App) SetGuarantee(guarantee string, commitInterval time.Duration) {
+	a.o.ProcessingGuarantee, a.o.CommitInterval = guarantee, commitInterval
+}
+
+func nonEmpty(ss []string) []string {
+	var out []string
+	for _, s := range ss {
+		if s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 // millis renders a duration in milliseconds, "" for none.

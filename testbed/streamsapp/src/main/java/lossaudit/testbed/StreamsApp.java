@@ -19,6 +19,7 @@ import org.apache.avro.generic.GenericRecord;
 import org.apache.kafka.common.serialization.Serdes;
 import org.apache.kafka.common.utils.AppInfoParser;
 import org.apache.kafka.streams.KafkaStreams;
+import org.apache.kafka.streams.KeyValue;
 import org.apache.kafka.streams.StreamsBuilder;
 import org.apache.kafka.streams.Topology;
 import org.apache.kafka.streams.errors.StreamsUncaughtExceptionHandler;
@@ -42,6 +43,11 @@ import org.apache.kafka.streams.kstream.Reducer;
  * TOMBSTONE_NOTE (a reduce of input a whose new value has this note returns null),
  * CONSUMER_SESSION_TIMEOUT_MS (optional consumer session timeout),
  * REPARTITION_PURGE_INTERVAL_MS (optional; default 30 s).
+ *
+ * <p>TOPOLOGY=copy runs a stateless application instead: the first of
+ * INPUT_TOPICS --map(value + " (copied)")--> OUTPUT_TOPIC, with String serdes
+ * and no schemas. PROCESSING_GUARANTEE (default exactly_once_v2) and
+ * COMMIT_INTERVAL_MS (optional) apply to both.
  */
 public final class StreamsApp {
     private StreamsApp() {}
@@ -136,11 +142,21 @@ public final class StreamsApp {
         return builder.build();
     }
 
+    /** The stateless copy application: map and to. */
+    static Topology copy(String input, String output) {
+        StreamsBuilder builder = new StreamsBuilder();
+        builder.stream(input, Consumed.with(Serdes.String(), Serdes.String()))
+                .map((k, v) -> KeyValue.pair(k, v == null ? null : v + " (copied)"))
+                .to(output, Produced.with(Serdes.String(), Serdes.String()));
+        return builder.build();
+    }
+
     public static void main(String[] args) throws Exception {
         String bootstrap = cfg("BOOTSTRAP_SERVERS", "127.0.0.1:9092");
         String appId = cfg("APPLICATION_ID", "lossaudit-tb");
         List<String> inputs = Arrays.asList(cfg("INPUT_TOPICS", "in-a,in-b,in-c").split(","));
-        if (inputs.size() != 3) {
+        boolean copyMode = "copy".equals(cfg("TOPOLOGY", "join"));
+        if (!copyMode && inputs.size() != 3) {
             throw new IllegalArgumentException("INPUT_TOPICS: want three topics, got " + inputs);
         }
         String output = cfg("OUTPUT_TOPIC", "joined");
@@ -152,10 +168,13 @@ public final class StreamsApp {
         String tombstoneNote = cfg("TOMBSTONE_NOTE", null);
 
         GroundTruth truth = new GroundTruth(cfg("GROUND_TRUTH_FILE", ""));
-        Registry registry = new Registry(bootstrap, schemasTopic);
-        registry.load();
+        Registry registry = copyMode ? null : new Registry(bootstrap, schemasTopic);
+        if (registry != null) {
+            registry.load();
+        }
 
-        Topology topology = build(registry, truth, inputs, output, dropBeforeStore, dropBeforeOutput, tombstoneNote);
+        Topology topology = copyMode ? copy(inputs.get(0), output)
+                : build(registry, truth, inputs, output, dropBeforeStore, dropBeforeOutput, tombstoneNote);
         String described = topology.describe().toString();
         System.out.println(described);
         if (!topologyFile.isEmpty()) {
@@ -177,7 +196,11 @@ public final class StreamsApp {
         Properties settings = new Properties();
         settings.put("application.id", appId);
         settings.put("bootstrap.servers", bootstrap);
-        settings.put("processing.guarantee", "exactly_once_v2");
+        settings.put("processing.guarantee", cfg("PROCESSING_GUARANTEE", "exactly_once_v2"));
+        String commitInterval = cfg("COMMIT_INTERVAL_MS", "");
+        if (!commitInterval.isEmpty()) {
+            settings.put("commit.interval.ms", Long.parseLong(commitInterval));
+        }
         settings.put("auto.offset.reset", "earliest");
         settings.put("state.dir", stateDir);
         settings.put("replication.factor", 3);
@@ -216,7 +239,9 @@ public final class StreamsApp {
         });
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {
             streams.close(Duration.ofSeconds(30));
-            registry.close();
+            if (registry != null) {
+                registry.close();
+            }
             try {
                 truth.close();
             } catch (Exception ignored) {

@@ -1,0 +1,242 @@
+package compare
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/lossaudit/lossaudit/audit/finding"
+	"github.com/lossaudit/lossaudit/audit/internal/collect"
+	"github.com/lossaudit/lossaudit/audit/kread"
+)
+
+// sideCounters count one side of a pair while the reads run.
+type sideCounters struct {
+	records, due, pending, noIdentity, decodeErrors atomic.Int64
+}
+
+// maxDecodeSamples bounds the decode errors quoted with their coordinates.
+const maxDecodeSamples = 10
+
+// decodeErrors counts undecodable records by class and keeps the first
+// samples; safe for concurrent use.
+type decodeErrors struct {
+	mu      sync.Mutex
+	byClass map[string]int64
+	samples []finding.DecodeErrorSample
+}
+
+func (d *decodeErrors) add(rec *kread.Record, err error) {
+	class := "other"
+	if c, ok := err.(interface{ Class() string }); ok {
+		class = c.Class()
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.byClass == nil {
+		d.byClass = map[string]int64{}
+	}
+	d.byClass[class]++
+	if len(d.samples) < maxDecodeSamples {
+		d.samples = append(d.samples, finding.DecodeErrorSample{Topic: rec.Topic, Partition: rec.Partition, Offset: rec.Offset, Error: fmt.Sprint(err)})
+	}
+}
+
+// ledgerState is what reading the ledger found.
+type ledgerState struct {
+	// topics are the topics the ledger names, by ledger topic index.
+	topics []string
+	index  map[string]int
+	counts finding.LedgerCounts
+}
+
+// collector reads the compared topics into the index.
+type collector struct {
+	o       Options
+	snap    *compareSnapshot
+	w       entryWriter
+	h       hasher
+	stats   collect.Stats
+	sources []sideCounters
+	sinks   []sideCounters
+	ledger  sideCounters
+	decode  decodeErrors
+}
+
+func newCollector(o Options, w entryWriter, h hasher) *collector {
+	return &collector{o: o, w: w, h: h, sources: make([]sideCounters, len(o.Pairs)), sinks: make([]sideCounters, len(o.Pairs))}
+}
+
+// readLedger writes the ledger's sends into the index. It runs before the
+// snapshot: every offset a line acknowledges was acknowledged before the
+// topic's bounds are read.
+func (c *collector) readLedger() (*ledgerState, error) {
+	st := &ledgerState{index: map[string]int{}}
+	if c.o.Ledger == nil {
+		return st, nil
+	}
+	var buf []byte
+	skipped, err := c.o.Ledger(func(l *LedgerLine) error {
+		lt, ok := st.index[l.Topic]
+		if !ok {
+			if len(st.topics) == maxTopics {
+				return fmt.Errorf("ledger line %d: more than %d topics", l.Line, maxTopics)
+			}
+			lt = len(st.topics)
+			st.index[l.Topic] = lt
+			st.topics = append(st.topics, l.Topic)
+		}
+		st.counts.Lines++
+		d := c.h.sum(l.Identity)
+		var err error
+		if l.Acked {
+			st.counts.Acked++
+			buf, err = c.w.claim(lt, d, l.Partition, l.Offset, kindAcked, l.Line, l.TS, l.Key, buf)
+		} else {
+			st.counts.Failed++
+			buf, err = c.w.failed(lt, d, l.Line, l.TS, l.Key, buf)
+		}
+		if err != nil {
+			return fmt.Errorf("indexing ledger line %d: %w", l.Line, err)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("compare: reading the ledger: %w", err)
+	}
+	st.counts.Skipped = skipped
+	return st, nil
+}
+
+// readAll reads every sink, then every source (writing the ledger's copies
+// of a source the ledger names as it goes), then the ledger topics that
+// are no pair's source.
+func (c *collector) readAll(ctx context.Context, led *ledgerState) error {
+	for x, p := range c.o.Pairs {
+		if err := c.readSink(ctx, x, p); err != nil {
+			return err
+		}
+	}
+	done := map[string]bool{}
+	for x, p := range c.o.Pairs {
+		lt := -1
+		if i, ok := led.index[p.Source]; ok && !done[p.Source] {
+			lt, done[p.Source] = i, true
+		}
+		if err := c.readSource(ctx, x, p, lt); err != nil {
+			return err
+		}
+	}
+	for lt, t := range led.topics {
+		if !done[t] {
+			if err := c.readLedgerTopic(ctx, lt); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// indexFn indexes one identified record with its digest, reusing buf.
+type indexFn func(rec *kread.Record, d digest, buf []byte) ([]byte, error)
+
+// each reads the ranges rs from k, identifying every record, and indexes
+// each identified one with the indexFn that forPartition returns for its
+// partition (kread hands out the records of one partition at a time),
+// calling done, when not nil, after the batch; cnt counts them.
+func (c *collector) each(ctx context.Context, k Kafka, name string, rs []kread.Range, total int64, cnt *sideCounters,
+	forPartition func(p int32) (fn indexFn, done func())) error {
+	err := collect.Read(ctx, readerWithHeader{k, c.o.Header}, c.o.Progress, name, rs, total, false, &c.stats, func(recs []kread.Record) error {
+		if len(recs) == 0 {
+			return nil
+		}
+		var parts [][]byte
+		var buf []byte
+		var none, bad int64
+		fn, done := forPartition(recs[0].Partition)
+		if done != nil {
+			defer done()
+		}
+		for i := range recs {
+			rec := &recs[i]
+			var st Status
+			var err error
+			parts, st, err = c.o.Identify(rec, parts[:0])
+			switch st {
+			case Identified:
+				if buf, err = fn(rec, c.h.sum(parts), buf); err != nil {
+					return fmt.Errorf("indexing %s[%d]@%d: %w", rec.Topic, rec.Partition, rec.Offset, err)
+				}
+			case NoIdentity:
+				none++
+			case DecodeError:
+				bad++
+				c.decode.add(rec, err)
+			default:
+				return fmt.Errorf("identifying %s[%d]@%d: %w", rec.Topic, rec.Partition, rec.Offset, err)
+			}
+		}
+		cnt.records.Add(int64(len(recs)))
+		cnt.noIdentity.Add(none)
+		cnt.decodeErrors.Add(bad)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("compare: %w", err)
+	}
+	return nil
+}
+
+func (c *collector) readSink(ctx context.Context, x int, p Pair) error {
+	rs, total := collect.Ranges(c.snap.sinks[x], nil)
+	index := func(rec *kread.Record, d digest, buf []byte) ([]byte, error) {
+		return c.w.record(tagSink, x, d, rec.Partition, rec.Offset, rec.Timestamp, rec.Key, buf)
+	}
+	return c.each(ctx, c.o.Sink, "sink "+p.Sink, rs, total, &c.sinks[x], func(int32) (indexFn, func()) { return index, nil })
+}
+
+// readSource reads pair x's source; lt, when not -1, is the ledger topic
+// it also is.
+func (c *collector) readSource(ctx context.Context, x int, p Pair, lt int) error {
+	rs, total := collect.Ranges(c.snap.sources[x], nil)
+	cnt := &c.sources[x]
+	return c.each(ctx, c.o.Source, "source "+p.Source, rs, total, cnt, func(part int32) (indexFn, func()) {
+		due := c.snap.dueBelow(x, part)
+		var nDue, nPending int64
+		return func(rec *kread.Record, d digest, buf []byte) ([]byte, error) {
+			tag := tagDue
+			if rec.Offset >= due {
+				tag = tagPending
+				nPending++
+			} else {
+				nDue++
+			}
+			buf, err := c.w.record(tag, x, d, rec.Partition, rec.Offset, rec.Timestamp, rec.Key, buf)
+			if err != nil || lt < 0 {
+				return buf, err
+			}
+			return c.w.claim(lt, d, rec.Partition, rec.Offset, kindCopy, 0, rec.Timestamp, rec.Key, buf)
+		}, func() { cnt.due.Add(nDue); cnt.pending.Add(nPending) }
+	})
+}
+
+func (c *collector) readLedgerTopic(ctx context.Context, lt int) error {
+	t := c.snap.ledger[lt]
+	rs, total := collect.Ranges(t, nil)
+	index := func(rec *kread.Record, d digest, buf []byte) ([]byte, error) {
+		return c.w.claim(lt, d, rec.Partition, rec.Offset, kindCopy, 0, rec.Timestamp, rec.Key, buf)
+	}
+	return c.each(ctx, c.o.Source, "ledger topic "+t.Name, rs, total, &c.ledger, func(int32) (indexFn, func()) { return index, nil })
+}
+
+// readerWithHeader asks every read for the header the match needs.
+type readerWithHeader struct {
+	k      Kafka
+	header string
+}
+
+func (r readerWithHeader) Read(ctx context.Context, ranges []kread.Range, o kread.ReadOptions, fn func(recs []kread.Record) error) (map[kread.TP]kread.Stats, error) {
+	o.Header = r.header
+	return r.k.Read(ctx, ranges, o, fn)
+}

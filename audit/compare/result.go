@@ -1,0 +1,112 @@
+package compare
+
+import (
+	"github.com/lossaudit/lossaudit/audit/finding"
+	"github.com/lossaudit/lossaudit/audit/internal/detect"
+)
+
+// stuckSinks runs the stuck_lso detector on the settled sinks (each topic
+// once) and says, per pair, whether its sink has a stuck partition.
+func stuckSinks(o Options, snap *compareSnapshot) ([]finding.PartitionFinding, []bool) {
+	var out []finding.PartitionFinding
+	seen := map[string]bool{}
+	stuckTopic := map[string]bool{}
+	for _, t := range snap.sinks {
+		if seen[t.Name] {
+			continue
+		}
+		seen[t.Name] = true
+		pf := detect.StuckLSO(t, snap.sinkStartHW[t.Name], o.SettleTimeout)
+		stuckTopic[t.Name] = len(pf) > 0
+		out = append(out, pf...)
+	}
+	stuck := make([]bool, len(o.Pairs))
+	for x, p := range o.Pairs {
+		stuck[x] = stuckTopic[p.Sink]
+	}
+	finding.SortPartitions(out)
+	return out, stuck
+}
+
+// assemble builds the result from what the phases found.
+func assemble(o Options, snap *compareSnapshot, col *collector, led *ledgerState, chk *checked, parts []finding.PartitionFinding) *finding.Result {
+	cs := &finding.CompareSummary{Match: o.Match, Group: o.Group, Pairs: []finding.CompareCounts{}}
+	if o.Group == "" {
+		cs.Grace = o.Grace
+	}
+	s := finding.Summary{
+		Inputs:               map[string]*finding.InputCounts{},
+		Stages:               map[finding.Stage]*finding.StageCounts{},
+		Partitions:           parts,
+		Withheld:             chk.withheld,
+		Reads:                col.stats.Issues(),
+		DecodeErrorsBySchema: col.decode.byClass,
+		DecodeErrorSamples:   col.decode.samples,
+		Compare:              cs,
+	}
+	sink := &finding.StageCounts{Findings: map[finding.Kind]int64{}}
+	if len(o.Pairs) > 0 {
+		s.Stages[finding.StageSink] = sink
+	}
+	key := "compare.grace"
+	if o.Group != "" {
+		key = "compare.group"
+	}
+	var scanned int64
+	for x, p := range o.Pairs {
+		src, snk := &col.sources[x], &col.sinks[x]
+		c := finding.InputCounts{Scanned: src.records.Load(), Audited: src.due.Load(), Pending: src.pending.Load(), DecodeErrors: src.decodeErrors.Load()}
+		scanned += c.Scanned
+		s.InputOrder = append(s.InputOrder, p.Name)
+		s.Inputs[p.Name] = &c
+		cs.Pairs = append(cs.Pairs, finding.CompareCounts{Name: p.Name, Source: p.Source, Sink: p.Sink,
+			SourceNoIdentity: src.noIdentity.Load(), SinkRecords: snk.records.Load(), SinkNoIdentity: snk.noIdentity.Load(),
+			SinkDecodeErrors: snk.decodeErrors.Load(), Identities: chk.identities[x], Unexplained: chk.unexplained[x]})
+		sink.KeysChecked += chk.identities[x]
+		in := finding.Inconclusive{Input: p.Name, Key: key, Group: o.Group, Counts: c}
+		sinkBad := finding.InputCounts{Scanned: snk.records.Load(), DecodeErrors: snk.decodeErrors.Load()}
+		switch {
+		case !snap.committed[x]:
+			in.Reason = finding.NoCommittedOffsets
+		case c.Scanned > 0 && 2*c.DecodeErrors > c.Scanned:
+			in.Reason, in.TopError, in.Topic = finding.MostlyUndecodable, topClass(col.decode.byClass), p.Source
+		case sinkBad.Scanned > 0 && 2*sinkBad.DecodeErrors > sinkBad.Scanned:
+			// Copies that do not decode cannot be matched: every record
+			// would look missing.
+			in.Reason, in.TopError, in.Topic, in.Counts = finding.MostlyUndecodable, topClass(col.decode.byClass), p.Sink, sinkBad
+		case c.Scanned > 0 && c.Audited == 0:
+			in.Reason = finding.NothingAudited
+		default:
+			continue
+		}
+		s.Inconclusive = append(s.Inconclusive, in)
+	}
+	if o.Ledger != nil {
+		lc := led.counts
+		lc.Verified, lc.Expired, lc.Unsettled = chk.ledger.Verified, chk.ledger.Expired, chk.ledger.Unsettled
+		cs.Ledger = &lc
+		s.Stages[finding.StageLedger] = &finding.StageCounts{KeysChecked: chk.ledgerIDs, Findings: map[finding.Kind]int64{}}
+	}
+	if scanned == 0 && o.Ledger == nil {
+		s.Inconclusive = append(s.Inconclusive, finding.Inconclusive{Reason: finding.NoRecords, Key: key})
+	}
+	for _, r := range chk.rows {
+		s.Stages[r.Stage].Findings[r.Kind]++
+	}
+	if chk.withheld > 0 {
+		s.Partial, s.PartialReason = true, finding.PartialStuck
+	}
+	finding.SortRows(chk.rows, s.InputOrder)
+	return &finding.Result{Summary: s, Rows: chk.rows}
+}
+
+// topClass returns the most frequent decode error class ("" for none).
+func topClass(m map[string]int64) string {
+	best, n := "", int64(0)
+	for c, k := range m {
+		if k > n || (k == n && c < best) {
+			best, n = c, k
+		}
+	}
+	return best
+}

@@ -1,0 +1,184 @@
+package compare
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/lossaudit/lossaudit/audit/internal/snapshot"
+	"github.com/lossaudit/lossaudit/audit/kread"
+)
+
+// compareSnapshot is what the snapshot phase saw, in the order that makes
+// the comparison sound (see the package notes).
+type compareSnapshot struct {
+	// at is when the due offsets were taken.
+	at time.Time
+	// due holds, per source partition, the offset below which records
+	// are due (before capping at the LSO); a partition missing from it
+	// has nothing due (no committed offset of the group).
+	due map[kread.TP]int64
+	// committed says, per pair, whether the group had any committed
+	// offset on its source (always true without a group).
+	committed []bool
+	// sinkStartHW holds the sinks' high watermarks when the due offsets
+	// had been taken, by topic.
+	sinkStartHW map[string]map[int32]int64
+	sinks       []snapshot.Topic
+	sources     []snapshot.Topic
+	// ledger holds the ledger topics' snapshots, by ledger topic index.
+	ledger []snapshot.Topic
+}
+
+// Roles of a comparison's topics, in MissingTopicError.
+const (
+	RoleSource = "source"
+	RoleSink   = "sink"
+	RoleLedger = "ledger"
+)
+
+// MissingTopicError says that a compared topic does not exist.
+type MissingTopicError struct {
+	Topic string
+	// Role is RoleSource, RoleSink or RoleLedger; Pair the pair's index
+	// for the first two.
+	Role string
+	Pair int
+	Err  error
+}
+
+func (e *MissingTopicError) Error() string {
+	return fmt.Sprintf("%s topic %s: %v", e.Role, e.Topic, e.Err)
+}
+
+func (e *MissingTopicError) Unwrap() error { return e.Err }
+
+// takeSnapshot reads, in this order: the due offsets of the sources (the
+// group's committed offsets, or the offsets for the snapshot time minus
+// the grace); the sinks' high watermarks, then each sink once every
+// transaction open by then has ended (settled); then the sources' and the
+// ledger topics' bounds.
+func takeSnapshot(ctx context.Context, o Options, ledgerTopics []string) (*compareSnapshot, error) {
+	resolve := func(k Kafka, topic, role string, pair int) error {
+		if _, err := k.Partitions(ctx, topic); err != nil {
+			if errors.Is(err, kread.ErrUnknownTopic) {
+				return &MissingTopicError{Topic: topic, Role: role, Pair: pair, Err: err}
+			}
+			return fmt.Errorf("compare: %s topic %s: %w", role, topic, err)
+		}
+		return nil
+	}
+	var sources []string
+	for i, p := range o.Pairs {
+		if err := resolve(o.Source, p.Source, RoleSource, i); err != nil {
+			return nil, err
+		}
+		if err := resolve(o.Sink, p.Sink, RoleSink, i); err != nil {
+			return nil, err
+		}
+		sources = append(sources, p.Source)
+	}
+	for _, t := range ledgerTopics {
+		if err := resolve(o.Source, t, RoleLedger, -1); err != nil {
+			return nil, err
+		}
+	}
+
+	s := &compareSnapshot{at: o.Now(), due: map[kread.TP]int64{}, committed: make([]bool, len(o.Pairs)), sinkStartHW: map[string]map[int32]int64{}}
+	if o.Group != "" && len(sources) > 0 {
+		g, err := o.Source.GroupOffsets(ctx, o.Group, sources)
+		if err != nil {
+			return nil, fmt.Errorf("compare: reading committed offsets of group %s: %w", o.Group, err)
+		}
+		s.due = g
+		for i, p := range o.Pairs {
+			for tp := range g {
+				if tp.Topic == p.Source {
+					s.committed[i] = true
+					break
+				}
+			}
+		}
+	} else {
+		cut := s.at.Add(-o.Grace)
+		for i, p := range o.Pairs {
+			offs, err := o.Source.OffsetsForTime(ctx, p.Source, cut)
+			if err != nil {
+				return nil, fmt.Errorf("compare: looking up offsets of %s for %s: %w", p.Source, cut.UTC().Format(time.RFC3339), err)
+			}
+			for part, off := range offs {
+				s.due[kread.TP{Topic: p.Source, Partition: part}] = off
+			}
+			s.committed[i] = true
+		}
+	}
+
+	for _, p := range o.Pairs {
+		if _, ok := s.sinkStartHW[p.Sink]; ok {
+			continue
+		}
+		hw, err := snapshot.HighWatermarks(ctx, o.Sink, p.Sink)
+		if err != nil {
+			return nil, fmt.Errorf("compare: %w", err)
+		}
+		s.sinkStartHW[p.Sink] = hw
+	}
+	deadline := o.Now().Add(o.SettleTimeout)
+	settled := map[string]snapshot.Topic{}
+	for _, p := range o.Pairs {
+		st, ok := settled[p.Sink]
+		if !ok {
+			var err error
+			if st, err = snapshot.Settle(ctx, o.Sink, p.Sink, s.sinkStartHW[p.Sink], deadline, o.SettlePoll, o.Now); err != nil {
+				return nil, fmt.Errorf("compare: %w", err)
+			}
+			settled[p.Sink] = st
+		}
+		s.sinks = append(s.sinks, st)
+	}
+
+	read := func(topic string) (snapshot.Topic, error) {
+		st, err := snapshot.Read(ctx, o.Source, topic)
+		if err != nil {
+			return snapshot.Topic{}, fmt.Errorf("compare: %w", err)
+		}
+		return st, nil
+	}
+	byTopic := map[string]snapshot.Topic{}
+	for _, p := range o.Pairs {
+		st, ok := byTopic[p.Source]
+		if !ok {
+			var err error
+			if st, err = read(p.Source); err != nil {
+				return nil, err
+			}
+			byTopic[p.Source] = st
+		}
+		s.sources = append(s.sources, st)
+	}
+	for _, t := range ledgerTopics {
+		st, ok := byTopic[t]
+		if !ok {
+			var err error
+			if st, err = read(t); err != nil {
+				return nil, err
+			}
+		}
+		s.ledger = append(s.ledger, st)
+	}
+	return s, nil
+}
+
+// dueBelow returns the offset below which the records of source partition
+// tp are due: the due offset capped at the partition's LSO, or its log
+// start when nothing is due.
+func (s *compareSnapshot) dueBelow(x int, p int32) int64 {
+	t := s.sources[x]
+	of := t.Offsets[p]
+	d, ok := s.due[kread.TP{Topic: t.Name, Partition: p}]
+	if !ok {
+		return of.LogStart
+	}
+	return min(d, of.LSO)
+}
