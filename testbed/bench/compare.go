@@ -49,12 +49,14 @@ func runCompare(ctx context.Context, bin string, brokers []string, n names, dir 
 		return res, 0, err
 	}
 	var rj struct {
-		RowCount int  `json:"row_count"`
-		Partial  bool `json:"partial"`
+		RowCount int        `json:"row_count"`
+		Partial  bool       `json:"partial"`
+		Index    indexStats `json:"index"`
 	}
 	if err := json.Unmarshal(b, &rj); err != nil {
 		return res, 0, fmt.Errorf("reading compare-report.json: %w", err)
 	}
+	res.Index = rj.Index
 	if rj.Partial {
 		return res, 0, errors.New("the comparison was partial")
 	}

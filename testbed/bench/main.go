@@ -422,10 +422,12 @@ func runAudit(ctx context.Context, bin, cfgPath, dir string, m *manifest, window
 		RowCount   int               `json:"row_count"`
 		Partitions []json.RawMessage `json:"partition_findings"`
 		Partial    bool              `json:"partial"`
+		Index      indexStats        `json:"index"`
 	}
 	if err := json.Unmarshal(b, &rj); err != nil {
 		return res, 0, fmt.Errorf("reading report.json: %w", err)
 	}
+	res.Index = rj.Index
 	if rj.Partial {
 		return res, 0, errors.New("the audit was partial")
 	}

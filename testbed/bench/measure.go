@@ -24,6 +24,24 @@ type result struct {
 	Records int64 // records the reader had to read
 	Bytes   int64 // key+value bytes of those records
 	Note    string
+	// Index is what the run's report says it kept on disk: the records it
+	// read and the index entries it wrote for them (zero for raw readers).
+	Index indexStats
+}
+
+// indexStats is the "index" object of lossaudit's JSON report.
+type indexStats struct {
+	RecordsRead int64 `json:"records_read"`
+	Entries     int64 `json:"entries"`
+}
+
+// entriesPerRecord renders the index entries written per record read, or
+// "" when the run has none to say.
+func (r result) entriesPerRecord() string {
+	if r.Index.RecordsRead == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%.3f", float64(r.Index.Entries)/float64(r.Index.RecordsRead))
 }
 
 func (r result) recPerSec() float64 { return float64(r.Records) / r.Wall.Seconds() }

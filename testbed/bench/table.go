@@ -26,8 +26,8 @@ func markdown(o benchOptions, m *manifest, rs []result) string {
 		"(inputs, repartition tails, changelogs, output); %d partitions per topic, replication factor %d, %s; loaded in %.0f s. Window: --from %s. Commit %s.\n\n",
 		inputs.Records, mib(inputs.Bytes), m.Keys, all.Records, mib(all.Bytes), len(n.audited()), m.Spec.Partitions, m.Spec.RF,
 		m.Spec.Compression, m.LoadSeconds, m.windowFrom().Format(time.RFC3339), gitRev())
-	fmt.Fprintf(&b, "| reader | wall s | records/s | MB/s | peak RSS MiB | audit/raw throughput vs kcat | vs franz-go | windowed / full |\n")
-	fmt.Fprintf(&b, "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
+	fmt.Fprintf(&b, "| reader | wall s | records/s | MB/s | peak RSS MiB | audit/raw throughput vs kcat | vs franz-go | windowed / full | index entries / record read |\n")
+	fmt.Fprintf(&b, "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
 	var kcat, franz, full time.Duration
 	var fullRate float64
 	var cmpNotes []string
@@ -55,8 +55,8 @@ func markdown(o benchOptions, m *manifest, rs []result) string {
 				vsF = fmt.Sprintf("%.2f", franz.Seconds()/r.Wall.Seconds())
 			}
 		}
-		fmt.Fprintf(&b, "| %s | %.2f | %.0f | %.1f | %.0f | %s | %s | %s |\n", r.Name, r.Wall.Seconds(), r.recPerSec(), r.mbPerSec(),
-			mib(r.MaxRSS), vsK, vsF, win)
+		fmt.Fprintf(&b, "| %s | %.2f | %.0f | %.1f | %.0f | %s | %s | %s | %s |\n", r.Name, r.Wall.Seconds(), r.recPerSec(), r.mbPerSec(),
+			mib(r.MaxRSS), vsK, vsF, win, r.entriesPerRecord())
 	}
 	for _, c := range cmpNotes {
 		fmt.Fprintf(&b, "\nThroughput per record read, %s.\n", c)
