@@ -64,6 +64,40 @@ func WaitInSync(ctx context.Context, brokers []string, topic string) error {
 	}
 }
 
+// WaitLeader polls the metadata until partition p of topic is led by
+// broker leader, or ctx ends.
+func WaitLeader(ctx context.Context, brokers []string, topic string, p, leader int32) error {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.MetadataMinAge(100*time.Millisecond))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	last := "no answer"
+	for {
+		req := kmsg.NewPtrMetadataRequest()
+		rt := kmsg.NewMetadataRequestTopic()
+		rt.Topic = kmsg.StringPtr(topic)
+		req.Topics = append(req.Topics, rt)
+		if resp, err := req.RequestWith(ctx, cl); err == nil && len(resp.Topics) == 1 {
+			for _, rp := range resp.Topics[0].Partitions {
+				if rp.Partition == p {
+					if rp.Leader == leader {
+						return nil
+					}
+					last = fmt.Sprintf("leader %d, ISR %v", rp.Leader, rp.ISR)
+				}
+			}
+		} else if err != nil {
+			last = err.Error()
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for broker %d to lead %s[%d]: %w (last: %s)", leader, topic, p, ctx.Err(), last)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
 // configPair is one compare.pairs entry.
 func configPair(name, source, sink string) config.Pair {
 	return config.Pair{Name: name, Source: source, Sink: sink}

@@ -88,6 +88,10 @@ func TestVerifiableProducerAcksOneLosesAcknowledgedRecords(t *testing.T) {
 	step("answers while the follower is frozen", WaitAnswers(ctx, vp, 3500))
 	step("killing the leader", c.KillNode(1))
 	step("resuming the follower", c.ResumeNode(2))
+	// The follower must have taken over (truncating what only the killed
+	// leader had) before the old leader comes back, however slowly the
+	// controller fences it on a loaded machine.
+	step("the follower leading", WaitLeader(ctx, c.Bootstrap(), topic, 0, 2))
 	step("answers from the new leader", WaitAnswers(ctx, vp, 5000))
 	step("restarting the old leader", c.StartNode(1))
 	step("the producer's end", vp.Wait(ctx))
