@@ -55,7 +55,7 @@ func Run(ctx context.Context, o Options) (*finding.Result, error) {
 		return nil, err
 	}
 	w := o.Store.NewWriter()
-	col := newCollector(o, snap, entryWriter{w})
+	col := newCollector(o, snap, nil, entryWriter{w})
 	if err := timed("read", func() error { return col.readAll(ctx) }); err != nil {
 		w.Cancel()
 		return nil, err
@@ -68,7 +68,7 @@ func Run(ctx context.Context, o Options) (*finding.Result, error) {
 	// history, then the per-key check over the index.
 	parts := partitionFindings(o, snap, col, prev)
 	var chk *checked
-	if err := timed("check", func() (err error) { chk, err = check(o, snap, stuckPartitions(parts)); return err }); err != nil {
+	if err := timed("check", func() (err error) { chk, err = check(o, snap, stuckPartitions(parts), nil); return err }); err != nil {
 		return nil, err
 	}
 	if !o.From.IsZero() && len(chk.rows) > 0 {
@@ -78,7 +78,7 @@ func Run(ctx context.Context, o Options) (*finding.Result, error) {
 	}
 
 	// 4. Assemble the result, and remember this snapshot for the next run.
-	res := assemble(ctx, o, snap, col, chk, parts)
+	res := assemble(ctx, o, snap, col, chk, parts, auditCounts(col, chk))
 	res.Summary.Started, res.Summary.Timings = started, timings
 	res.Summary.Finished = o.Now()
 	if o.History != nil {
