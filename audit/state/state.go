@@ -90,6 +90,9 @@ func Open(dir string, o Options) (*Store, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("state: creating %s: %w", dir, err)
 	}
+	if err := removeEmptyLogs(filepath.Join(dir, "db")); err != nil {
+		return nil, err
+	}
 	opts := badger.DefaultOptions(filepath.Join(dir, "db")).
 		WithLogger(nil).
 		WithMemTableSize(16 << 20).
@@ -117,6 +120,31 @@ func Open(dir string, o Options) (*Store, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// removeEmptyLogs removes the empty write-ahead and value log files of a
+// Badger directory. Badger creates such a file, then sizes it; a process
+// killed in between leaves an empty file that Badger (v4.9) refuses to
+// open ("Create a new file"), although it holds nothing.
+func removeEmptyLogs(dir string) error {
+	ents, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("state: listing %s: %w", dir, err)
+	}
+	for _, e := range ents {
+		if ext := filepath.Ext(e.Name()); ext != ".mem" && ext != ".vlog" {
+			continue
+		}
+		if fi, err := e.Info(); err == nil && fi.Size() == 0 {
+			if err := os.Remove(filepath.Join(dir, e.Name())); err != nil {
+				return fmt.Errorf("state: removing the empty %s: %w", e.Name(), err)
+			}
+		}
+	}
+	return nil
 }
 
 // Dir returns the directory of the store.
@@ -358,6 +386,9 @@ func (s *Store) recover() error {
 func (s *Store) apply(ref *logRef) error {
 	path := filepath.Join(s.dir, ref.Name)
 	n := 0
+	// Batches of ApplyBatch entries, at least two when there are two
+	// entries: a process killed while applying has applied a part.
+	batch := int(min(int64(s.o.ApplyBatch), max(1, ref.Entries/2)))
 	wb := s.db.NewWriteBatch()
 	flush := func() error {
 		if err := wb.Flush(); err != nil {
@@ -385,7 +416,7 @@ func (s *Store) apply(ref *logRef) error {
 		if err != nil {
 			return err
 		}
-		if n++; n%s.o.ApplyBatch == 0 {
+		if n++; n%batch == 0 {
 			if err := flush(); err != nil {
 				return err
 			}
