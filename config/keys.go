@@ -57,7 +57,11 @@ func keyDefs() []keyDef {
 		{key: "store.dir", kind: kindString, def: "./lossaudit-data"},
 		{key: "report.csv", kind: kindString, def: "loss-report.csv"},
 		{key: "report.json", kind: kindString, def: ""},
+		{key: "report.metrics_file", kind: kindString, def: ""},
 		{key: "audit.settle_timeout", kind: kindDuration, def: "60s"},
+		{key: "watch.interval", kind: kindDuration, def: "1m"},
+		{key: "watch.listen", kind: kindString, def: "127.0.0.1:9464"},
+		{key: "watch.log_format", kind: kindString, def: "text"},
 	}
 }
 

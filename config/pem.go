@@ -127,7 +127,11 @@ func (c *Config) Redacted() string {
 	line("store.dir", c.Store.Dir)
 	line("report.csv", c.Report.CSV)
 	line("report.json", c.Report.JSON)
+	line("report.metrics_file", c.Report.MetricsFile)
 	line("audit.settle_timeout", c.Audit.SettleTimeout)
+	line("watch.interval", c.Watch.Interval)
+	line("watch.listen", c.Watch.Listen)
+	line("watch.log_format", c.Watch.LogFormat)
 	return b.String()
 }
 
