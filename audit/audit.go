@@ -68,7 +68,7 @@ func Run(ctx context.Context, o Options) (*finding.Result, error) {
 	// history, then the per-key check over the index.
 	parts := partitionFindings(o, snap, col, prev)
 	var chk *checked
-	if err := timed("check", func() (err error) { chk, err = check(o, snap, stuckPartitions(parts), nil); return err }); err != nil {
+	if err := timed("check", func() (err error) { chk, err = check(o, snap, stuckPartitions(parts), col.timeline, nil); return err }); err != nil {
 		return nil, err
 	}
 	if !o.From.IsZero() && len(chk.rows) > 0 {

@@ -515,3 +515,37 @@ func TestRunPoisonPill(t *testing.T) {
 		t.Errorf("running group: partition findings %+v, want none", res.Summary.Partitions)
 	}
 }
+
+// TestRunSameWithTailsHeldOrNot: whether the repartition tails fit in
+// memory (candidates pending at the second hop are known as they are read,
+// the others coalesced per key) or not (every candidate indexed, matched
+// in the check), the result is the same.
+func TestRunSameWithTailsHeldOrNot(t *testing.T) {
+	tp := newTestPipeline(t)
+	f := tp.f
+	for i := range 40 {
+		k := fmt.Sprintf("k%d", i%9)
+		tp.process(i%2, int32(i%2), k, int64(100+i), fmt.Sprint(i), i%7 == 0, i%5 == 0)
+	}
+	// Pending at the second hop: copies in the repartition tails.
+	for i := range 6 {
+		k := fmt.Sprintf("k%d", i)
+		off := f.add("inA", 0, []byte("o"), []byte(k+"|tail"), int64(900+i), kread.Committed)
+		f.group[kread.TP{Topic: "inA", Partition: 0}] = off + 1
+		f.add("app-repA-repartition", partitionFor([]byte(k), 2), []byte(k), []byte(k+"|tail"), int64(900+i), kread.Committed)
+	}
+	held := tp.run(t)
+	tp.opt.maxTails = 2
+	spilled := tp.run(t)
+	if g, w := rowsString(spilled.Rows), rowsString(held.Rows); strings.Join(g, ";") != strings.Join(w, ";") || len(w) == 0 {
+		t.Errorf("rows with tails not held:\n%v\nheld:\n%v", g, w)
+	}
+	for _, in := range []string{"a", "b"} {
+		if *held.Summary.Inputs[in] != *spilled.Summary.Inputs[in] {
+			t.Errorf("input %s counts %+v held, %+v not held", in, *held.Summary.Inputs[in], *spilled.Summary.Inputs[in])
+		}
+	}
+	if held.Summary.Inputs["a"].Pending < 6 {
+		t.Errorf("input a pending = %d, want at least the 6 in the tail", held.Summary.Inputs["a"].Pending)
+	}
+}

@@ -37,9 +37,10 @@ type keyVisitor interface {
 	judged(ev *detect.KeyEvidence, rows []finding.Row, held []heldRow) ([]finding.Row, error)
 }
 
-// check streams the index key by key through the core check; v, when not
-// nil, takes part in every key's check.
-func check(o Options, snap *pipelineSnapshot, stuck map[kread.TP]bool, v keyVisitor) (*checked, error) {
+// check streams the index key by key through the core check. Candidates
+// pending at the second hop move from audited to pending on tl. v, when
+// not nil, takes part in every key's check.
+func check(o Options, snap *pipelineSnapshot, stuck map[kread.TP]bool, tl *timeline, v keyVisitor) (*checked, error) {
 	spec := &detect.KeySpec{}
 	for _, in := range o.Inputs {
 		spec.Inputs = append(spec.Inputs, detect.InputSpec{Name: in.Name, Topic: in.Topic, RepartitionTopic: in.RepartitionTopic})
@@ -65,7 +66,7 @@ func check(o Options, snap *pipelineSnapshot, stuck map[kread.TP]bool, v keyVisi
 		if v != nil {
 			known = func() error { return v.known(key, ev) }
 		}
-		if err := fold(key, c, ev, len(o.Inputs), known); err != nil {
+		if err := fold(key, c, ev, len(o.Inputs), tl.movePending, known); err != nil {
 			return err
 		}
 		var kc detect.KeyCounts

@@ -142,6 +142,9 @@ type collector struct {
 	counts []inputCounters
 	decode decodeErrors
 	win    window
+	tails  tailSet
+	// timeline counts the audited and pending input records by timestamp.
+	timeline *timeline
 
 	// windowFrom holds, per input partition, the window start offset the
 	// read began at (windowed runs).
@@ -154,7 +157,9 @@ type collector struct {
 }
 
 func newCollector(o Options, snap *pipelineSnapshot, plan *readPlan, w entryWriter) *collector {
-	c := &collector{o: o, snap: snap, plan: plan, w: w, counts: make([]inputCounters, len(o.Inputs)), next: map[kread.TP]detect.NextRecord{}}
+	c := &collector{o: o, snap: snap, plan: plan, w: w, counts: make([]inputCounters, len(o.Inputs)), next: map[kread.TP]detect.NextRecord{},
+		timeline: newTimeline(len(o.Inputs))}
+	c.tails.limit = o.maxTails
 	if !o.From.IsZero() {
 		c.win.from = o.From.UnixMilli()
 	}
@@ -216,7 +221,11 @@ func (c *collector) readRepartition(ctx context.Context, x int) error {
 			if in.DownstreamKey != nil {
 				key = in.DownstreamKey(key)
 			}
-			if err := c.w.repartition(uint8(x), key, rec.Timestamp, fingerprint(rec.Value), !ok || rec.Offset >= committed, rec.Partition, rec.Offset); err != nil {
+			fp, tail := fingerprint(rec.Value), !ok || rec.Offset >= committed
+			if tail {
+				c.tails.add(newTailID(uint8(x), key, rec.Timestamp, fp))
+			}
+			if err := c.w.repartition(uint8(x), key, rec.Timestamp, fp, tail, rec.Partition, rec.Offset); err != nil {
 				return fmt.Errorf("indexing %s[%d]@%d: %w", rec.Topic, rec.Partition, rec.Offset, err)
 			}
 		}
@@ -239,6 +248,10 @@ func (c *collector) readInput(ctx context.Context, x int) error {
 	}
 	rs, total := c.ranges(t, start)
 	cnt := &c.counts[x]
+	// With every repartition-tail record in memory, a candidate pending at
+	// the second hop is known as it is read, so the others can be
+	// coalesced to the newest per key: the check needs no more.
+	coalesce := c.tails.complete()
 	seenNext := map[int32]bool{} // per partition; callbacks of one partition are sequential, in offset order
 	var seenMu sync.Mutex
 	err = collect.Read(ctx, c.o.Kafka, c.o.Progress, "input "+in.Topic, rs, total, false, &c.stats, func(recs []kread.Record) error {
@@ -249,6 +262,7 @@ func (c *collector) readInput(ctx context.Context, x int) error {
 			nextDone = seenNext[recs[0].Partition] || !c.o.From.IsZero()
 			seenMu.Unlock()
 		}
+		tl := c.timeline.batch()
 		for i := range recs {
 			rec := &recs[i]
 			committed, ok := c.snap.group[kread.TP{Topic: rec.Topic, Partition: rec.Partition}]
@@ -270,16 +284,35 @@ func (c *collector) readInput(ctx context.Context, x int) error {
 				seenMu.Unlock()
 			}
 			cl := classify(ok && rec.Offset < committed, rec.Value != nil, ts, status, c.win)
+			var fp uint64
+			first := coalesce
+			if cl == candidate {
+				fp = fingerprint(rec.Value)
+				if coalesce && c.tails.has(newTailID(uint8(x), key, ts, fp)) {
+					if c.plan == nil {
+						cl = pending // its copy waits in the repartition tail: the second hop's lag
+					} else {
+						// A reconcile step keeps the record in its state to
+						// judge it once processed: indexed as it is, the
+						// check finds it pending.
+						first = false
+					}
+				}
+			}
 			n[cl]++
 			switch cl {
 			case undecodable:
 				c.decode.add(x, in, rec, serr)
+			case pending:
+				tl.note(ts, true)
 			case candidate:
-				if err := c.w.input(uint8(x), key, ts, rec.Partition, rec.Offset, fingerprint(rec.Value)); err != nil {
+				tl.note(ts, false)
+				if err := c.w.input(first, uint8(x), key, ts, rec.Partition, rec.Offset, fp); err != nil {
 					return fmt.Errorf("indexing %s[%d]@%d: %w", rec.Topic, rec.Partition, rec.Offset, err)
 				}
 			}
 		}
+		c.timeline.add(x, tl)
 		cnt.scanned.Add(int64(len(recs)))
 		cnt.candidates.Add(n[candidate])
 		cnt.outside.Add(n[outsideWindow])

@@ -60,7 +60,11 @@ func (e entryWriter) repartition(x uint8, key []byte, ts int64, fp uint64, tail 
 	return e.w.Add(key, tagRepartition, f[:], v[:])
 }
 
-func (e entryWriter) input(x uint8, key []byte, ts int64, partition int32, offset int64, fp uint64) error {
+// input writes a candidate of input x. With first, only the newest
+// candidate per key of a chunk is kept: right when the candidates pending
+// at the second hop were left out (see tailSet), since the evidence is
+// then simply the newest.
+func (e entryWriter) input(first bool, x uint8, key []byte, ts int64, partition int32, offset int64, fp uint64) error {
 	var f [21]byte
 	f[0] = x
 	binary.BigEndian.PutUint64(f[1:], inv(ts))
@@ -68,6 +72,9 @@ func (e entryWriter) input(x uint8, key []byte, ts int64, partition int32, offse
 	binary.BigEndian.PutUint64(f[13:], inv(offset))
 	var v [8]byte
 	binary.BigEndian.PutUint64(v[:], fp)
+	if first {
+		return e.w.AddFirst(key, tagInput, 1, f[:], v[:])
+	}
 	return e.w.Add(key, tagInput, f[:], v[:])
 }
 
@@ -84,7 +91,7 @@ func (e entryWriter) stage(output bool, x uint8, key []byte, partition int32, ts
 		var f [9]byte
 		f[0] = x
 		binary.BigEndian.PutUint64(f[1:], inv(ts))
-		return e.w.Add(key, tag+0x10, f[:], v[1:]) // tagChangelogAborted, tagOutputAborted
+		return e.w.AddFirst(key, tag+0x10, 1, f[:], v[1:]) // tagChangelogAborted, tagOutputAborted: only the newest counts
 	}
 	var f [17]byte
 	f[0] = x
@@ -93,21 +100,25 @@ func (e entryWriter) stage(output bool, x uint8, key []byte, partition int32, ts
 	if tombstone {
 		v[0] = flagTombstone
 	}
-	return e.w.Add(key, tag, f[:], v[:])
+	// Only the newest committed record of a key counts (with its tombstone
+	// flag): one entry per key and chunk.
+	return e.w.AddFirst(key, tag, 1, f[:], v[:])
 }
 
 // touch writes an entry that makes the check visit key even when this
 // run read nothing about it.
 func (e entryWriter) touch(key []byte) error {
-	return e.w.Add(key, tagTouch, []byte{0}, nil)
+	return e.w.AddFirst(key, tagTouch, 1, []byte{0}, nil)
 }
 
 // fold reads the entries of one key into ev (reset to key first). inputs
-// is the pipeline's number of inputs. known, when not nil, is called once,
-// after the key's repartition entries and before its input entries, to
-// add what is known of the key from elsewhere (an incremental step's
-// state): candidates must follow the repartition tail (detect.KeyEvidence).
-func fold(key []byte, c *index.Cursor, ev *detect.KeyEvidence, inputs int, known func() error) error {
+// is the pipeline's number of inputs. pending, when not nil, is told the
+// input and timestamp of every candidate that turns out pending at the
+// second hop. known, when not nil, is called once, after the key's
+// repartition entries and before its input entries, to add what is known
+// of the key from elsewhere (an incremental step's state): candidates must
+// follow the repartition tail (detect.KeyEvidence).
+func fold(key []byte, c *index.Cursor, ev *detect.KeyEvidence, inputs int, pending func(x int, ts int64), known func() error) error {
 	ev.Reset(key)
 	var prevTag byte
 	var prev []byte
@@ -138,14 +149,14 @@ func fold(key []byte, c *index.Cursor, ev *detect.KeyEvidence, inputs int, known
 			continue // the same record read twice
 		}
 		prevTag, prev = e.Tag, append(prev[:0], f...)
-		if err := apply(ev, e, x, f[1:]); err != nil {
+		if err := apply(ev, e, x, f[1:], pending); err != nil {
 			return fmt.Errorf("index: entry %#x of key %q: %w", e.Tag, key, err)
 		}
 	}
 	return addKnown()
 }
 
-func apply(ev *detect.KeyEvidence, e index.Entry, x int, f []byte) error {
+func apply(ev *detect.KeyEvidence, e index.Entry, x int, f []byte, pending func(x int, ts int64)) error {
 	switch e.Tag {
 	case tagTouch:
 	case tagRepartition:
@@ -162,8 +173,13 @@ func apply(ev *detect.KeyEvidence, e index.Entry, x int, f []byte) error {
 		if len(f) != 20 || len(e.Value) != 8 {
 			return fmt.Errorf("input entry of %d+%d bytes", len(f), len(e.Value))
 		}
-		ev.AddCandidate(x, detect.InputRecord{TS: uninv(be64(f[0:8])), Partition: int32(^be32(f[8:12])),
+		before := ev.Inputs[x].Pending
+		ts := uninv(be64(f[0:8]))
+		ev.AddCandidate(x, detect.InputRecord{TS: ts, Partition: int32(^be32(f[8:12])),
 			Offset: uninv(be64(f[12:20])), FP: be64(e.Value)})
+		if pending != nil && ev.Inputs[x].Pending > before {
+			pending(x, ts)
+		}
 	case tagChangelog, tagOutput:
 		if len(f) != 16 || len(e.Value) != 5 {
 			return fmt.Errorf("stage entry of %d+%d bytes", len(f), len(e.Value))

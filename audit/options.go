@@ -101,6 +101,9 @@ type Options struct {
 	// History, when set, compares this run's snapshot with the previous
 	// run's (truncated, offset_reset) and records it for the next run.
 	History History
+
+	// maxTails overrides maxTails (tests).
+	maxTails int
 }
 
 // withDefaults validates o and fills in its defaults.
@@ -126,6 +129,9 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.Now == nil {
 		o.Now = time.Now
+	}
+	if o.maxTails <= 0 {
+		o.maxTails = maxTails
 	}
 	if o.SettlePoll <= 0 {
 		o.SettlePoll = 200 * time.Millisecond

@@ -241,7 +241,7 @@ func Step(ctx context.Context, o Options, so StepOptions) (*Stepped, error) {
 		rebuild: rebuild, windowed: !o.From.IsZero()}
 	var chk *checked
 	err = timed("check", func() (err error) {
-		chk, err = check(o, snap, stuckPartitions(parts), v)
+		chk, err = check(o, snap, stuckPartitions(parts), col.timeline, v)
 		return err
 	})
 	if err == nil && len(v.deferred) > 0 {

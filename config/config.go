@@ -52,6 +52,11 @@ type Kafka struct {
 	Concurrency int
 	// Timeout bounds one request to the cluster.
 	Timeout time.Duration
+	// ConnectTimeout bounds opening a connection to a broker (TCP, TLS,
+	// the first Kafka request).
+	ConnectTimeout time.Duration
+	// RetryTimeout bounds the time spent retrying one problem.
+	RetryTimeout time.Duration
 }
 
 // TLS configures transport security to the brokers. Files are PEM.
@@ -150,6 +155,8 @@ type Store struct {
 // audit command writes the CSV report to stdout then.
 type Report struct {
 	CSV, JSON string
+	// HTML is the self-contained HTML report (report.html).
+	HTML string
 	// MetricsFile, when set, receives the run's metrics in the Prometheus
 	// text format (for node_exporter's textfile collector).
 	MetricsFile string

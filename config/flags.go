@@ -37,6 +37,7 @@ func Flags() []Flag {
 		{Name: "store-dir", Key: "store.dir", Usage: "directory of the on-disk index (overrides store.dir)"},
 		{Name: "csv", Key: "report.csv", Usage: "write the CSV loss report to this path, - for stdout, \"\" for none (overrides report.csv)"},
 		{Name: "json", Key: "report.json", Usage: "write the JSON report to this path (overrides report.json)"},
+		{Name: "html", Key: "report.html", Usage: "write the self-contained HTML report to this path (overrides report.html)"},
 		{Name: "metrics-file", Key: "report.metrics_file", Usage: "write the run's metrics to this path in the Prometheus text format, atomically, for node_exporter's textfile collector (overrides report.metrics_file)"},
 		{Name: "interval", Key: "watch.interval", Usage: "time between the starts of two reconcile steps, e.g. 1m (overrides watch.interval)"},
 		{Name: "listen", Key: "watch.listen", Usage: "address to serve /metrics, /healthz and the reports on (overrides watch.listen)"},

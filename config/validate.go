@@ -37,6 +37,12 @@ func (c *Config) validate() error {
 	if k.Timeout <= 0 {
 		return errorf("kafka.timeout", "must be positive, is %s", k.Timeout)
 	}
+	if k.ConnectTimeout <= 0 {
+		return errorf("kafka.connect_timeout", "must be positive, is %s", k.ConnectTimeout)
+	}
+	if k.RetryTimeout <= 0 {
+		return errorf("kafka.retry_timeout", "must be positive, is %s", k.RetryTimeout)
+	}
 	if err := checkPEM("kafka.tls.ca_file", k.TLS.CAFile); err != nil {
 		return err
 	}

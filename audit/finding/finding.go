@@ -307,8 +307,47 @@ type Summary struct {
 	DecodeErrorSamples []DecodeErrorSample
 	// Timings are the durations of the run's phases.
 	Timings map[string]time.Duration
+	// Pipeline names the audited Kafka Streams pipeline's topics, for a
+	// picture of it; nil for audits of another kind of pipeline.
+	Pipeline *Pipeline
+	// Timeline counts the audited and pending input records by timestamp;
+	// nil when the run did not keep one.
+	Timeline *Timeline
 	// Step describes a reconciliation step; nil for an audit.
 	Step *Step
+}
+
+// Pipeline describes the audited Kafka Streams pipeline: each input with
+// its repartition topic and its store's changelog, joined in input order
+// into the output topic.
+type Pipeline struct {
+	Inputs []PipelineInput
+	Output string
+}
+
+// PipelineInput is one input of a Pipeline.
+type PipelineInput struct {
+	Name             string
+	Topic            string
+	RepartitionTopic string
+	ChangelogTopic   string
+}
+
+// Timeline is a histogram of input records by their timestamp (the one the
+// application sees, as in Row.Timestamp): per input, how many records were
+// audited and how many were pending in each bucket. Buckets are Bucket wide
+// and start at multiples of Bucket since the Unix epoch; a bucket absent
+// from the map counts nothing.
+type Timeline struct {
+	Bucket time.Duration
+	// Inputs maps an input's name to its counts by bucket start (Unix ms).
+	Inputs map[string]map[int64]BucketCounts
+}
+
+// BucketCounts are the records of one input in one Timeline bucket.
+type BucketCounts struct {
+	Audited int64
+	Pending int64
 }
 
 // Step is what one step of a scheduled reconciliation did. Its per-input

@@ -2,7 +2,9 @@ package index
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"testing"
 )
@@ -258,5 +260,83 @@ func TestManyRunsMatchOneRun(t *testing.T) {
 		if a[i] != b[i] {
 			t.Fatalf("key %d differs:\none run:   %s\nmany runs: %s", i, a[i], b[i])
 		}
+	}
+}
+
+// TestAddFirstKeepsTheFirstOfEachGroup: entries added with AddFirst, in
+// any order and through chunks of any size, scan back with the same first
+// entry per (key, tag, group) as when every one of them is kept, and a
+// chunk holds at most one entry per group.
+func TestAddFirstKeepsTheFirstOfEachGroup(t *testing.T) {
+	type e struct {
+		key    string
+		tag    byte
+		fields []byte
+		val    []byte
+	}
+	rng := rand.New(rand.NewPCG(7, 11))
+	var all []e
+	for i := range 20000 {
+		f := make([]byte, 1+8)
+		f[0] = byte(rng.IntN(3)) // the group: one byte
+		binary.BigEndian.PutUint64(f[1:], rng.Uint64N(1000))
+		all = append(all, e{fmt.Sprintf("k%d", rng.IntN(300)), byte(rng.IntN(2)), f, fmt.Appendf(nil, "v%d", i)})
+	}
+	firsts := func(s *Store) (map[string]string, int) {
+		out, n := map[string]string{}, 0
+		err := s.Scan(func(key []byte, c *Cursor) error {
+			for c.Next() {
+				n++
+				en := c.Entry()
+				g := fmt.Sprintf("%s/%d/%d", key, en.Tag, en.Fields[0])
+				if old, ok := out[g]; !ok || string(en.Fields) < old[:len(en.Fields)] {
+					out[g] = string(en.Fields) + string(en.Value)
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out, n
+	}
+	plain := openTemp(t, Options{})
+	w := plain.NewWriter()
+	for _, x := range all {
+		if err := w.Add([]byte(x.key), x.tag, x.fields, x.val); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	want, nAll := firsts(plain)
+	for _, chunk := range []int64{1 << 20, 64 << 10, 2 << 10} {
+		s := openTemp(t, Options{ChunkBytes: chunk})
+		w := s.NewWriter()
+		for _, i := range rng.Perm(len(all)) {
+			x := all[i]
+			if err := w.AddFirst([]byte(x.key), x.tag, 1, x.fields, x.val); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := w.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		got, n := firsts(s)
+		// The value of the first entry is only fixed when its fields are
+		// unique; compare the fields.
+		for g, wv := range want {
+			if gv, ok := got[g]; !ok || gv[:9] != wv[:9] {
+				t.Errorf("chunk %d: group %s first %x, want %x", chunk, g, gv, wv)
+			}
+		}
+		if len(got) != len(want) {
+			t.Errorf("chunk %d: %d groups, want %d", chunk, len(got), len(want))
+		}
+		if chunk == 1<<20 && n != len(want) {
+			t.Errorf("one chunk kept %d entries for %d groups", n, len(want))
+		}
+		t.Logf("chunk %d: %d entries stored for %d added (%d groups)", chunk, n, nAll, len(want))
 	}
 }

@@ -3,13 +3,14 @@ package index
 import (
 	"bufio"
 	"bytes"
-	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
 	"slices"
 	"sync"
+
+	"github.com/cespare/xxhash/v2"
 )
 
 // Writer collects evidence into the store. Its methods are safe for
@@ -25,21 +26,33 @@ type Writer struct {
 	runs  []string
 	done  bool
 
-	spill sync.Mutex // one chunk is sorted and written at a time
+	spill   sync.Mutex // one chunk is sorted and written at a time
+	sortTmp []ent      // the radix sort's buffer; guarded by spill
 }
 
 // chunk is a batch of entries in memory: encoded back to back in buf.
 type chunk struct {
 	buf  []byte
 	ents []ent
+	// first maps the group hash of an entry added with AddFirst to its
+	// index in ents.
+	first map[uint64]int32
+	// dead counts entries replaced by an AddFirst entry sorting first.
+	dead int
 }
 
+// firstEntryCost is what an AddFirst group costs a chunk's memory (its map
+// entry), counted against the chunk size.
+const firstEntryCost = 40
+
 // ent locates one entry of a chunk; h is the entry's leading hash, so
-// most comparisons while sorting look at one integer.
+// most comparisons while sorting look at one integer. dead marks an entry
+// another one replaced (AddFirst).
 type ent struct {
 	h          uint64
 	off        uint32
 	klen, vlen uint32
+	dead       bool
 }
 
 func (c *chunk) key(e ent) []byte { return c.buf[e.off : e.off+e.klen] }
@@ -114,8 +127,45 @@ func (w *Writer) removeRuns() {
 // entries of a key, see the package notes) and its value. The slices are
 // copied.
 func (w *Writer) Add(key []byte, tag byte, fields, val []byte) error {
+	return w.add(key, tag, -1, fields, val)
+}
+
+// AddFirst is Add for entries of which only one per group matters: among
+// the entries of key and tag whose fields start with the same group bytes,
+// only the one whose fields sort first is needed (callers encode "newest"
+// so that it sorts first). Within the chunk being collected it keeps only
+// that one, so a key written a million times costs one entry per chunk,
+// not a million. Entries collected in other chunks are not merged with it:
+// a Scan may still see several entries of a group, never more than one per
+// chunk, the first-sorting one among them.
+func (w *Writer) AddFirst(key []byte, tag byte, group int, fields, val []byte) error {
+	if group < 0 || group > len(fields) {
+		return fmt.Errorf("index: group of %d bytes in fields of %d", group, len(fields))
+	}
+	return w.add(key, tag, group, fields, val)
+}
+
+// groupHash identifies an AddFirst group within a chunk.
+func groupHash(key []byte, tag byte, group []byte) uint64 {
+	var d xxhash.Digest
+	d.Reset()
+	var n [5]byte
+	binary.BigEndian.PutUint32(n[:4], uint32(len(key)))
+	n[4] = tag
+	d.Write(n[:])
+	d.Write(key)
+	d.Write(group)
+	return d.Sum64()
+}
+
+// add appends one entry; with group >= 0 it coalesces as AddFirst does.
+func (w *Writer) add(key []byte, tag byte, group int, fields, val []byte) error {
 	if err := checkKey(key); err != nil {
 		return err
+	}
+	var gh uint64
+	if group >= 0 {
+		gh = groupHash(key, tag, fields[:group])
 	}
 	w.mu.Lock()
 	if w.err != nil || w.done {
@@ -127,14 +177,41 @@ func (w *Writer) Add(key []byte, tag byte, fields, val []byte) error {
 		return err
 	}
 	c := w.cur
+	if group >= 0 {
+		if i, ok := c.first[gh]; ok {
+			e := &c.ents[i]
+			k := c.key(*e)
+			if skey, stag, sfields, ok := splitKey(k); ok && stag == tag && bytes.Equal(skey, key) &&
+				len(sfields) >= group && bytes.Equal(sfields[:group], fields[:group]) {
+				if bytes.Compare(fields, sfields) >= 0 {
+					w.mu.Unlock()
+					return nil // the one kept sorts first already
+				}
+				if len(sfields) == len(fields) && int(e.vlen) == len(val) {
+					copy(sfields, fields)
+					copy(c.val(*e), val)
+					w.mu.Unlock()
+					return nil
+				}
+				e.dead = true
+				c.dead++
+			}
+		}
+	}
 	off := len(c.buf)
 	c.buf = appendHead(c.buf, key, tag)
 	c.buf = append(c.buf, fields...)
 	klen := len(c.buf) - off
 	c.buf = append(c.buf, val...)
 	c.ents = append(c.ents, ent{h: binary.BigEndian.Uint64(c.buf[off:]), off: uint32(off), klen: uint32(klen), vlen: uint32(len(val))})
+	if group >= 0 {
+		if c.first == nil {
+			c.first = map[uint64]int32{}
+		}
+		c.first[gh] = int32(len(c.ents) - 1)
+	}
 	var full *chunk
-	if int64(len(c.buf)) >= w.s.chunk || len(c.buf) > 1<<31 {
+	if int64(len(c.buf))+int64(len(c.first))*firstEntryCost >= w.s.chunk || len(c.buf) > 1<<31 || len(c.ents) >= 1<<31-1 {
 		full = c
 		if w.spare != nil {
 			w.cur, w.spare = w.spare, nil
@@ -148,7 +225,8 @@ func (w *Writer) Add(key []byte, tag byte, fields, val []byte) error {
 		w.mu.Lock()
 		err := w.err
 		if w.spare == nil && !w.done {
-			full.buf, full.ents = full.buf[:0], full.ents[:0]
+			full.buf, full.ents, full.dead = full.buf[:0], full.ents[:0], 0
+			clear(full.first)
 			w.spare = full
 		}
 		w.mu.Unlock()
@@ -169,7 +247,10 @@ func (w *Writer) write(c *chunk) {
 	}
 	// By hash first (integer compares only), then each run of equal hashes
 	// (one key's entries, or a rare collision) by the bytes.
-	slices.SortFunc(c.ents, func(a, b ent) int { return cmp.Compare(a.h, b.h) })
+	if cap(w.sortTmp) < len(c.ents) {
+		w.sortTmp = make([]ent, len(c.ents))
+	}
+	radixSortByHash(c.ents, w.sortTmp[:len(c.ents)])
 	for i := 0; i < len(c.ents); {
 		j := i + 1
 		for j < len(c.ents) && c.ents[j].h == c.ents[i].h {
@@ -183,6 +264,9 @@ func (w *Writer) write(c *chunk) {
 	path := w.s.newRunPath()
 	err := writeRun(path, func(emit func(k, v []byte) error) error {
 		for _, e := range c.ents {
+			if e.dead {
+				continue
+			}
 			if err := emit(c.key(e), c.val(e)); err != nil {
 				return err
 			}

@@ -4,12 +4,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
-	"slices"
+	"hash/crc32"
 	"sort"
-
-	"github.com/segmentio/kafka-go/protocol"
-	"github.com/segmentio/kafka-go/protocol/fetch"
 )
 
 // Kind classifies a record the way a read_committed consumer would.
@@ -44,9 +40,12 @@ type Record struct {
 	Topic     string
 	Partition int32
 	Offset    int64
-	// Timestamp is the record's timestamp in Unix milliseconds (the create
-	// time the producer set; see the package notes on LogAppendTime).
-	Timestamp int64
+	// Timestamp is the record's timestamp in Unix milliseconds, as a Java
+	// consumer reports it: the create time the producer set, or on topics
+	// with message.timestamp.type=LogAppendTime the time the broker
+	// appended the batch (LogAppendTime is then true).
+	Timestamp     int64
+	LogAppendTime bool
 	// Key and Value are nil for a null key/value and non-nil (possibly
 	// empty) otherwise. They are valid only during the callback.
 	Key, Value []byte
@@ -58,23 +57,34 @@ type Record struct {
 // controlAbort is the control record type of an ABORT marker (key bytes 2-3).
 const controlAbort = 0
 
-// decoder turns one fetched partition into classified records. It keeps
-// its buffers between fetches of the same partition.
+// decoder turns the record batches of one fetched partition into
+// classified records. Keys and values point into the fetched bytes, or for
+// compressed batches into the decoder's arena; nothing is allocated per
+// record. A decoder serves one partition at a time and keeps its buffers
+// between uses.
 type decoder struct {
 	topic     string
 	partition int32
 
-	arena []byte    // key and value bytes of the current fetch
-	raw   []rawRec  // records of the current fetch, pointing into arena
-	out   []Record  // what the callback gets
-	batch []rawRec  // records of the batch being decoded
-	txns  []txnMark // aborted transactions of the current response
+	src     []byte    // the partition's record batches, as fetched
+	arena   []byte    // decompressed batches not handed out yet
+	raw     []rawRec  // records not handed out yet
+	out     []Record  // what the callback gets
+	txns    []txnMark // aborted transactions of the current response
+	aborted map[int64]struct{}
+	inf     inflater
+
+	// partial is set by decode when the bytes ended in an incomplete batch
+	// (cut by the fetch size limit) and no complete batch reached next.
+	partial bool
 }
 
 type rawRec struct {
 	offset, ts, pid int64
 	kind            Kind
-	kOff, kLen      int // kLen < 0: null
+	appendTime      bool
+	inArena         bool // key and value are in arena, else in src
+	kOff, kLen      int  // kLen < 0: null
 	vOff, vLen      int
 }
 
@@ -88,8 +98,9 @@ type counts struct {
 
 // decode classifies the records of one partition response, keeping those
 // in [next, to). It returns the records to hand out (committed, plus
-// aborted ones when wantAborted), the counts, and the new next offset (one
-// past the last record seen in [next, to), whatever its kind).
+// aborted ones when wantAborted), the counts, and the new next offset: one
+// past the last offset covered by a complete batch in [next, to), whatever
+// its records' kinds, including offsets compaction removed.
 //
 // The aborted filtering follows the Java consumer (CompletedFetch): the
 // response's aborted transactions are consumed in first-offset order; for
@@ -97,119 +108,137 @@ type counts struct {
 // last offset add their producer id to the aborted set; an ABORT marker
 // removes its producer id; a transactional batch whose producer id is in
 // the set is aborted as a whole; control batches are never data.
-func (d *decoder) decode(rs protocol.RecordReader, aborted []fetch.ResponseTransaction, next, to int64, wantAborted bool) ([]Record, counts, int64, error) {
+func (d *decoder) decode(rs []byte, aborted []txnMark, next, to int64, wantAborted bool) ([]Record, counts, int64, error) {
 	return d.decodeEmit(rs, aborted, next, to, wantAborted, nil)
 }
 
 // Emitting early: a fetch of a well-compressed partition can hold hundreds
-// of thousands of records; holding them all (their bytes, and the records
-// pointing at them) before the callback sees any made memory grow with
-// partition_max_bytes times the compression ratio times the concurrency.
+// of thousands of records; holding them all (their decompressed bytes, and
+// the records pointing at them) before the callback sees any made memory
+// grow with partition_max_bytes times the compression ratio times the
+// concurrency.
 const (
 	emitRecords = 4096    // hand records out once this many are collected ...
-	emitBytes   = 1 << 20 // ... or their keys and values hold this many bytes
+	emitBytes   = 1 << 20 // ... or their decompressed batches hold this many bytes
 )
+
+// Record batch v2 layout (the Kafka protocol guide, "Record Batch").
+const (
+	batchHeader     = 61 // bytes up to the first record
+	batchLengthEnd  = 12 // base offset and batch length
+	offMagic        = 16
+	offCRC          = 17
+	offAttributes   = 21
+	offLastDelta    = 23
+	offBaseTS       = 27
+	offMaxTS        = 35
+	offProducerID   = 43
+	offRecordsCount = 57
+
+	attrCodec         = 0x07
+	attrLogAppendTime = 0x08
+	attrTransactional = 0x10
+	attrControl       = 0x20
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // decodeEmit is decode that, when emit is not nil, hands records out to
 // emit whenever emitRecords or emitBytes are collected (after a whole batch),
 // and returns only the rest. On an error after some records were handed
 // out, the counts and next offset returned describe exactly those, so that
 // a retry resumes after them.
-func (d *decoder) decodeEmit(rs protocol.RecordReader, aborted []fetch.ResponseTransaction, next, to int64, wantAborted bool, emit func([]Record) error) ([]Record, counts, int64, error) {
+func (d *decoder) decodeEmit(rs []byte, aborted []txnMark, next, to int64, wantAborted bool, emit func([]Record) error) ([]Record, counts, int64, error) {
 	var (
-		flushedCnt  counts
-		flushedNext = next
+		cnt, flushedCnt counts
+		flushedNext     = next
 	)
-	d.arena = d.arena[:0]
-	d.raw = d.raw[:0]
-	d.out = d.out[:0]
-	var cnt counts
+	d.src = rs
+	d.arena, d.raw, d.out = d.arena[:0], d.raw[:0], d.out[:0]
+	d.partial = false
 
-	d.txns = d.txns[:0]
-	for _, t := range aborted {
-		d.txns = append(d.txns, txnMark{pid: t.ProducerID, first: t.FirstOffset})
-	}
+	d.txns = append(d.txns[:0], aborted...)
 	sort.SliceStable(d.txns, func(i, j int) bool { return d.txns[i].first < d.txns[j].first })
-	abortedPIDs := map[int64]bool{}
-	consumeUpTo := func(last int64) {
-		for len(d.txns) > 0 && d.txns[0].first <= last {
-			abortedPIDs[d.txns[0].pid] = true
-			d.txns = d.txns[1:]
-		}
+	if d.aborted == nil {
+		d.aborted = map[int64]struct{}{}
 	}
+	clear(d.aborted)
+	txns := d.txns
 
-	var batches []protocol.RecordReader
-	switch s := rs.(type) {
-	case nil:
-	case *protocol.RecordStream:
-		batches = s.Records
-	default:
-		batches = []protocol.RecordReader{s}
-	}
-
-	for _, b := range batches {
-		var (
-			base, pid     int64 = -1, -1
-			transactional bool
-			control       bool
-		)
-		switch bb := b.(type) {
-		case *protocol.RecordBatch:
-			base, pid, transactional = bb.BaseOffset, bb.ProducerID, bb.Attributes.Transactional()
-		case *protocol.ControlBatch:
-			base, pid, control = bb.BaseOffset, bb.ProducerID, true
-		case *protocol.MessageSet:
-			base = bb.BaseOffset
+	for pos := 0; len(rs)-pos >= batchLengthEnd; {
+		b := rs[pos:]
+		base := int64(binary.BigEndian.Uint64(b))
+		length := int64(int32(binary.BigEndian.Uint32(b[8:])))
+		if length < batchHeader-batchLengthEnd {
+			return nil, flushedCnt, flushedNext, fmt.Errorf("record batch at offset %d: length %d is too short", base, length)
 		}
-		abortMarker := false
-		if err := d.readBatch(b, control, &abortMarker); err != nil {
-			return nil, flushedCnt, flushedNext, fmt.Errorf("decoding batch at offset %d: %w", base, err)
+		if int64(len(b)) < batchLengthEnd+length {
+			// The fetch size limit cut this batch: the next fetch starts there.
+			d.partial = true
+			break
 		}
-		// kafka-go does not expose lastOffsetDelta; the last record's offset
-		// (or the base offset of an empty batch) serves: a transaction's first
-		// offset is always the base offset of its producer's first batch.
-		last := base
-		if n := len(d.batch); n > 0 && d.batch[n-1].offset > last {
-			last = d.batch[n-1].offset
+		b = b[:batchLengthEnd+length]
+		bStart := pos
+		pos += len(b)
+		if base >= to {
+			break
 		}
+		if m := int8(b[offMagic]); m != 2 {
+			return nil, flushedCnt, flushedNext, fmt.Errorf("record batch at offset %d has message format v%d (before Kafka 0.11), which is not supported", base, m)
+		}
+		if crc := binary.BigEndian.Uint32(b[offCRC:]); crc32.Checksum(b[offAttributes:], castagnoli) != crc {
+			return nil, flushedCnt, flushedNext, fmt.Errorf("record batch at offset %d: CRC mismatch (corrupt data)", base)
+		}
+		attrs := int16(binary.BigEndian.Uint16(b[offAttributes:]))
+		last := base + int64(int32(binary.BigEndian.Uint32(b[offLastDelta:])))
+		pid := int64(binary.BigEndian.Uint64(b[offProducerID:]))
+		control := attrs&attrControl != 0
 		kind := Committed
 		if pid >= 0 {
-			consumeUpTo(last)
-			switch {
-			case control:
-				if abortMarker {
-					delete(abortedPIDs, pid)
-				}
-			case transactional && abortedPIDs[pid]:
+			for len(txns) > 0 && txns[0].first <= last {
+				d.aborted[txns[0].pid] = struct{}{}
+				txns = txns[1:]
+			}
+			if _, ok := d.aborted[pid]; ok && attrs&attrTransactional != 0 && !control {
 				kind = Aborted
 			}
 		}
 		if control {
 			kind = Control
 		}
-		for _, r := range d.batch {
+		n0 := len(d.raw)
+		abortMarker, err := d.readBatch(b, bStart, base, pid, attrs, kind)
+		if err != nil {
+			return nil, flushedCnt, flushedNext, fmt.Errorf("record batch at offset %d: %w", base, err)
+		}
+		if control && pid >= 0 && abortMarker {
+			delete(d.aborted, pid)
+		}
+		// Keep the batch's records in [next, to); count them all.
+		keep := d.raw[:n0]
+		for _, r := range d.raw[n0:] {
 			if r.offset < next || r.offset >= to {
-				continue // below the fetch offset, or past the range
+				continue
 			}
-			next = r.offset + 1
-			r.kind, r.pid = kind, pid
-			switch kind {
+			switch r.kind {
 			case Committed:
 				if cnt.committed == 0 {
 					cnt.firstTS = r.ts
 				}
 				cnt.lastTS = r.ts
 				cnt.committed++
-				d.raw = append(d.raw, r)
+				keep = append(keep, r)
 			case Aborted:
 				cnt.aborted++
 				if wantAborted {
-					d.raw = append(d.raw, r)
+					keep = append(keep, r)
 				}
 			case Control:
 				cnt.control++
 			}
 		}
+		d.raw = keep
+		next = max(next, min(last+1, to))
 		if emit != nil && (len(d.raw) >= emitRecords || len(d.arena) >= emitBytes) {
 			if len(d.raw) > 0 {
 				if err := emit(d.records()); err != nil {
@@ -223,88 +252,145 @@ func (d *decoder) decodeEmit(rs protocol.RecordReader, aborted []fetch.ResponseT
 	return d.records(), cnt, next, nil
 }
 
+// readBatch appends the records of the complete batch b, which starts at
+// bStart in d.src, to d.raw, decompressing into the arena if needed. It
+// reports whether a control batch is an ABORT marker.
+func (d *decoder) readBatch(b []byte, bStart int, base, pid int64, attrs int16, kind Kind) (abortMarker bool, err error) {
+	count := int(int32(binary.BigEndian.Uint32(b[offRecordsCount:])))
+	baseTS := int64(binary.BigEndian.Uint64(b[offBaseTS:]))
+	appendTime := attrs&attrLogAppendTime != 0
+	maxTS := int64(binary.BigEndian.Uint64(b[offMaxTS:]))
+	recs := b[batchHeader:]
+	srcOff := bStart + batchHeader // where recs starts in its buffer
+	inArena := false
+	if codec := attrs & attrCodec; codec != codecNone {
+		start := len(d.arena)
+		if d.arena, err = d.inf.inflate(d.arena, recs, codec); err != nil {
+			return false, err
+		}
+		recs, srcOff, inArena = d.arena[start:], start, true
+	}
+	if count < 0 || count > len(recs) {
+		return false, fmt.Errorf("record count %d does not fit the batch", count)
+	}
+	p := 0
+	for i := 0; i < count; i++ {
+		length, n := binary.Varint(recs[p:])
+		if n <= 0 || length < 0 || int64(len(recs)-p-n) < length {
+			return false, fmt.Errorf("record %d: bad length", i)
+		}
+		p += n
+		rec := recs[p : p+int(length)]
+		recStart := srcOff + p
+		p += int(length)
+		r, err := parseRecord(rec, recStart)
+		if err != nil {
+			return false, fmt.Errorf("record %d: %w", i, err)
+		}
+		r.offset += base
+		if appendTime {
+			r.ts = maxTS
+		} else {
+			r.ts += baseTS
+		}
+		r.pid, r.kind, r.appendTime, r.inArena = pid, kind, appendTime, inArena
+		if kind == Control && i == 0 {
+			if r.kLen != 4 {
+				return false, fmt.Errorf("control record at offset %d has a key of %d bytes", r.offset, r.kLen)
+			}
+			key := recs[r.kOff-srcOff : r.kOff-srcOff+4]
+			abortMarker = int16(binary.BigEndian.Uint16(key[2:])) == controlAbort
+		}
+		d.raw = append(d.raw, r)
+	}
+	return abortMarker, nil
+}
+
+var errShortRecord = errors.New("record ends early")
+
+// parseRecord reads one record's fields (after its length); offsets of the
+// key and value are relative to at, where rec starts in its buffer.
+func parseRecord(rec []byte, at int) (rawRec, error) {
+	var r rawRec
+	p := 1 // attributes, unused
+	if len(rec) < 1 {
+		return r, errShortRecord
+	}
+	v, n := binary.Varint(rec[p:])
+	if n <= 0 {
+		return r, errShortRecord
+	}
+	r.ts, p = v, p+n
+	v, n = binary.Varint(rec[p:])
+	if n <= 0 {
+		return r, errShortRecord
+	}
+	r.offset, p = v, p+n
+	var ok bool
+	if r.kOff, r.kLen, p, ok = field(rec, p); !ok {
+		return r, errShortRecord
+	}
+	if r.vOff, r.vLen, p, ok = field(rec, p); !ok {
+		return r, errShortRecord
+	}
+	r.kOff += at
+	r.vOff += at
+	headers, n := binary.Varint(rec[p:])
+	if n <= 0 || headers < 0 {
+		return r, errShortRecord
+	}
+	p += n
+	for range headers {
+		if _, _, p, ok = field(rec, p); !ok {
+			return r, errShortRecord
+		}
+		if _, _, p, ok = field(rec, p); !ok {
+			return r, errShortRecord
+		}
+	}
+	return r, nil
+}
+
+// field reads a varint-length byte field at p: its offset and length (-1
+// for null) and the position after it.
+func field(rec []byte, p int) (off, length, end int, ok bool) {
+	if p > len(rec) {
+		return 0, 0, 0, false
+	}
+	l, n := binary.Varint(rec[p:])
+	if n <= 0 || l < -1 || int64(len(rec)-p-n) < l {
+		return 0, 0, 0, false
+	}
+	p += n
+	if l < 0 {
+		return p, -1, p, true
+	}
+	return p, int(l), p + int(l), true
+}
+
 // records turns the collected raw records into what the callback gets.
 func (d *decoder) records() []Record {
 	d.out = d.out[:0]
-	for _, r := range d.raw {
+	for i := range d.raw {
+		r := &d.raw[i]
+		buf := d.src
+		if r.inArena {
+			buf = d.arena
+		}
 		d.out = append(d.out, Record{
-			Topic: d.topic, Partition: d.partition, Offset: r.offset, Timestamp: r.ts,
-			Key: d.slice(r.kOff, r.kLen), Value: d.slice(r.vOff, r.vLen),
+			Topic: d.topic, Partition: d.partition, Offset: r.offset, Timestamp: r.ts, LogAppendTime: r.appendTime,
+			Key: slice(buf, r.kOff, r.kLen), Value: slice(buf, r.vOff, r.vLen),
 			Kind: r.kind, ProducerID: r.pid,
 		})
 	}
 	return d.out
 }
 
-// slice returns the arena bytes of a key or value: nil for null, a non-nil
-// slice (possibly empty) otherwise.
-func (d *decoder) slice(off, n int) []byte {
+// slice returns the bytes of a key or value: nil for null, a non-nil
+// slice (possibly empty) otherwise, capped so that appending copies.
+func slice(buf []byte, off, n int) []byte {
 	if n < 0 {
 		return nil
 	}
-	return d.arena[off : off+n : off+n]
-}
-
-// readBatch reads every record of b into d.batch, copying keys and values
-// into the arena (data batches only) and releasing kafka-go's buffers. For
-// a control batch it reports whether its first record is an ABORT marker.
-func (d *decoder) readBatch(b protocol.RecordReader, control bool, abortMarker *bool) error {
-	d.batch = d.batch[:0]
-	for i := 0; ; i++ {
-		rec, err := b.ReadRecord()
-		if err != nil {
-			if errors.Is(err, io.EOF) {
-				return nil
-			}
-			return err
-		}
-		r := rawRec{offset: rec.Offset, ts: rec.Time.UnixMilli(), kLen: -1, vLen: -1}
-		if control {
-			if i == 0 {
-				k, err := protocol.ReadAll(rec.Key)
-				if err != nil {
-					closeBytes(rec)
-					return err
-				}
-				if len(k) != 4 {
-					closeBytes(rec)
-					return fmt.Errorf("control record at offset %d has a key of %d bytes", rec.Offset, len(k))
-				}
-				*abortMarker = int16(binary.BigEndian.Uint16(k[2:])) == controlAbort
-			}
-		} else {
-			if r.kOff, r.kLen, err = d.copyBytes(rec.Key); err == nil {
-				r.vOff, r.vLen, err = d.copyBytes(rec.Value)
-			}
-			if err != nil {
-				closeBytes(rec)
-				return fmt.Errorf("record at offset %d: %w", rec.Offset, err)
-			}
-		}
-		closeBytes(rec)
-		d.batch = append(d.batch, r)
-	}
-}
-
-// copyBytes appends b to the arena; length -1 means null.
-func (d *decoder) copyBytes(b protocol.Bytes) (int, int, error) {
-	if b == nil {
-		return 0, -1, nil
-	}
-	n := b.Len()
-	off := len(d.arena)
-	d.arena = slices.Grow(d.arena, n)[:off+n]
-	if _, err := io.ReadFull(b, d.arena[off:off+n]); err != nil {
-		return 0, 0, err
-	}
-	return off, n, nil
-}
-
-func closeBytes(r *protocol.Record) {
-	if r.Key != nil {
-		r.Key.Close()
-	}
-	if r.Value != nil {
-		r.Value.Close()
-	}
+	return buf[off : off+n : off+n]
 }

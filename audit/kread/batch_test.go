@@ -1,32 +1,26 @@
 package kread
 
 import (
+	"encoding/binary"
 	"fmt"
+	"hash/crc32"
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/segmentio/kafka-go/protocol"
-	"github.com/segmentio/kafka-go/protocol/fetch"
 )
 
-// Builders of synthetic fetch responses, the shapes kafka-go decodes.
+// Builders of synthetic partition responses: v2 record batches encoded
+// by batchenc_test.go.
 
-func data(pid int64, txn bool, base int64, vals ...string) protocol.RecordReader {
-	recs := make([]protocol.Record, len(vals))
+func data(pid int64, txn bool, base int64, vals ...string) []byte {
+	b := encBatch{base: base, lastOffsetDelta: -1, baseTS: 1000 + base, pid: pid, epoch: 0, txn: txn}
+	if pid < 0 {
+		b.epoch = -1
+	}
 	for i, v := range vals {
-		recs[i] = protocol.Record{
-			Offset: base + int64(i),
-			Time:   time.UnixMilli(1000 + base + int64(i)),
-			Key:    protocol.NewBytes([]byte("k" + v)),
-			Value:  protocol.NewBytes([]byte(v)),
-		}
+		b.recs = append(b.recs, encRec{tsDelta: int64(i), key: []byte("k" + v), value: []byte(v)})
 	}
-	attrs := protocol.Attributes(0)
-	if txn {
-		attrs |= protocol.Transactional
-	}
-	return &protocol.RecordBatch{Attributes: attrs, BaseOffset: base, ProducerID: pid, Records: protocol.NewRecordReader(recs...)}
+	b.maxTS = b.baseTS + int64(len(vals)) - 1
+	return b.encode(nil)
 }
 
 const (
@@ -34,20 +28,21 @@ const (
 	markCommit = 1
 )
 
-func marker(pid int64, off int64, typ int16) protocol.RecordReader {
-	b := protocol.NewControlBatch(protocol.ControlRecord{Offset: off, Time: time.UnixMilli(1000 + off), Type: typ})
-	b.BaseOffset, b.ProducerID = off, pid
-	b.Attributes = protocol.Transactional | protocol.Control
-	return b
+func marker(pid int64, off int64, typ int16) []byte {
+	b := encBatch{base: off, lastOffsetDelta: -1, baseTS: 1000 + off, maxTS: 1000 + off, pid: pid, txn: true, control: true,
+		recs: []encRec{controlRec(typ == markAbort)}}
+	return b.encode(nil)
 }
 
-func stream(bs ...protocol.RecordReader) protocol.RecordReader {
-	return &protocol.RecordStream{Records: bs}
+func stream(bs ...[]byte) []byte {
+	var out []byte
+	for _, b := range bs {
+		out = append(out, b...)
+	}
+	return out
 }
 
-func abortedTxn(pid, first int64) fetch.ResponseTransaction {
-	return fetch.ResponseTransaction{ProducerID: pid, FirstOffset: first}
-}
+func abortedTxn(pid, first int64) txnMark { return txnMark{pid: pid, first: first} }
 
 // render lists handed-out records as "offset:value:kind".
 func render(recs []Record) string {
@@ -64,8 +59,8 @@ func render(recs []Record) string {
 func TestDecodeClassifiesLikeJavaConsumer(t *testing.T) {
 	tests := []struct {
 		name        string
-		rs          protocol.RecordReader
-		aborted     []fetch.ResponseTransaction
+		rs          []byte
+		aborted     []txnMark
 		next, to    int64
 		wantAborted bool
 		want        string
@@ -79,7 +74,7 @@ func TestDecodeClassifiesLikeJavaConsumer(t *testing.T) {
 				data(-1, false, 3, "plain3"), data(2, true, 4, "c4"),
 				marker(1, 5, markAbort), marker(2, 6, markCommit), data(-1, false, 7, "plain7"),
 			),
-			aborted: []fetch.ResponseTransaction{abortedTxn(1, 0)},
+			aborted: []txnMark{abortedTxn(1, 0)},
 			next:    0, to: 100,
 			want:       "1:c1:committed 3:plain3:committed 4:c4:committed 7:plain7:committed",
 			wantCounts: counts{committed: 4, aborted: 2, control: 2, firstTS: 1001, lastTS: 1007},
@@ -91,7 +86,7 @@ func TestDecodeClassifiesLikeJavaConsumer(t *testing.T) {
 				data(1, true, 0, "a0"), data(2, true, 1, "c1"), data(1, true, 2, "a2"),
 				marker(1, 3, markAbort), marker(2, 4, markCommit),
 			),
-			aborted: []fetch.ResponseTransaction{abortedTxn(1, 0)},
+			aborted: []txnMark{abortedTxn(1, 0)},
 			next:    0, to: 100, wantAborted: true,
 			want:       "0:a0:aborted 1:c1:committed 2:a2:aborted",
 			wantCounts: counts{committed: 1, aborted: 2, control: 2, firstTS: 1001, lastTS: 1001},
@@ -103,7 +98,7 @@ func TestDecodeClassifiesLikeJavaConsumer(t *testing.T) {
 				data(7, true, 10, "a10", "a11"), marker(7, 12, markAbort),
 				data(7, true, 13, "c13"), marker(7, 14, markCommit),
 			),
-			aborted: []fetch.ResponseTransaction{abortedTxn(7, 10)},
+			aborted: []txnMark{abortedTxn(7, 10)},
 			next:    10, to: 100,
 			want:       "13:c13:committed",
 			wantCounts: counts{committed: 1, aborted: 2, control: 2, firstTS: 1013, lastTS: 1013},
@@ -116,7 +111,7 @@ func TestDecodeClassifiesLikeJavaConsumer(t *testing.T) {
 				data(7, true, 12, "c12"), marker(7, 13, markCommit),
 				data(7, true, 14, "a14"), marker(7, 15, markAbort),
 			),
-			aborted: []fetch.ResponseTransaction{abortedTxn(7, 14), abortedTxn(7, 10)},
+			aborted: []txnMark{abortedTxn(7, 14), abortedTxn(7, 10)},
 			next:    10, to: 100,
 			want:       "12:c12:committed",
 			wantCounts: counts{committed: 1, aborted: 2, control: 3, firstTS: 1012, lastTS: 1012},
@@ -127,7 +122,7 @@ func TestDecodeClassifiesLikeJavaConsumer(t *testing.T) {
 			rs: stream(
 				data(3, true, 0, "a0"), data(3, false, 1, "idem1"), marker(3, 2, markAbort),
 			),
-			aborted: []fetch.ResponseTransaction{abortedTxn(3, 0)},
+			aborted: []txnMark{abortedTxn(3, 0)},
 			next:    0, to: 100,
 			want:       "1:idem1:committed",
 			wantCounts: counts{committed: 1, aborted: 1, control: 1, firstTS: 1001, lastTS: 1001},
@@ -139,7 +134,7 @@ func TestDecodeClassifiesLikeJavaConsumer(t *testing.T) {
 				data(1, true, 0, "a0", "a1", "a2"), data(2, true, 3, "c3"), data(1, true, 4, "a4"),
 				marker(1, 5, markAbort), marker(2, 6, markCommit),
 			),
-			aborted: []fetch.ResponseTransaction{abortedTxn(1, 0)},
+			aborted: []txnMark{abortedTxn(1, 0)},
 			next:    2, to: 100, wantAborted: true,
 			want:       "2:a2:aborted 3:c3:committed 4:a4:aborted",
 			wantCounts: counts{committed: 1, aborted: 2, control: 2, firstTS: 1003, lastTS: 1003},
@@ -195,13 +190,13 @@ func TestDecodeClassifiesLikeJavaConsumer(t *testing.T) {
 }
 
 func TestDecodeKeepsNullDistinctFromEmpty(t *testing.T) {
-	b := &protocol.RecordBatch{BaseOffset: 0, ProducerID: -1, Records: protocol.NewRecordReader(
-		protocol.Record{Offset: 0, Key: nil, Value: nil},
-		protocol.Record{Offset: 1, Key: protocol.NewBytes([]byte{}), Value: protocol.NewBytes([]byte{})},
-		protocol.Record{Offset: 2, Key: protocol.NewBytes([]byte("k")), Value: nil},
-	)}
+	b := encBatch{base: 0, lastOffsetDelta: -1, pid: -1, epoch: -1, recs: []encRec{
+		{key: nil, value: nil},
+		{key: []byte{}, value: []byte{}},
+		{key: []byte("k"), value: nil, headers: [][2][]byte{{[]byte("h"), []byte("v")}, {[]byte("n"), nil}}},
+	}}
 	d := decoder{}
-	recs, _, _, err := d.decode(stream(b), nil, 0, 10, false)
+	recs, _, _, err := d.decode(b.encode(t), nil, 0, 10, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -217,4 +212,144 @@ func TestDecodeKeepsNullDistinctFromEmpty(t *testing.T) {
 	if string(recs[2].Key) != "k" || recs[2].Value != nil {
 		t.Errorf("record 2 = %q/%#v", recs[2].Key, recs[2].Value)
 	}
+}
+
+// The same records, compressed with every codec Kafka has, decode alike;
+// timestamps follow the batch's timestamp type.
+func TestDecodeCodecsAndTimestamps(t *testing.T) {
+	recs := func() []encRec {
+		var out []encRec
+		for i := range 300 {
+			out = append(out, encRec{tsDelta: int64(i), key: fmt.Appendf(nil, "key-%d", i%7), value: []byte(strings.Repeat(fmt.Sprintf("v%d,", i), 1+i%9))})
+		}
+		return out
+	}()
+	want := func(appendTime bool) string {
+		var b strings.Builder
+		for i, r := range recs {
+			ts := 5000 + r.tsDelta
+			if appendTime {
+				ts = 9999
+			}
+			fmt.Fprintf(&b, "%d:%s=%s@%d ", 40+i, r.key, r.value, ts)
+		}
+		return b.String()
+	}
+	tests := []struct {
+		name       string
+		codec      int16
+		xerial     bool
+		appendTime bool
+	}{
+		{"none", codecNone, false, false},
+		{"gzip", codecGzip, false, false},
+		{"snappy block", codecSnappy, false, false},
+		{"snappy xerial framing", codecSnappy, true, false},
+		{"lz4", codecLZ4, false, false},
+		{"zstd", codecZstd, false, false},
+		{"zstd, LogAppendTime", codecZstd, false, true},
+		{"none, LogAppendTime", codecNone, false, true},
+	}
+	var d decoder // reused across codecs, as a worker's is
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			// Two batches, so that the second decompresses after the first.
+			half := len(recs) / 2
+			b1 := encBatch{base: 40, lastOffsetDelta: -1, baseTS: 5000, maxTS: 9999, pid: -1, epoch: -1, codec: tt.codec, xerial: tt.xerial, logAppendTime: tt.appendTime, recs: recs[:half]}
+			b2 := encBatch{base: 40 + int64(half), lastOffsetDelta: -1, baseTS: 5000 + int64(half), maxTS: 9999, pid: -1, epoch: -1, codec: tt.codec, xerial: tt.xerial, logAppendTime: tt.appendTime, recs: append([]encRec(nil), recs[half:]...)}
+			for i := range b2.recs {
+				b2.recs[i].tsDelta -= int64(half)
+			}
+			out, cnt, next, err := d.decode(stream(b1.encode(t), b2.encode(t)), nil, 40, 1000, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var b strings.Builder
+			for _, r := range out {
+				fmt.Fprintf(&b, "%d:%s=%s@%d ", r.Offset, r.Key, r.Value, r.Timestamp)
+				if r.LogAppendTime != tt.appendTime {
+					t.Fatalf("record %d LogAppendTime %v", r.Offset, r.LogAppendTime)
+				}
+			}
+			if got := b.String(); got != want(tt.appendTime) {
+				t.Errorf("records differ:\n got %.200s\nwant %.200s", got, want(tt.appendTime))
+			}
+			if cnt.committed != int64(len(recs)) || next != 40+int64(len(recs)) {
+				t.Errorf("counts %+v next %d", cnt, next)
+			}
+		})
+	}
+}
+
+// What compaction and the fetch size limit leave: batches whose records
+// are gone, a batch cut at the end, and hostile bytes.
+func TestDecodeBatchEdges(t *testing.T) {
+	full := data(-1, false, 0, "a", "b", "c")
+	tail := encBatch{base: 3, lastOffsetDelta: 9, baseTS: 1003, maxTS: 1003, pid: -1, epoch: -1, recs: []encRec{{key: []byte("k"), value: []byte("d")}}}
+	empty := encBatch{base: 13, lastOffsetDelta: 4, pid: 7, epoch: 0, txn: true}
+	corrupt := append([]byte(nil), full...)
+	corrupt[len(corrupt)-1] ^= 0xff
+	magic1 := append([]byte(nil), full...)
+	magic1[offMagic] = 1
+	tests := []struct {
+		name        string
+		rs          []byte
+		next, to    int64
+		want        string
+		wantNext    int64
+		wantPartial bool
+		wantErr     string
+	}{
+		{name: "a batch whose last records were compacted away covers its whole range",
+			rs: stream(full, tail.encode(t)), next: 0, to: 100, want: "0:a:committed 1:b:committed 2:c:committed 3:d:committed", wantNext: 13},
+		{name: "an empty batch (all records compacted away) is stepped over",
+			rs: stream(empty.encode(t), data(-1, false, 18, "e")), next: 13, to: 100, want: "18:e:committed", wantNext: 19},
+		{name: "an empty batch alone still moves next",
+			rs: empty.encode(t), next: 14, to: 100, want: "", wantNext: 18},
+		{name: "next stops at the range end inside a batch",
+			rs: tail.encode(t), next: 3, to: 8, want: "3:d:committed", wantNext: 8},
+		{name: "a batch cut by the size limit is left for the next fetch",
+			rs: stream(full, tail.encode(t)[:40]), next: 0, to: 100, want: "0:a:committed 1:b:committed 2:c:committed", wantNext: 3, wantPartial: true},
+		{name: "a few stray bytes at the end are a cut batch",
+			rs: stream(full, []byte{0, 0, 0}), next: 0, to: 100, want: "0:a:committed 1:b:committed 2:c:committed", wantNext: 3},
+		{name: "CRC mismatch", rs: corrupt, next: 0, to: 100, wantErr: "record batch at offset 0: CRC mismatch"},
+		{name: "old message format", rs: magic1, next: 0, to: 100, wantErr: "message format v1"},
+		{name: "record length past the batch", rs: func() []byte {
+			b := append([]byte(nil), full...)
+			b[batchHeader] = 0x7e // first record's length varint: 63
+			return fixCRC(b)
+		}(), next: 0, to: 100, wantErr: "record 0: bad length"},
+		{name: "key length past the record", rs: func() []byte {
+			b := append([]byte(nil), full...)
+			b[batchHeader+4] = 0x7e // first record's key length varint
+			return fixCRC(b)
+		}(), next: 0, to: 100, wantErr: "record 0: record ends early"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := decoder{}
+			recs, _, next, err := d.decode(tt.rs, nil, tt.next, tt.to, false)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err = %v, want %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := render(recs); got != tt.want {
+				t.Errorf("records:\n got %q\nwant %q", got, tt.want)
+			}
+			if next != tt.wantNext || d.partial != tt.wantPartial {
+				t.Errorf("next %d partial %v, want %d %v", next, d.partial, tt.wantNext, tt.wantPartial)
+			}
+		})
+	}
+}
+
+// fixCRC recomputes the CRC of the single batch b.
+func fixCRC(b []byte) []byte {
+	binary.BigEndian.PutUint32(b[offCRC:], crc32.Checksum(b[offAttributes:], castagnoli))
+	return b
 }

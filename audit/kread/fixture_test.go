@@ -44,6 +44,20 @@ func newReader(t testing.TB, c *kfake.Cluster, mod ...func(*Options)) *Client {
 	return r
 }
 
+// eventually polls cond until it holds or a generous deadline passes, and
+// reports which. Tests wait for the state they need with it instead of
+// sleeping; it may be called from any goroutine.
+func eventually(cond func() bool) bool {
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return true
+}
+
 // model is what the fixture wrote: per partition, in offset order.
 type model struct {
 	mu   sync.Mutex

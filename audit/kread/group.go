@@ -11,7 +11,7 @@ import (
 // describes it (Stable, PreparingRebalance, CompletingRebalance, Empty,
 // Dead) and its number of members. It never joins the group.
 func (c *Client) GroupState(ctx context.Context, group string) (state string, members int, err error) {
-	err = c.retry(ctx, func(ctx context.Context) error {
+	err = c.retry(ctx, "describing group "+group, func(ctx context.Context) error {
 		r, err := c.roundTrip(ctx, &describegroups.Request{Groups: []string{group}})
 		if err != nil {
 			return err

@@ -3,22 +3,33 @@
 //
 // kafka-go's Reader and Conn hand out records of aborted transactions and
 // transaction markers as ordinary messages, so kread works one level lower:
-// it sends protocol-level Fetch requests at isolation level 1 to each
-// partition's leader, and filters the answer with the partition response's
-// aborted-transaction list and each batch's producer id, the way
-// CompletedFetch.java does. Every record is classified Committed, Aborted or
-// Control; committed (and, on request, aborted) records reach the caller,
-// all of them are counted.
+// it sends Fetch requests at isolation level 1 to the partitions' leaders,
+// several partitions of a leader per request, and filters the answer with
+// each partition's aborted-transaction list and each batch's producer id,
+// the way CompletedFetch.java does. kafka-go stays the client (connections,
+// TLS, SASL, metadata, routing); the Fetch request is written and its
+// response parsed by kread itself (fetch.go, through kafka-go's
+// protocol.RawExchanger), and record batches (format v2, every codec) are
+// decoded by kread's own decoder (batch.go), which hands records out from
+// the fetched or decompressed bytes without allocating per record. Every
+// record is classified Committed, Aborted or Control; committed (and, on
+// request, aborted) records reach the caller, all of them are counted.
 //
 // kread never produces, never joins or commits to a consumer group and never
 // deletes anything.
 //
-// Known limits of the kafka-go decoding underneath: a batch's max timestamp
-// and timestamp type are not exposed, so on topics with
-// message.timestamp.type=LogAppendTime Record.Timestamp is the producer's
-// create time, not the append time a Java consumer reports; and a batch's
-// lastOffsetDelta is not exposed, so a batch whose records were all
-// compacted away is known by its base offset only (see decode).
+// Waits are bounded and visible: the first request of a Client, and any
+// request failing below the Kafka protocol, probes every bootstrap broker
+// (TCP, TLS, ApiVersions, SASL, Metadata, under Options.ConnectTimeout) and
+// names each one that does not answer and why, in words (a listener that
+// is not Kafka, TLS or SASL against the wrong listener, rejected
+// credentials). One problem is retried for at most Options.RetryTimeout,
+// a likely misconfiguration twice, a permanent error (authorization,
+// authentication, unknown topic, unsupported version) not at all; while
+// retrying, Options.Wait hears every few seconds what is awaited.
+//
+// Record batches in the message formats before Kafka 0.11 (magic 0 and 1)
+// are not read: a partition holding one fails with an error naming it.
 package kread
 
 import (
@@ -43,7 +54,8 @@ const (
 	DefaultConcurrency       = 8
 	DefaultFetchMaxBytes     = 52428800
 	DefaultPartitionMaxBytes = 1048576
-	DefaultMaxRetries        = 20
+	DefaultRetryTimeout      = time.Minute
+	DefaultConnectTimeout    = 10 * time.Second
 	DefaultRetryBackoff      = 100 * time.Millisecond
 	DefaultMaxRetryBackoff   = 2 * time.Second
 	DefaultClientID          = "lossaudit"
@@ -63,20 +75,40 @@ type Options struct {
 	SASL sasl.Mechanism
 	// ClientID is sent to the brokers with every request.
 	ClientID string
-	// Timeout bounds each request (dial, round trip).
+	// Timeout bounds each request's round trip.
 	Timeout time.Duration
+	// ConnectTimeout bounds opening a connection to a broker: the TCP
+	// dial, the TLS handshake and the first Kafka request (ApiVersions),
+	// so that a listener that accepts connections but does not speak Kafka
+	// is named after this long instead of hanging (default
+	// DefaultConnectTimeout, like the Java client's
+	// socket.connection.setup.timeout.ms; at most Timeout).
+	ConnectTimeout time.Duration
 	// Concurrency is the maximum number of fetches in flight across all
 	// partitions of one Read.
 	Concurrency int
 	// FetchMaxBytes and PartitionMaxBytes are the Fetch request's MaxBytes
-	// and per-partition PartitionMaxBytes. kread fetches one partition per
-	// request, so memory is bounded by roughly
-	// Concurrency * min(FetchMaxBytes, PartitionMaxBytes) (a single batch
-	// larger than that is still returned whole by the broker).
+	// and per-partition PartitionMaxBytes. A fetch carries at most
+	// FetchMaxBytes/Concurrency/PartitionMaxBytes partitions (at least
+	// one), so the fetches in flight hold roughly
+	// max(FetchMaxBytes, Concurrency*PartitionMaxBytes) (a single batch
+	// larger than its limit is still returned whole by the broker).
 	FetchMaxBytes, PartitionMaxBytes int32
-	// MaxRetries is the number of consecutive failed attempts on one
-	// partition (or one metadata/offsets lookup) before giving up.
+	// RetryTimeout bounds the time spent retrying one problem (a
+	// partition's fetch, a metadata or offsets lookup): after failing for
+	// this long in a row it is given up (default DefaultRetryTimeout, like
+	// the Java consumer's default.api.timeout.ms). Problems that look like
+	// a misconfiguration are tried twice, permanent errors (authorization,
+	// authentication, unknown topic, unsupported version) once.
+	RetryTimeout time.Duration
+	// MaxRetries, when positive, also bounds the number of consecutive
+	// failed attempts at one problem; zero means only RetryTimeout does.
 	MaxRetries int
+	// Wait, when set, is told what the client waits for while it retries,
+	// in one line at most every few seconds, e.g. "waiting for
+	// 127.0.0.1:9092: connection refused (retrying for 52s more)". It may
+	// be called from several goroutines, never concurrently.
+	Wait func(msg string)
 	// RetryBackoff is the first backoff; it doubles up to MaxRetryBackoff.
 	RetryBackoff, MaxRetryBackoff time.Duration
 	// StableWait bounds how long GroupOffsets waits for transactions
@@ -88,12 +120,16 @@ type Options struct {
 // Client reads topics with read_committed semantics. It is safe for
 // concurrent use.
 type Client struct {
-	o    Options
-	addr net.Addr
-	tr   *kafka.Transport
+	o  Options
+	tr *kafka.Transport
 
-	mu  sync.Mutex
-	gen uint64 // bumped by every metadata refresh
+	mu   sync.Mutex
+	gen  uint64   // bumped by every metadata refresh
+	addr net.Addr // the bootstrap addresses the transport uses
+
+	boot      bootstrapState
+	contacted atomic.Bool // a probe found a broker answering
+	waitState
 
 	retries atomic.Int64 // failed attempts that were retried, for tests
 }
@@ -123,8 +159,17 @@ func New(o Options) (*Client, error) {
 	if o.PartitionMaxBytes > o.FetchMaxBytes {
 		o.PartitionMaxBytes = o.FetchMaxBytes
 	}
-	if o.MaxRetries <= 0 {
-		o.MaxRetries = DefaultMaxRetries
+	if o.RetryTimeout <= 0 {
+		o.RetryTimeout = DefaultRetryTimeout
+	}
+	if o.ConnectTimeout <= 0 {
+		o.ConnectTimeout = DefaultConnectTimeout
+	}
+	if o.ConnectTimeout > o.Timeout {
+		o.ConnectTimeout = o.Timeout
+	}
+	if o.MaxRetries < 0 {
+		o.MaxRetries = 0
 	}
 	if o.RetryBackoff <= 0 {
 		o.RetryBackoff = DefaultRetryBackoff
@@ -141,13 +186,13 @@ func New(o Options) (*Client, error) {
 	if o.StableWait <= 0 {
 		o.StableWait = DefaultStableWait
 	}
-	dialer := &net.Dialer{Timeout: o.Timeout}
+	dialer := &net.Dialer{Timeout: o.ConnectTimeout}
 	c := &Client{
 		o:    o,
 		addr: kafka.TCP(o.Brokers...),
 		tr: &kafka.Transport{
 			Dial:        dialer.DialContext,
-			DialTimeout: o.Timeout,
+			DialTimeout: o.ConnectTimeout,
 			ClientID:    o.ClientID,
 			TLS:         o.TLS,
 			SASL:        o.SASL,
@@ -184,11 +229,21 @@ func (c *Client) refresh(gen uint64) {
 	c.tr.CloseIdleConnections()
 }
 
-// roundTrip sends one request with the client's timeout.
+// roundTrip sends one request with the client's timeout. The client's
+// first request probes the bootstrap brokers first (see diagnose).
 func (c *Client) roundTrip(ctx context.Context, req kafka.Request) (kafka.Response, error) {
+	if !c.contacted.Load() {
+		if err := c.diagnose(ctx); err != nil {
+			return nil, err
+		}
+		c.contacted.Store(true)
+	}
+	c.mu.Lock()
+	addr := c.addr
+	c.mu.Unlock()
 	ctx, cancel := context.WithTimeout(ctx, c.o.Timeout)
 	defer cancel()
-	return c.tr.RoundTrip(ctx, c.addr, req)
+	return c.tr.RoundTrip(ctx, addr, req)
 }
 
 // backoff returns the wait before attempt n (n >= 1).
@@ -215,59 +270,21 @@ func sleep(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// retry runs fn until it succeeds, fails with a permanent error, the context
-// ends or MaxRetries consecutive attempts failed. Between attempts the
-// metadata is refreshed.
-func (c *Client) retry(ctx context.Context, fn func(ctx context.Context) error) error {
-	var err error
-	for attempt := 1; ; attempt++ {
+// retry runs fn until it succeeds or the failure is given up (see failed);
+// what names the operation in wait lines. Between attempts the metadata is
+// refreshed.
+func (c *Client) retry(ctx context.Context, what string, fn func(ctx context.Context) error) error {
+	var a attempts
+	for {
 		gen := c.generation()
-		err = fn(ctx)
+		err := fn(ctx)
 		if err == nil {
 			return nil
 		}
-		if ctx.Err() != nil {
-			return fmt.Errorf("%w (last error: %v)", ctx.Err(), err)
-		}
-		if !retriable(err) {
+		if err := c.failed(ctx, &a, what, gen, err); err != nil {
 			return err
 		}
-		if attempt >= c.o.MaxRetries {
-			return fmt.Errorf("giving up after %d attempts: %w", attempt, err)
-		}
-		c.retries.Add(1)
-		c.refresh(gen)
-		if serr := sleep(ctx, c.backoff(attempt)); serr != nil {
-			return fmt.Errorf("%w (last error: %v)", serr, err)
-		}
 	}
-}
-
-// permanentError marks an error that retrying cannot fix.
-type permanentError struct{ err error }
-
-func (e *permanentError) Error() string { return e.err.Error() }
-func (e *permanentError) Unwrap() error { return e.err }
-
-// retriable reports whether err may go away after a metadata refresh and a
-// backoff: leader moves, brokers restarting, connections refused or reset,
-// timeouts. Kafka errors are retriable when kafka-go says they are
-// temporary; everything else not marked permanent is assumed to be a
-// transport problem.
-func retriable(err error) bool {
-	var p *permanentError
-	if errors.As(err, &p) {
-		return false
-	}
-	var ke kafka.Error
-	if errors.As(err, &ke) {
-		return ke.Temporary() || ke == kafka.BrokerNotAvailable || ke == kafka.ReplicaNotAvailable ||
-			ke == kafka.Unknown || ke == kafka.GroupCoordinatorNotAvailable
-	}
-	if errors.Is(err, context.Canceled) {
-		return false
-	}
-	return true
 }
 
 // codeErr turns a Kafka error code into an error (nil for 0).
@@ -297,7 +314,7 @@ func (c *Client) meta(ctx context.Context) (*metadata.Response, error) {
 // Topics returns the names of the cluster's non-internal topics, sorted.
 func (c *Client) Topics(ctx context.Context) ([]string, error) {
 	var names []string
-	err := c.retry(ctx, func(ctx context.Context) error {
+	err := c.retry(ctx, "the list of topics", func(ctx context.Context) error {
 		m, err := c.meta(ctx)
 		if err != nil {
 			return err
@@ -322,7 +339,7 @@ func (c *Client) Topics(ctx context.Context) ([]string, error) {
 func (c *Client) Partitions(ctx context.Context, topic string) ([]int32, error) {
 	var ps []int32
 	refreshed := false
-	err := c.retry(ctx, func(ctx context.Context) error {
+	err := c.retry(ctx, fmt.Sprintf("the partitions of %s", topic), func(ctx context.Context) error {
 		m, err := c.meta(ctx)
 		if err != nil {
 			return err

@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"net"
+	"strconv"
 	"time"
 
 	kafka "github.com/segmentio/kafka-go"
@@ -44,7 +47,54 @@ const (
 // (a Unix ms timestamp, or latest/earliest) at the given isolation level.
 // Partitions answering with an error make the whole call fail (and be
 // retried by the caller).
+//
+// kafka-go routes ListOffsets by its routing table, which leaves internal
+// topics out (their requests would go to any broker and fail with
+// NOT_LEADER forever); their partitions are asked of each leader directly,
+// by address, as the metadata names it.
 func (c *Client) listOffsets(ctx context.Context, topic string, parts []int32, ts int64, isolation int8) (map[int32]int64, error) {
+	m, err := c.meta(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var leaders map[int32]string // partition -> leader address, internal topics only
+	for _, t := range m.Topics {
+		if t.Name == topic && t.IsInternal {
+			leaders = map[int32]string{}
+			for _, p := range t.Partitions {
+				for _, b := range m.Brokers {
+					if b.NodeID == p.LeaderID {
+						leaders[p.PartitionIndex] = net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port)))
+					}
+				}
+			}
+		}
+	}
+	if leaders == nil {
+		return c.listOffsetsAt(ctx, nil, topic, parts, ts, isolation)
+	}
+	byLeader := map[string][]int32{}
+	for _, p := range parts {
+		addr, ok := leaders[p]
+		if !ok {
+			return nil, fmt.Errorf("partition %d: no leader: %w", p, kafka.LeaderNotAvailable)
+		}
+		byLeader[addr] = append(byLeader[addr], p)
+	}
+	out := make(map[int32]int64, len(parts))
+	for addr, ps := range byLeader {
+		got, err := c.listOffsetsAt(ctx, kafka.TCP(addr), topic, ps, ts, isolation)
+		if err != nil {
+			return nil, fmt.Errorf("asking leader %s: %w", addr, err)
+		}
+		maps.Copy(out, got)
+	}
+	return out, nil
+}
+
+// listOffsetsAt sends one ListOffsets request through the bootstrap
+// brokers (addr nil) or to addr.
+func (c *Client) listOffsetsAt(ctx context.Context, addr net.Addr, topic string, parts []int32, ts int64, isolation int8) (map[int32]int64, error) {
 	req := &listoffsets.Request{
 		ReplicaID:      -1,
 		IsolationLevel: isolation,
@@ -55,7 +105,15 @@ func (c *Client) listOffsets(ctx context.Context, topic string, parts []int32, t
 			Partition: p, CurrentLeaderEpoch: -1, Timestamp: ts,
 		})
 	}
-	r, err := c.roundTrip(ctx, req)
+	var r kafka.Response
+	var err error
+	if addr == nil {
+		r, err = c.roundTrip(ctx, req)
+	} else {
+		rctx, cancel := context.WithTimeout(ctx, c.o.Timeout)
+		r, err = c.tr.RoundTrip(rctx, addr, req)
+		cancel()
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -100,7 +158,7 @@ func (c *Client) Offsets(ctx context.Context, topic string) (map[int32]Offsets, 
 
 func (c *Client) offsetsOf(ctx context.Context, topic string, parts []int32) (map[int32]Offsets, error) {
 	var start, lso, hw map[int32]int64
-	err := c.retry(ctx, func(ctx context.Context) (err error) {
+	err := c.retry(ctx, "the offsets of "+topic, func(ctx context.Context) (err error) {
 		if start, err = c.listOffsets(ctx, topic, parts, earliest, readUncommitted); err != nil {
 			return fmt.Errorf("log start offsets: %w", err)
 		}
@@ -131,7 +189,7 @@ func (c *Client) OffsetsForTime(ctx context.Context, topic string, t time.Time) 
 		return nil, err
 	}
 	var at, hw map[int32]int64
-	err = c.retry(ctx, func(ctx context.Context) (err error) {
+	err = c.retry(ctx, "the offsets of "+topic, func(ctx context.Context) (err error) {
 		if at, err = c.listOffsets(ctx, topic, parts, t.UnixMilli(), readUncommitted); err != nil {
 			return fmt.Errorf("offsets for time: %w", err)
 		}
@@ -178,7 +236,7 @@ func (c *Client) GroupOffsets(ctx context.Context, group string, topics []string
 		return map[TP]int64{}, nil
 	}
 	out := map[TP]int64{}
-	err := c.retry(ctx, func(ctx context.Context) error {
+	err := c.retry(ctx, fmt.Sprintf("the committed offsets of group %q", group), func(ctx context.Context) error {
 		clear(out)
 		r, err := c.roundTrip(ctx, req)
 		if err != nil {

@@ -5,12 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	kafka "github.com/segmentio/kafka-go"
-	"github.com/segmentio/kafka-go/protocol"
-	"github.com/segmentio/kafka-go/protocol/fetch"
 )
 
 // fetchMaxWaitMs is how long a broker may hold a fetch that has no data
@@ -45,8 +42,9 @@ type Stats struct {
 	// start offset had moved past them (retention, DeleteRecords); the
 	// caller should report them.
 	Gaps int64
-	// Retries counts failed fetches of the range that were retried (leader
-	// moves, brokers restarting, connection failures).
+	// Retries counts the failed fetches of the partition that were retried
+	// (leader moves, brokers restarting, a broker not answering); throttled
+	// fetches are not counted.
 	Retries int64
 	// Next is the first offset not read. It equals the range's To when the
 	// range was read completely; it is smaller when reading stopped at the
@@ -71,12 +69,18 @@ type task struct {
 	rng      Range
 	next     int64
 	stats    Stats
-	dec      decoder
 	maxBytes int32
-	failures int // consecutive failed attempts
-	empties  int // consecutive responses without progress
-	atLSO    int // consecutive responses stopping at an open transaction
+	failures attempts // consecutive failed attempts
+	empties  int      // consecutive responses without progress
+	atLSO    int      // consecutive responses stopping at an open transaction
+	// first asks for the partition to come first in its next fetch: it got
+	// nothing while behind others, and a broker fills a response in
+	// partition order (only the first non-empty partition is sure to get a
+	// batch however large), so nothing proves it has nothing to give yet.
+	first bool
 }
+
+func (t *task) tp() TP { return TP{Topic: t.rng.Topic, Partition: t.rng.Partition} }
 
 // Read reads every range and calls fn with the records of one partition at
 // a time, in offset order: committed records, plus aborted ones when
@@ -84,15 +88,17 @@ type task struct {
 // partitions, never concurrently for the same partition; the records and
 // their byte slices are valid only during the call.
 //
-// At most Options.Concurrency fetches are in flight. Each partition is
-// fetched from its current leader; leader moves, unavailable brokers and
-// similar transient failures are retried with backoff and fresh metadata,
-// resuming at the first offset not yet handed out, so no record is lost or
-// repeated. A partition whose log start passed the next offset continues
-// from the log start and counts the skipped offsets in Stats.Gaps. Reading
-// a partition stops at its range's To even while producers keep writing,
-// or earlier at its last stable offset if a transaction is still open
-// there (Stats.Next tells).
+// Each fetch asks one leader for several of the partitions it leads (as
+// many as keeps every worker busy, within the memory bound of
+// Options.FetchMaxBytes; see take); at most Options.Concurrency fetches are
+// in flight, and the records of one fetch are handed out by one goroutine. Leader moves, unavailable brokers and similar transient
+// failures are retried with backoff and fresh metadata, resuming at the
+// first offset not yet handed out, so no record is lost or repeated. A
+// partition whose log start passed the next offset continues from the log
+// start and counts the skipped offsets in Stats.Gaps. Reading a partition
+// stops at its range's To even while producers keep writing, or earlier at
+// its last stable offset if a transaction is still open there (Stats.Next
+// tells).
 //
 // The returned map has an entry for every range, also on error; the error
 // names the topic, partition and offset that failed, or is fn's error.
@@ -108,75 +114,194 @@ func (c *Client) Read(ctx context.Context, ranges []Range, o ReadOptions, fn fun
 		if r.From < 0 {
 			return nil, fmt.Errorf("reading %s[%d]: negative start offset %d", r.Topic, r.Partition, r.From)
 		}
-		t := &task{rng: r, next: r.From, maxBytes: c.o.PartitionMaxBytes}
-		t.dec.topic, t.dec.partition = r.Topic, r.Partition
-		tasks = append(tasks, t)
+		tasks = append(tasks, &task{rng: r, next: r.From, maxBytes: c.o.PartitionMaxBytes})
 	}
 	collect := func() map[TP]Stats {
 		out := make(map[TP]Stats, len(tasks))
 		for _, t := range tasks {
 			s := t.stats
 			s.Next = t.next
-			out[TP{Topic: t.rng.Topic, Partition: t.rng.Partition}] = s
+			out[t.tp()] = s
 		}
 		return out
 	}
-
-	queue := make(chan *task, len(tasks))
-	var left atomic.Int64
+	var todo []*task
 	for _, t := range tasks {
 		if t.next < t.rng.To {
-			queue <- t
-			left.Add(1)
+			todo = append(todo, t)
 		}
 	}
-	if left.Load() == 0 {
+	if len(todo) == 0 {
 		return collect(), nil
 	}
 
 	parent := ctx
 	ctx, cancel := context.WithCancel(parent)
 	defer cancel()
+	workers := min(c.o.Concurrency, len(todo))
+	s := newSchedule(todo, workers, int(c.o.FetchMaxBytes/int32(workers)/c.o.PartitionMaxBytes))
+	stop := context.AfterFunc(ctx, s.wake)
+	defer stop()
 	var (
 		wg       sync.WaitGroup
 		errOnce  sync.Once
 		firstErr error
 	)
-	workers := min(c.o.Concurrency, int(left.Load()))
 	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
+			w := &worker{}
+			defer w.dec.inf.close()
 			for {
-				var t *task
-				select {
-				case <-ctx.Done():
+				group, lead, err := s.take(ctx, c)
+				if group == nil {
 					return
-				case t = <-queue:
 				}
-				done, err := c.step(ctx, t, o, fn)
-				if err != nil {
+				if err := c.fetchGroup(ctx, w, s, group, lead, err, o, fn); err != nil {
 					errOnce.Do(func() { firstErr = err })
 					cancel()
 					return
 				}
-				if !done {
-					queue <- t // capacity len(tasks): never blocks
-					continue
-				}
-				if left.Add(-1) == 0 {
-					cancel() // all ranges read
-					return
-				}
 			}
-		}()
+		})
 	}
 	wg.Wait()
-	if firstErr == nil && left.Load() != 0 {
+	if firstErr == nil && !s.finished() {
 		// The caller's context ended before every range was read.
 		firstErr = fmt.Errorf("reading: %w", parent.Err())
 	}
 	return collect(), firstErr
+}
+
+// worker is the state of one reading goroutine: its buffers serve every
+// partition it reads, one at a time.
+type worker struct {
+	dec decoder
+	req *fetchRequest // reused after a complete exchange only
+}
+
+// schedule hands tasks to workers, grouped by leader.
+type schedule struct {
+	mu          sync.Mutex
+	cond        *sync.Cond
+	pending     []*task
+	left        int // tasks not finished
+	workers     int
+	maxPerFetch int // partitions in one fetch, for memory
+
+	leaders    map[TP]int32 // from the metadata of generation leadersGen
+	leadersGen uint64
+	haveLeads  bool
+}
+
+func newSchedule(tasks []*task, workers, maxPerFetch int) *schedule {
+	s := &schedule{pending: tasks, left: len(tasks), workers: workers, maxPerFetch: max(1, maxPerFetch)}
+	s.cond = sync.NewCond(&s.mu)
+	return s
+}
+
+// wake unblocks every take (the context ended).
+func (s *schedule) wake() {
+	s.mu.Lock()
+	s.cond.Broadcast()
+	s.mu.Unlock()
+}
+
+func (s *schedule) finished() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.left == 0
+}
+
+// take waits for a pending task and returns it together with the other
+// pending tasks of the same leader, up to an even share of the tasks not
+// finished per worker (so that every worker has a fetch to make while
+// there are partitions left; with more partitions than that, each fetch
+// carries several) and at most maxPerFetch. It returns nil when everything
+// is read or ctx ended, and an error (with a one-task group) when the
+// leader is not known.
+func (s *schedule) take(ctx context.Context, c *Client) ([]*task, int32, error) {
+	leaders, err := s.leaderMap(ctx, c)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for len(s.pending) == 0 && s.left > 0 && ctx.Err() == nil {
+		s.cond.Wait()
+	}
+	if len(s.pending) == 0 || ctx.Err() != nil {
+		return nil, 0, nil
+	}
+	head := s.pending[0]
+	s.pending = s.pending[1:]
+	if err != nil {
+		return []*task{head}, -1, err
+	}
+	lead, ok := leaders[head.tp()]
+	if !ok || lead < 0 {
+		return []*task{head}, -1, fmt.Errorf("no leader: %w", kafka.LeaderNotAvailable)
+	}
+	share := min(max(1, (s.left+s.workers-1)/s.workers), s.maxPerFetch)
+	group := []*task{head}
+	rest := s.pending[:0]
+	for _, t := range s.pending {
+		if len(group) < share && leaders[t.tp()] == lead {
+			group = append(group, t)
+		} else {
+			rest = append(rest, t)
+		}
+	}
+	clear(s.pending[len(rest):])
+	s.pending = rest
+	return group, lead, nil
+}
+
+// leaderMap returns the partitions' leaders as the client's current
+// metadata names them, fetched again after every refresh.
+func (s *schedule) leaderMap(ctx context.Context, c *Client) (map[TP]int32, error) {
+	gen := c.generation()
+	s.mu.Lock()
+	if s.haveLeads && s.leadersGen == gen {
+		defer s.mu.Unlock()
+		return s.leaders, nil
+	}
+	s.mu.Unlock()
+	m, err := c.meta(ctx)
+	if err != nil {
+		return nil, err
+	}
+	leaders := make(map[TP]int32)
+	for _, t := range m.Topics {
+		for _, p := range t.Partitions {
+			leaders[TP{Topic: t.Name, Partition: p.PartitionIndex}] = p.LeaderID
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.leaders, s.leadersGen, s.haveLeads = leaders, gen, true
+	return leaders, nil
+}
+
+// put hands tasks back for another fetch; first ones go to the front.
+func (s *schedule) put(ts ...*task) {
+	if len(ts) == 0 {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, t := range ts {
+		if t.first {
+			s.pending = append([]*task{t}, s.pending...)
+		} else {
+			s.pending = append(s.pending, t)
+		}
+	}
+	s.cond.Broadcast()
+}
+
+// done marks a task finished.
+func (s *schedule) done() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.left--
+	s.cond.Broadcast()
 }
 
 // advance counts records of [t.next, next) as read.
@@ -200,104 +325,125 @@ type callbackError struct{ err error }
 func (e *callbackError) Error() string { return e.err.Error() }
 func (e *callbackError) Unwrap() error { return e.err }
 
-// step does one fetch of t and hands its records out. It returns done when
-// t needs no more fetches, an error when reading t must stop, and neither
-// when t should be fetched again (after a backoff already slept here).
-func (c *Client) step(ctx context.Context, t *task, o ReadOptions, fn func([]Record) error) (bool, error) {
+// fetchGroup does one fetch of the group's partitions from their leader
+// lead (or handles err, the reason there is no fetch to make), hands out
+// their records and gives the tasks back to s: finished, for another
+// fetch, or (after a failure) for another after the backoff slept here. It
+// returns an error when reading must stop.
+func (c *Client) fetchGroup(ctx context.Context, w *worker, s *schedule, group []*task, lead int32, err error, o ReadOptions, fn func([]Record) error) error {
 	gen := c.generation()
-	done, wait, err := c.fetchOnce(ctx, t, o, fn)
+	var res *fetchResponse
 	if err == nil {
-		if wait > 0 {
-			if serr := sleep(ctx, wait); serr != nil {
-				return false, c.readErr(t, serr)
-			}
+		res, err = c.fetch(ctx, w, group, lead)
+	}
+	var (
+		wait    time.Duration
+		again   []*task
+		later   []*task
+		lastErr = err
+	)
+	for i, t := range group {
+		var done bool
+		var twait time.Duration
+		terr := err
+		if terr == nil {
+			done, twait, terr = c.handle(ctx, w, t, res, i == 0, o, fn)
 		}
-		return done, nil
+		if terr != nil {
+			var cb *callbackError
+			if errors.As(terr, &cb) {
+				return cb.err
+			}
+			what := fmt.Sprintf("%s[%d] at %d", t.rng.Topic, t.rng.Partition, t.next)
+			d, ferr := c.judge(ctx, &t.failures, what, gen, terr)
+			if ferr != nil {
+				return c.readErr(t, ferr)
+			}
+			t.stats.Retries++
+			lastErr = terr
+			wait = max(wait, d)
+			later = append(later, t)
+			continue
+		}
+		switch {
+		case done:
+			s.done()
+		case twait > 0:
+			wait = max(wait, twait)
+			later = append(later, t)
+		default:
+			again = append(again, t)
+		}
 	}
-	var cb *callbackError
-	if errors.As(err, &cb) {
-		return false, cb.err
+	s.put(again...)
+	if len(later) > 0 {
+		if serr := sleep(ctx, wait); serr != nil {
+			if lastErr == nil {
+				return c.readErr(later[0], serr)
+			}
+			return c.readErr(later[0], fmt.Errorf("%w (last error: %v)", serr, lastErr))
+		}
+		s.put(later...)
 	}
-	if ctx.Err() != nil {
-		return false, c.readErr(t, fmt.Errorf("%w (last error: %v)", ctx.Err(), err))
+	return nil
+}
+
+// fetch sends one Fetch for the group to its leader.
+func (c *Client) fetch(ctx context.Context, w *worker, group []*task, lead int32) (*fetchResponse, error) {
+	req := w.req
+	if req == nil {
+		req = &fetchRequest{clientID: c.o.ClientID, maxWait: fetchMaxWaitMs}
 	}
-	if !retriable(err) {
-		return false, c.readErr(t, err)
+	w.req = nil // not reused unless the exchange completes
+	req.leader = lead
+	req.parts = req.parts[:0]
+	for _, t := range group {
+		req.parts = append(req.parts, fetchPart{topic: t.rng.Topic, partition: t.rng.Partition, offset: t.next, maxBytes: t.maxBytes})
 	}
-	t.failures++
-	t.stats.Retries++
-	if t.failures >= c.o.MaxRetries {
-		return false, c.readErr(t, fmt.Errorf("giving up after %d attempts: %w", t.failures, err))
+	// The partitions' own limits bound the response (the group is at most
+	// an even share of the partitions, see take); FetchMaxBytes bounds the
+	// whole as fetch.max.bytes does for the Java consumer. (kfake leaves out
+	// the aborted transactions of the partition it was filling when the
+	// response's limit is reached; Kafka does not.)
+	req.maxBytes = c.o.FetchMaxBytes
+	r, err := c.roundTrip(ctx, req)
+	if err != nil {
+		return nil, fmt.Errorf("fetch: %w", err)
 	}
-	c.retries.Add(1)
-	c.refresh(gen)
-	if serr := sleep(ctx, c.backoff(t.failures)); serr != nil {
-		return false, c.readErr(t, fmt.Errorf("%w (last error: %v)", serr, err))
+	if r != req {
+		return nil, fmt.Errorf("fetch: unexpected response %T", r)
 	}
-	return false, nil
+	w.req = req
+	if err := codeErr(req.resp.errorCode); err != nil {
+		return nil, fmt.Errorf("fetch: %w", err)
+	}
+	return &req.resp, nil
 }
 
 func (c *Client) readErr(t *task, err error) error {
 	return fmt.Errorf("reading %s[%d] at %d: %w", t.rng.Topic, t.rng.Partition, t.next, err)
 }
 
-// fetchOnce sends one Fetch for t and processes the answer. wait > 0 asks
-// the caller to pause before the next fetch (broker throttling).
-func (c *Client) fetchOnce(ctx context.Context, t *task, o ReadOptions, fn func([]Record) error) (done bool, wait time.Duration, err error) {
-	req := &fetch.Request{
-		ReplicaID:      -1,
-		MaxWaitTime:    fetchMaxWaitMs,
-		MinBytes:       1,
-		MaxBytes:       c.o.FetchMaxBytes,
-		IsolationLevel: readCommitted,
-		SessionID:      0,
-		SessionEpoch:   -1,
-		Topics: []fetch.RequestTopic{{
-			Topic: t.rng.Topic,
-			Partitions: []fetch.RequestPartition{{
-				Partition:          t.rng.Partition,
-				CurrentLeaderEpoch: -1,
-				FetchOffset:        t.next,
-				LogStartOffset:     -1,
-				PartitionMaxBytes:  t.maxBytes,
-			}},
-		}},
-	}
-	r, err := c.roundTrip(ctx, req)
-	if err != nil {
-		return false, 0, fmt.Errorf("fetch: %w", err)
-	}
-	res, ok := r.(*fetch.Response)
-	if !ok {
-		return false, 0, fmt.Errorf("fetch: unexpected response %T", r)
-	}
-	if err := codeErr(res.ErrorCode); err != nil {
-		return false, 0, fmt.Errorf("fetch: %w", err)
-	}
-	var p *fetch.ResponsePartition
-	for i := range res.Topics {
-		if res.Topics[i].Topic != t.rng.Topic {
-			continue
-		}
-		for j := range res.Topics[i].Partitions {
-			if res.Topics[i].Partitions[j].Partition == t.rng.Partition {
-				p = &res.Topics[i].Partitions[j]
-			}
-		}
-	}
+// handle processes t's part of a fetch response (first: t came first in
+// the request). wait > 0 asks for a pause before t's next fetch (broker
+// throttling).
+func (c *Client) handle(ctx context.Context, w *worker, t *task, res *fetchResponse, first bool, o ReadOptions, fn func([]Record) error) (done bool, wait time.Duration, err error) {
+	p := res.find(t.rng.Topic, t.rng.Partition)
 	if p == nil {
 		return false, 0, errors.New("fetch: partition missing from the response")
 	}
-	switch kafka.Error(p.ErrorCode) {
+	switch kafka.Error(p.errorCode) {
 	case 0:
 	case kafka.OffsetOutOfRange:
 		done, err := c.outOfRange(ctx, t)
 		return done, 0, err
 	default:
-		return false, 0, fmt.Errorf("fetch: %w", codeErr(p.ErrorCode))
+		return false, 0, fmt.Errorf("fetch: %w", codeErr(p.errorCode))
 	}
 
-	recs, cnt, next, err := t.dec.decodeEmit(p.RecordSet.Records, p.AbortedTransactions, t.next, t.rng.To, o.Aborted, fn)
+	d := &w.dec
+	d.topic, d.partition = t.rng.Topic, t.rng.Partition
+	recs, cnt, next, err := d.decodeEmit(p.records, res.aborted(p), t.next, t.rng.To, o.Aborted, fn)
 	if err != nil {
 		// Records handed out before the error count as read: a retry
 		// resumes after them.
@@ -314,18 +460,19 @@ func (c *Client) fetchOnce(ctx context.Context, t *task, o ReadOptions, fn func(
 			}
 		}
 		t.advance(cnt, next)
-		t.failures, t.empties, t.atLSO = 0, 0, 0
+		t.failures.reset()
+		t.empties, t.atLSO, t.first = 0, 0, false
 		t.maxBytes = c.o.PartitionMaxBytes
 		c.progress(t, o)
 		return t.next >= t.rng.To, 0, nil
 	}
 
 	// Nothing at or after t.next came back.
-	if res.ThrottleTimeMs > 0 {
-		return false, time.Duration(res.ThrottleTimeMs) * time.Millisecond, nil
+	if res.throttleMs > 0 {
+		return false, time.Duration(res.throttleMs) * time.Millisecond, nil
 	}
-	if p.LastStableOffset >= 0 && p.LastStableOffset <= t.next {
-		if p.HighWatermark > t.next {
+	if p.lso >= 0 && p.lso <= t.next {
+		if p.hw > t.next {
 			// A transaction is still open at t.next: everything committed
 			// has been read. Ask again (a new leader may not have the marker
 			// yet), then stop here; Stats.Next < To tells the caller.
@@ -336,42 +483,34 @@ func (c *Client) fetchOnce(ctx context.Context, t *task, o ReadOptions, fn func(
 			c.progress(t, o)
 			return true, 0, nil
 		}
-		return false, 0, fmt.Errorf("high watermark %d is below the range end %d (leader catching up, or log truncated)", p.HighWatermark, t.rng.To)
+		return false, 0, fmt.Errorf("high watermark %d is below the range end %d (leader catching up, or log truncated)", p.hw, t.rng.To)
 	}
-	if hasBatches(p) && t.maxBytes < c.o.FetchMaxBytes {
-		// Batches came back, but none with a record at or after t.next (its
-		// records were compacted away, leaving an empty batch kafka-go cannot
-		// size): ask for more of the log at once.
+	if !first {
+		t.first = true // the response may have been full before its turn
+		return false, 0, nil
+	}
+	if d.partial && t.maxBytes < c.o.FetchMaxBytes {
+		// Only part of a batch came back (older brokers cut batches at the
+		// size limit): ask for more of the log at once.
 		t.maxBytes = min(c.o.FetchMaxBytes, 2*t.maxBytes)
 		return false, 0, nil
 	}
-	// Nothing at or after t.next below the LSO even in a full-size fetch:
-	// the offsets [t.next, LSO) hold no records (compacted away). Confirm
-	// once, then move on.
+	// Nothing at or after t.next below the LSO, though it came first: the
+	// offsets [t.next, LSO) hold no records (compacted away, batches and
+	// all). Confirm once, then move on.
 	t.empties++
 	if t.empties < 2 {
 		return false, 0, nil
 	}
 	t.empties = 0
-	t.next = min(p.LastStableOffset, t.rng.To)
+	t.next = min(p.lso, t.rng.To)
 	c.progress(t, o)
 	return t.next >= t.rng.To, 0, nil
 }
 
-func hasBatches(p *fetch.ResponsePartition) bool {
-	rs := p.RecordSet.Records
-	if rs == nil {
-		return false
-	}
-	if s, ok := rs.(*protocol.RecordStream); ok {
-		return len(s.Records) > 0
-	}
-	return true
-}
-
 func (c *Client) progress(t *task, o ReadOptions) {
 	if o.Progress != nil {
-		o.Progress(TP{Topic: t.rng.Topic, Partition: t.rng.Partition}, t.next)
+		o.Progress(t.tp(), t.next)
 	}
 }
 
@@ -391,6 +530,6 @@ func (c *Client) outOfRange(ctx context.Context, t *task) (bool, error) {
 	end := min(ls, t.rng.To)
 	t.stats.Gaps += end - t.next
 	t.next = end
-	t.failures = 0
+	t.failures.reset()
 	return t.next >= t.rng.To, nil
 }

@@ -216,12 +216,22 @@ func TestReadStopsAtToWhileProducing(t *testing.T) {
 		}
 	}()
 	defer func() { close(stop); <-done }()
-	for written.Load() < 20 {
-		time.Sleep(5 * time.Millisecond)
+	if !eventually(func() bool { return written.Load() >= 20 }) {
+		t.Fatalf("the writer wrote %d records", written.Load())
 	}
 
 	col := newCollector()
-	slow := func(int, []Record) { time.Sleep(2 * time.Millisecond) } // let the writer get ahead
+	// The first callback waits until the writer has written past the end
+	// of the range, so the read runs while the partition grows.
+	atStart := written.Load()
+	var once sync.Once
+	slow := func(int, []Record) {
+		once.Do(func() {
+			if !eventually(func() bool { return written.Load() >= atStart+20 }) {
+				t.Errorf("the writer did not get ahead (%d written)", written.Load())
+			}
+		})
+	}
 	stats, err := r.Read(ctx, []Range{{Topic: topic, Partition: 0, From: 0, To: to}}, ReadOptions{Aborted: true}, col.fn(slow))
 	if err != nil {
 		t.Fatal(err)
@@ -401,7 +411,11 @@ func TestReadBoundsConcurrencyAndReportsProgress(t *testing.T) {
 				break
 			}
 		}
-		time.Sleep(5 * time.Millisecond)
+		// The first callbacks wait for each other: with concurrency 2 two
+		// partitions must be in their callbacks at once (and never more).
+		if !eventually(func() bool { return maxInCallback.Load() >= 2 }) {
+			t.Errorf("no second partition was handled while one was in its callback")
+		}
 		inCallback.Add(-1)
 	}))
 	if err != nil {
@@ -513,5 +527,66 @@ func TestReadHandsOutLargeFetchesInPieces(t *testing.T) {
 		if calls < 2 {
 			t.Errorf("withAborted=%v: %d records in %d callbacks, want them in pieces", withAborted, len(want), calls)
 		}
+	}
+}
+
+// Partitions of one leader travel in one fetch, and batches written with
+// every compression codec come out exactly.
+func TestReadFetchesALeadersPartitionsTogether(t *testing.T) {
+	const topic, parts = "codecs", 10
+	c := newCluster(t, 1, parts, topic)
+	m := newModel()
+	codecs := []kgo.CompressionCodec{kgo.NoCompression(), kgo.GzipCompression(), kgo.SnappyCompression(), kgo.Lz4Compression(), kgo.ZstdCompression()}
+	for part := int32(0); part < parts; part++ {
+		p := newProducer(t, c, m, topic, "", kgo.ProducerBatchCompression(codecs[int(part)%len(codecs)]))
+		vals := make([]string, 200)
+		for i := range vals {
+			vals[i] = fmt.Sprintf("value %d of partition %d, compressible compressible compressible", i, part)
+		}
+		p.send(part, vals...)
+	}
+	var mu sync.Mutex
+	perFetch := map[int]int{} // partitions in a fetch -> fetches
+	c.ControlKey(int16(kmsg.Fetch), func(kr kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		n := 0
+		for _, rt := range kr.(*kmsg.FetchRequest).Topics {
+			n += len(rt.Partitions)
+		}
+		mu.Lock()
+		perFetch[n]++
+		mu.Unlock()
+		return nil, nil, false
+	})
+	r := newReader(t, c, func(o *Options) { o.Concurrency = 2; o.PartitionMaxBytes = 2048 })
+	var ranges []Range
+	for part := int32(0); part < parts; part++ {
+		ranges = append(ranges, Range{Topic: topic, Partition: part, From: 0, To: 200})
+	}
+	col := newCollector()
+	stats, err := r.Read(ctxT(t), ranges, ReadOptions{}, col.fn(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(col.errs) > 0 {
+		t.Fatal(strings.Join(col.errs, "\n"))
+	}
+	for part := int32(0); part < parts; part++ {
+		tp := TP{topic, part}
+		want, _ := m.expect(part, 0, 200, false)
+		checkRecords(t, tp, col.recs[tp], want)
+		if s := stats[tp]; s.Committed != 200 || s.Next != 200 {
+			t.Errorf("%v stats %+v", tp, s)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	most := 0
+	for n := range perFetch {
+		most = max(most, n)
+	}
+	// 10 partitions, 2 workers: a fetch carries up to 5 partitions.
+	if most != 5 {
+		t.Errorf("partitions per fetch: %v; want fetches of 5", perFetch)
 	}
 }

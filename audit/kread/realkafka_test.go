@@ -3,10 +3,12 @@ package kread
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/segmentio/kafka-go/sasl/plain"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	tkafka "github.com/lossaudit/lossaudit/testbed/kafka"
@@ -40,6 +42,8 @@ func TestRealKafkaCommittedAbortedOpen(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
+	checkWrongSecurityNamed(t, cl.Bootstrap())
+	checkCodecsAndAppendTime(t, ctx, adm, cl.Bootstrap(), r)
 	offs, err := r.Offsets(ctx, topic)
 	if err != nil {
 		t.Fatal(err)
@@ -100,7 +104,7 @@ func TestRealKafkaBrokerKilledMidScan(t *testing.T) {
 	}
 
 	r, err := New(Options{Brokers: cl.Bootstrap(), Timeout: 10 * time.Second, PartitionMaxBytes: 200, Concurrency: 2,
-		MaxRetries: 100, RetryBackoff: 50 * time.Millisecond, MaxRetryBackoff: time.Second})
+		MaxRetries: 100, RetryTimeout: 3 * time.Minute, RetryBackoff: 50 * time.Millisecond, MaxRetryBackoff: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,37 +118,62 @@ func TestRealKafkaBrokerKilledMidScan(t *testing.T) {
 		ranges = append(ranges, Range{Topic: topic, Partition: p, From: 0, To: o.LSO})
 	}
 	col := newCollector()
+	// Every 25th callback kills the leader of its partition (as the
+	// client's metadata names it, so the partition's next fetch goes to
+	// the dead broker), after the previous kill's restart finished; the
+	// broker is started again once a fetch failed on it.
 	var wg sync.WaitGroup
 	var killMu sync.Mutex // the hook runs on several partitions' goroutines
 	kills := 0
-	stats, err := r.Read(ctx, ranges, ReadOptions{}, col.fn(func(call int, _ []Record) {
-		killMu.Lock()
-		defer killMu.Unlock()
-		if call%25 != 0 || kills >= 3 {
+	var back chan struct{}
+	stats, err := r.Read(ctx, ranges, ReadOptions{}, col.fn(func(call int, recs []Record) {
+		if call%25 != 0 {
 			return
 		}
-		node := kills%3 + 1
-		kills++
+		killMu.Lock()
+		defer killMu.Unlock()
+		if back != nil {
+			select {
+			case <-back:
+			case <-time.After(2 * time.Minute):
+				t.Error("the killed broker did not come back")
+				return
+			}
+		}
+		if kills >= 3 {
+			return
+		}
+		node, err := leaderOf(ctx, r, recs[0].Topic, recs[0].Partition)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		before := r.retries.Load()
 		if err := cl.KillNode(node); err != nil {
 			t.Error(err)
 			return
 		}
+		kills++
+		done := make(chan struct{})
+		back = done
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			time.Sleep(2 * time.Second)
+			defer close(done)
+			if !eventually(func() bool { return r.retries.Load() > before }) {
+				t.Errorf("no fetch failed while node %d was down", node)
+			}
 			if err := cl.StartNode(node); err != nil {
 				t.Error(err)
 			}
 		}()
-		time.Sleep(300 * time.Millisecond) // let reads hit the dead broker
 	}))
 	wg.Wait()
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("%d kills, %d callbacks, %d retried attempts", kills, col.calls, r.retries.Load())
-	if kills < 2 || r.retries.Load() == 0 {
+	if kills < 2 || r.retries.Load() < int64(kills) {
 		t.Errorf("%d kills, %d retries: the scan was not disrupted", kills, r.retries.Load())
 	}
 	for p, o := range offs {
@@ -153,6 +182,100 @@ func TestRealKafkaBrokerKilledMidScan(t *testing.T) {
 		checkRecords(t, tp, col.recs[tp], want)
 		if s := stats[tp]; s.Committed != wst.Committed || s.Aborted != wst.Aborted || s.Control != m.ctrl[p] || s.Next != o.LSO {
 			t.Errorf("%v stats %+v, want committed %d aborted %d control %d next %d", tp, s, wst.Committed, wst.Aborted, m.ctrl[p], o.LSO)
+		}
+	}
+}
+
+// checkWrongSecurityNamed points TLS and SASL clients at a real plaintext
+// listener: each must be told so in words, without retrying for long.
+func checkWrongSecurityNamed(t *testing.T, brokers []string) {
+	t.Helper()
+	_, clientTLS := selfSigned(t)
+	for _, tc := range []struct {
+		name string
+		mod  func(o *Options)
+		want string
+	}{
+		{"TLS", func(o *Options) { o.TLS = clientTLS }, "closed the connection during the TLS handshake: is it a TLS listener? (kafka.tls.enabled)"},
+		{"SASL", func(o *Options) { o.SASL = plain.Mechanism{Username: "alice", Password: "s3cret"} },
+			"refused the SASL handshake: is it a SASL listener? (kafka.sasl.mechanism)"},
+	} {
+		o := Options{Brokers: brokers, Timeout: 10 * time.Second}
+		tc.mod(&o)
+		r, err := New(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		_, err = r.Topics(ctxT(t))
+		r.Close()
+		if want := brokers[0] + " " + tc.want; err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s against plaintext: err = %v, want it to say %q", tc.name, err, want)
+		}
+		if d := time.Since(start); d > 45*time.Second {
+			t.Errorf("%s against plaintext: took %s", tc.name, d)
+		}
+	}
+}
+
+// leaderOf is the node id the client's metadata names as the leader of a
+// partition.
+func leaderOf(ctx context.Context, r *Client, topic string, part int32) (int, error) {
+	m, err := r.meta(ctx)
+	if err != nil {
+		return 0, err
+	}
+	for _, mt := range m.Topics {
+		for _, p := range mt.Partitions {
+			if mt.Name == topic && p.PartitionIndex == part {
+				return int(p.LeaderID), nil
+			}
+		}
+	}
+	return 0, fmt.Errorf("%s[%d] not in the metadata", topic, part)
+}
+
+// checkCodecsAndAppendTime writes records with every codec to a topic with
+// message.timestamp.type=LogAppendTime, with create times in 2001, and
+// reads them back: exact values, and the broker's append time as the
+// timestamp, as a Java consumer reports it.
+func checkCodecsAndAppendTime(t *testing.T, ctx context.Context, adm *tkafka.Admin, brokers []string, r *Client) {
+	t.Helper()
+	const topic = "appendtime"
+	if err := adm.CreateTopics(ctx, tkafka.TopicSpec{Name: topic, Partitions: 5, Configs: map[string]string{"message.timestamp.type": "LogAppendTime"}}); err != nil {
+		t.Fatal(err)
+	}
+	codecs := []kgo.CompressionCodec{kgo.NoCompression(), kgo.GzipCompression(), kgo.SnappyCompression(), kgo.Lz4Compression(), kgo.ZstdCompression()}
+	created := time.Date(2001, 1, 1, 0, 0, 0, 0, time.UTC)
+	before := time.Now().Add(-time.Minute)
+	m := newModel()
+	for part, codec := range codecs {
+		p := newProducerAt(t, brokers, m, topic, "", kgo.ProducerBatchCompression(codec))
+		var recs []*kgo.Record
+		for i := range 300 {
+			recs = append(recs, &kgo.Record{Partition: int32(part), Timestamp: created,
+				Key: fmt.Appendf(nil, "k%d", i), Value: fmt.Appendf(nil, "value %d, codec %d, compressible compressible", i, part)})
+		}
+		p.sendRecs(recs...)
+	}
+	after := time.Now().Add(time.Minute)
+	var ranges []Range
+	for part := range codecs {
+		ranges = append(ranges, Range{Topic: topic, Partition: int32(part), From: 0, To: 300})
+	}
+	col := newCollector()
+	if _, err := r.Read(ctx, ranges, ReadOptions{}, col.fn(nil)); err != nil {
+		t.Fatal(err)
+	}
+	for part := range codecs {
+		tp := TP{topic, int32(part)}
+		want, _ := m.expect(int32(part), 0, 300, false)
+		checkRecords(t, tp, col.recs[tp], want)
+		for _, rec := range col.recs[tp] {
+			if ts := time.UnixMilli(rec.Timestamp); !rec.LogAppendTime || ts.Before(before) || ts.After(after) {
+				t.Errorf("%v offset %d: timestamp %s (LogAppendTime %v), want the append time", tp, rec.Offset, ts.UTC(), rec.LogAppendTime)
+				break
+			}
 		}
 	}
 }

@@ -4,13 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
-	"strconv"
 	"time"
 	"unicode/utf16"
 
-	kafka "github.com/segmentio/kafka-go"
-	"github.com/segmentio/kafka-go/protocol/listoffsets"
 	"github.com/segmentio/kafka-go/protocol/metadata"
 )
 
@@ -47,29 +43,29 @@ func offsetsPartition(group string, partitions int) int32 {
 // flag (v7) exists for this, but kafka-go speaks OffsetFetch up to v5. This
 // wait gives the same guarantee with any broker version.
 //
-// kafka-go's Transport leaves internal topics out of its routing table, so
-// the ListOffsets requests are sent straight to the partition's leader as
-// the metadata names it. It reports whether it could check: a cluster
+// (listOffsets asks the partition's leader directly: kafka-go's routing
+// table leaves internal topics out.) It reports whether it could check: a cluster
 // without the offsets topic (no group ever committed, or kfake) or an ACL
 // that hides it leaves the offsets as read. Any other failure is an error:
 // a silent skip would bring back the false purged_past_commit it prevents.
 func (c *Client) awaitStableOffsets(ctx context.Context, group string, wait time.Duration) (bool, error) {
 	deadline := time.Now().Add(wait)
 	var target int64 = -1
-	for attempt := 0; ; attempt++ {
+	var a attempts
+	for {
+		gen := c.generation()
 		lso, hw, ok, err := c.offsetsTopicEnds(ctx, group)
 		switch {
-		case err != nil && attempt < c.o.MaxRetries && time.Now().Before(deadline):
+		case err != nil:
 			// A leader move: look the leader up again.
-			if err := sleep(ctx, c.backoff(attempt)); err != nil {
-				return false, err
+			if err := c.failed(ctx, &a, fmt.Sprintf("the stable offsets of group %q", group), gen, err); err != nil {
+				return false, fmt.Errorf("waiting for stable offsets of group %q: %w", group, err)
 			}
 			continue
-		case err != nil:
-			return false, fmt.Errorf("waiting for stable offsets of group %q: %w", group, err)
 		case !ok:
 			return false, nil
 		}
+		a.reset()
 		if target < 0 {
 			target = hw
 		}
@@ -107,49 +103,16 @@ func (c *Client) offsetsTopicEnds(ctx context.Context, group string) (lso, hw in
 		return 0, 0, false, nil
 	}
 	p := offsetsPartition(group, len(parts))
-	leader := int32(-1)
-	for _, rp := range parts {
-		if rp.PartitionIndex == p {
-			leader = rp.LeaderID
-		}
-	}
-	addr := ""
-	for _, b := range m.Brokers {
-		if b.NodeID == leader {
-			addr = net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port)))
-		}
-	}
-	if addr == "" {
-		return 0, 0, false, fmt.Errorf("%s[%d] has no leader (%d)", OffsetsTopic, p, leader)
-	}
-	ask := func(isolation int8) (int64, error) {
-		req := &listoffsets.Request{ReplicaID: -1, IsolationLevel: isolation, Topics: []listoffsets.RequestTopic{{
-			Topic: OffsetsTopic, Partitions: []listoffsets.RequestPartition{{Partition: p, CurrentLeaderEpoch: -1, Timestamp: latest}},
-		}}}
-		rctx, cancel := context.WithTimeout(ctx, c.o.Timeout)
-		defer cancel()
-		r, err := c.tr.RoundTrip(rctx, kafka.TCP(addr), req)
-		if err != nil {
-			return 0, fmt.Errorf("asking leader %s of %s[%d]: %w", addr, OffsetsTopic, p, err)
-		}
-		res, ok := r.(*listoffsets.Response)
-		if !ok || len(res.Topics) != 1 || len(res.Topics[0].Partitions) != 1 {
-			return 0, fmt.Errorf("asking leader %s of %s[%d]: unexpected response %T", addr, OffsetsTopic, p, r)
-		}
-		rp := res.Topics[0].Partitions[0]
-		if err := codeErr(rp.ErrorCode); err != nil {
-			return 0, fmt.Errorf("asking leader %s of %s[%d]: %w", addr, OffsetsTopic, p, err)
-		}
-		return rp.Offset, nil
-	}
 	// High watermark first, then the LSO, so that LSO <= HW.
-	if hw, err = ask(readUncommitted); err != nil {
-		return 0, 0, false, err
+	hws, err := c.listOffsets(ctx, OffsetsTopic, []int32{p}, latest, readUncommitted)
+	if err != nil {
+		return 0, 0, false, fmt.Errorf("%s[%d]: %w", OffsetsTopic, p, err)
 	}
-	if lso, err = ask(readCommitted); err != nil {
-		return 0, 0, false, err
+	lsos, err := c.listOffsets(ctx, OffsetsTopic, []int32{p}, latest, readCommitted)
+	if err != nil {
+		return 0, 0, false, fmt.Errorf("%s[%d]: %w", OffsetsTopic, p, err)
 	}
-	return lso, hw, true, nil
+	return lsos[p], hws[p], true, nil
 }
 
 // ErrUnstableOffsets is wrapped by GroupOffsets when a transaction

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -89,6 +90,26 @@ func TestRealKafkaGroupOffsetsWaitForStable(t *testing.T) {
 		if d := time.Since(start); d > 2*time.Second {
 			t.Errorf("group %s (offsets partition %d): GroupOffsets took %s; the stability check must ask the partition's leader directly", g, offsetsPartition(g, 50), d)
 		}
+	}
+	// The internal topic itself can be scanned (kafka-go does not route
+	// it: offsets and fetches go to the leaders directly).
+	offs, err := rd.Offsets(ctx, OffsetsTopic)
+	if err != nil || len(offs) == 0 {
+		t.Fatalf("offsets of %s: %d partitions, %v", OffsetsTopic, len(offs), err)
+	}
+	var ranges []Range
+	for p, o := range offs {
+		ranges = append(ranges, Range{Topic: OffsetsTopic, Partition: p, From: o.LogStart, To: o.LSO})
+	}
+	var commits atomic.Int64
+	if _, err := rd.Read(ctx, ranges, ReadOptions{}, func(recs []Record) error {
+		commits.Add(int64(len(recs)))
+		return nil
+	}); err != nil {
+		t.Fatalf("reading %s: %v", OffsetsTopic, err)
+	}
+	if commits.Load() < 9 {
+		t.Errorf("read %d records of %s, want the 9 commits at least", commits.Load(), OffsetsTopic)
 	}
 	const group = "stable-app"
 	prod, err := kgo.NewClient(kgo.SeedBrokers(cl.Bootstrap()...), kgo.TransactionalID("stable-txn"),

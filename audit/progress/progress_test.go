@@ -211,7 +211,10 @@ func TestConcurrentAddAndStop(t *testing.T) {
 	wg.Wait()
 	ph.Done()
 	ph.Done() // idempotent
-	time.Sleep(5 * time.Millisecond)
+	// Let the renderer run against the counters before stopping it.
+	for deadline := time.Now().Add(30 * time.Second); out.String() == "" && time.Now().Before(deadline); {
+		runtime.Gosched()
+	}
 	p.Stop()
 	p.Stop() // idempotent
 	n, b := ph.Counts()
@@ -231,9 +234,9 @@ func TestConcurrentAddAndStop(t *testing.T) {
 	}
 	// Stop waited for the renderer; the ticker goroutine-free runtime
 	// should be back at the goroutine count from before New.
-	deadline := time.Now().Add(time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
-		time.Sleep(time.Millisecond)
+		runtime.Gosched()
 	}
 	if n := runtime.NumGoroutine(); n > before {
 		t.Errorf("%d goroutines after Stop, %d before New", n, before)

@@ -1,9 +1,11 @@
 // Package report renders a finding.Result for people and for programs: the
 // terminal summary (WriteSummary), the loss report CSV of docs/reference.md
-// (WriteCSV), the JSON report (WriteJSON), and writes report files
-// atomically (WriteFileAtomic, WriteCSVFile, WriteJSONFile).
+// (WriteCSV), the JSON report (WriteJSON), the self-contained HTML report
+// (WriteHTML; its template, style and script are in html/), and writes
+// report files atomically (WriteFileAtomic, WriteCSVFile, WriteJSONFile,
+// WriteHTMLFile).
 //
-// Shared conventions of all three renderings:
+// Shared conventions of all the renderings:
 //
 //   - Keys are text when they can be written and read back unchanged, else
 //     "b64:" followed by standard, padded base64 of the raw bytes (FormatKey,

@@ -33,10 +33,10 @@ type SummaryOptions struct {
 	// partial or suspected, green: clean). The caller decides, typically
 	// by whether stdout is a terminal and NO_COLOR is unset.
 	Color bool
-	// CSVPath and JSONPath name the report files written for this run (as
-	// returned by WriteCSVFile/WriteJSONFile), for the pointer to the full
-	// list; "" when not written.
-	CSVPath, JSONPath string
+	// CSVPath, JSONPath and HTMLPath name the report files written for
+	// this run (as returned by WriteCSVFile/WriteJSONFile/WriteHTMLFile),
+	// for the pointer to the full list; "" when not written.
+	CSVPath, JSONPath, HTMLPath string
 }
 
 const (
@@ -61,10 +61,10 @@ func WriteSummary(w io.Writer, res *finding.Result, opt SummaryOptions) error {
 	s := &res.Summary
 	names := inputNames(s)
 
-	verdict, colour := verdictLine(res, names)
+	verdict, t := verdictLine(res, names)
 	verdict = strings.TrimSuffix(wrap("", verdict, "  "), "\n")
 	if opt.Color {
-		verdict = colour + verdict + ansiReset
+		verdict = t.ansi() + verdict + ansiReset
 	}
 	b.WriteString(verdict)
 	b.WriteString("\n")
@@ -79,49 +79,14 @@ func WriteSummary(w io.Writer, res *finding.Result, opt SummaryOptions) error {
 	}
 
 	b.WriteString("\nInputs\n")
-	in := table{
-		header: []string{"INPUT", "SCANNED", "AUDITED", "PENDING", "DROPPED", "UNDECODABLE", "OUTSIDE"},
-		right:  []bool{false, true, true, true, true, true, true},
-	}
-	var total finding.InputCounts
-	for _, n := range names {
-		c := s.Inputs[n]
-		if c == nil {
-			c = &finding.InputCounts{}
-		}
-		total.Scanned += c.Scanned
-		total.Audited += c.Audited
-		total.Pending += c.Pending
-		total.NullKey += c.NullKey
-		total.NullValue += c.NullValue
-		total.DecodeErrors += c.DecodeErrors
-		total.OutsideWindow += c.OutsideWindow
-		in.add(inputCells(safe(n), c)...)
-	}
-	if len(names) > 1 {
-		in.add(inputCells("total", &total)...)
-	}
+	in, total := inputTable(s, names)
 	in.write(&b, "  ")
-	if total.NullKey+total.NullValue > 0 {
-		fmt.Fprintf(&b, "  DROPPED by design: %s with a null selected key, %s with a null value\n", plural(total.NullKey, "record", "records"), Thousands(total.NullValue))
-	}
-	if total.OutsideWindow > 0 {
-		b.WriteString("  OUTSIDE: records whose timestamp is outside the audit window\n")
+	for _, note := range inputNotes(&total) {
+		b.WriteString("  " + note + "\n")
 	}
 
 	b.WriteString("\nStages\n")
-	st := table{
-		header: []string{"STAGE", "KEYS CHECKED", "MISSING", "STALE", "ABORTED"},
-		right:  []bool{false, true, true, true, true},
-	}
-	for _, name := range stageNames(s) {
-		c := s.Stages[name]
-		if c == nil {
-			c = &finding.StageCounts{}
-		}
-		st.add(safe(string(name)), Thousands(c.KeysChecked), Thousands(c.Findings[finding.Missing]),
-			Thousands(c.Findings[finding.Stale]), Thousands(c.Findings[finding.Aborted]))
-	}
+	st := stageTable(s)
 	st.write(&b, "  ")
 	writeStep(&b, res)
 
@@ -186,9 +151,9 @@ func WriteSummary(w io.Writer, res *finding.Result, opt SummaryOptions) error {
 
 	writeTimings(&b, s)
 
-	if opt.CSVPath != "" || opt.JSONPath != "" {
+	if opt.CSVPath != "" || opt.JSONPath != "" || opt.HTMLPath != "" {
 		var files []string
-		for _, p := range []string{opt.CSVPath, opt.JSONPath} {
+		for _, p := range []string{opt.CSVPath, opt.JSONPath, opt.HTMLPath} {
 			if p != "" {
 				files = append(files, safe(p))
 			}
@@ -206,8 +171,86 @@ func WriteSummary(w io.Writer, res *finding.Result, opt SummaryOptions) error {
 	return nil
 }
 
-// verdictLine returns the first line of the summary and its colour.
-func verdictLine(res *finding.Result, names []string) (string, string) {
+// inputTable is the per-input counts table of the summary, with a total
+// row when there are several inputs, and the total.
+func inputTable(s *finding.Summary, names []string) (table, finding.InputCounts) {
+	in := table{
+		header: []string{"INPUT", "SCANNED", "AUDITED", "PENDING", "DROPPED", "UNDECODABLE", "OUTSIDE"},
+		right:  []bool{false, true, true, true, true, true, true},
+	}
+	var total finding.InputCounts
+	for _, n := range names {
+		c := s.Inputs[n]
+		if c == nil {
+			c = &finding.InputCounts{}
+		}
+		total.Scanned += c.Scanned
+		total.Audited += c.Audited
+		total.Pending += c.Pending
+		total.NullKey += c.NullKey
+		total.NullValue += c.NullValue
+		total.DecodeErrors += c.DecodeErrors
+		total.OutsideWindow += c.OutsideWindow
+		in.add(inputCells(safe(n), c)...)
+	}
+	if len(names) > 1 {
+		in.add(inputCells("total", &total)...)
+	}
+	return in, total
+}
+
+// inputNotes explain the input table's DROPPED and OUTSIDE columns when
+// they count something.
+func inputNotes(total *finding.InputCounts) []string {
+	var notes []string
+	if total.NullKey+total.NullValue > 0 {
+		notes = append(notes, fmt.Sprintf("DROPPED by design: %s with a null selected key, %s with a null value", plural(total.NullKey, "record", "records"), Thousands(total.NullValue)))
+	}
+	if total.OutsideWindow > 0 {
+		notes = append(notes, "OUTSIDE: records whose timestamp is outside the audit window")
+	}
+	return notes
+}
+
+// stageTable is the per-stage counts table of the summary.
+func stageTable(s *finding.Summary) table {
+	st := table{
+		header: []string{"STAGE", "KEYS CHECKED", "MISSING", "STALE", "ABORTED"},
+		right:  []bool{false, true, true, true, true},
+	}
+	for _, name := range stageNames(s) {
+		c := s.Stages[name]
+		if c == nil {
+			c = &finding.StageCounts{}
+		}
+		st.add(safe(string(name)), Thousands(c.KeysChecked), Thousands(c.Findings[finding.Missing]),
+			Thousands(c.Findings[finding.Stale]), Thousands(c.Findings[finding.Aborted]))
+	}
+	return st
+}
+
+// tone is how a verdict should strike the reader: the terminal colours it,
+// the HTML report styles it.
+type tone uint8
+
+const (
+	toneClean tone = iota // nothing lost
+	toneWarn              // partial, inconclusive or suspected
+	toneLoss              // updates lost
+)
+
+func (t tone) ansi() string {
+	switch t {
+	case toneLoss:
+		return ansiRed
+	case toneWarn:
+		return ansiYellow
+	}
+	return ansiGreen
+}
+
+// verdictLine returns the first line of the summary and its tone.
+func verdictLine(res *finding.Result, names []string) (string, tone) {
 	s := &res.Summary
 	var audited int64
 	for _, c := range s.Inputs {
@@ -225,21 +268,21 @@ func verdictLine(res *finding.Result, names []string) (string, string) {
 	so := fmt.Sprintf("so far %s, %s, %s", scope, plural(nrows, "key finding", "key findings"), plural(npf, "partition finding", "partition findings"))
 	switch {
 	case s.Partial:
-		return "PARTIAL AUDIT: results are incomplete; " + so, ansiYellow
+		return "PARTIAL AUDIT: results are incomplete; " + so, toneWarn
 	case len(s.Inconclusive) > 0:
-		return fmt.Sprintf("INCONCLUSIVE: %s could not be checked; %s%s", inconclusiveSubject(s.Inconclusive), so, pending), ansiYellow
+		return fmt.Sprintf("INCONCLUSIVE: %s could not be checked; %s%s", inconclusiveSubject(s.Inconclusive), so, pending), toneWarn
 	case nrows > 0:
 		line := fmt.Sprintf("LOSS FOUND: %s lost an update (%s); %s",
 			plural(nrows, "key", "keys"), kindCounts(res.Rows), scope)
 		if npf > 0 {
 			line += "; " + plural(npf, "partition finding", "partition findings")
 		}
-		return line + pending, ansiRed
+		return line + pending, toneLoss
 	case npf > 0:
 		return fmt.Sprintf("LOSS SUSPECTED: no key reported lost, but %s (%s); %s%s",
-			plural(npf, "partition finding", "partition findings"), partitionKindCounts(s.Partitions), scope, pending), ansiYellow
+			plural(npf, "partition finding", "partition findings"), partitionKindCounts(s.Partitions), scope, pending), toneWarn
 	}
-	return fmt.Sprintf("NO LOSS FOUND: %s, 0 findings%s", scope, pending), ansiGreen
+	return fmt.Sprintf("NO LOSS FOUND: %s, 0 findings%s", scope, pending), toneClean
 }
 
 // inconclusiveSubject names what could not be checked: "input c", "inputs
@@ -324,8 +367,10 @@ func writeRows(b *strings.Builder, res *finding.Result, opt SummaryOptions) {
 		} else {
 			note += "nothing for the key"
 		}
-		if d := Detail(&r); d != "" {
-			note += "; " + safe(d)
+		if w := r.Witness; w != nil && w.Seen {
+			note += fmt.Sprintf("; in the repartition topic at [%d]@%d: lost before the store", w.Partition, w.Offset)
+		} else if w != nil {
+			note += "; not in the repartition topic (purged, or never written)"
 		}
 		if !r.FirstSeen.IsZero() {
 			note += "; first seen " + formatTime(r.FirstSeen)
@@ -419,17 +464,9 @@ func kindCounts(rows []finding.Row) string {
 	for i := range rows {
 		counts[rows[i].Kind]++
 	}
-	order := []finding.Kind{finding.Missing, finding.Stale, finding.Aborted}
-	for _, k := range slices.Sorted(maps.Keys(counts)) {
-		if !slices.Contains(order, k) {
-			order = append(order, k)
-		}
-	}
 	var parts []string
-	for _, k := range order {
-		if counts[k] > 0 {
-			parts = append(parts, Thousands(counts[k])+" "+safe(string(k)))
-		}
+	for _, k := range kindOrder(counts) {
+		parts = append(parts, Thousands(counts[k])+" "+safe(string(k)))
 	}
 	return strings.Join(parts, ", ")
 }

@@ -63,6 +63,8 @@ func KafkaOptions(cfg *config.Config) (kread.Options, error) {
 		SASL:              mech,
 		ClientID:          "lossaudit",
 		Timeout:           k.Timeout,
+		ConnectTimeout:    k.ConnectTimeout,
+		RetryTimeout:      k.RetryTimeout,
 		Concurrency:       k.Concurrency,
 		FetchMaxBytes:     k.FetchMaxBytes,
 		PartitionMaxBytes: k.PartitionMaxBytes,
@@ -150,7 +152,8 @@ func Schemas(cfg *config.Config, c *kread.Client) (*schema.Registry, error) {
 type Options struct {
 	// Progress receives progress of the long phases; nil for none.
 	Progress audit.Progress
-	// Warnings receives non-fatal observations (model warnings); nil to drop.
+	// Warnings receives non-fatal observations (model warnings) and, while
+	// the reader retries, what it waits for; nil to drop.
 	Warnings io.Writer
 	// StateHook is called at the points of a reconcile step's commit (the
 	// test bed kills the process there); nil for none.
@@ -186,7 +189,7 @@ func prepare(ctx context.Context, cfg *config.Config, o Options) (_ *prepared, e
 			p.close()
 		}
 	}()
-	if p.client, err = NewClient(cfg, nil); err != nil {
+	if p.client, err = NewClient(cfg, waitLines(o.Warnings)); err != nil {
 		return nil, err
 	}
 	p.closes = append(p.closes, p.client.Close)
@@ -233,6 +236,16 @@ func (p *prepared) schemaSources(res *finding.Result) {
 	for _, st := range p.reg.Status() {
 		res.Summary.SchemaSources = append(res.Summary.SchemaSources, finding.SchemaSource{
 			Source: st.Source, Error: st.Error, ServedBy: strings.Join(st.ServedBy, ", ")})
+	}
+}
+
+// waitLines tells w, one line each, what a retrying reader waits for.
+func waitLines(w io.Writer) func(*kread.Options) {
+	if w == nil {
+		return nil
+	}
+	return func(o *kread.Options) {
+		o.Wait = func(msg string) { fmt.Fprintf(w, "lossaudit: %s\n", msg) }
 	}
 }
 

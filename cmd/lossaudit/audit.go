@@ -30,7 +30,7 @@ func newAuditCmd(g *globalFlags) *cobra.Command {
 			"semantics, indexes them on disk and reports, per input and selected key, the newest processed\n" +
 			"update that did not reach a stage. Exit 0: nothing missing; 1: findings; 2: configuration\n" +
 			"error; 3: the audit could not complete.",
-		Example: "  lossaudit audit -c audit.yaml\n  lossaudit audit -c audit.yaml --from 2026-11-29T00:00:00Z --csv loss.csv",
+		Example: "  lossaudit audit -c audit.yaml\n  lossaudit audit -c audit.yaml --from 2026-11-29T00:00:00Z --csv loss.csv --html loss.html",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg, err := g.load(cmd)
@@ -71,7 +71,7 @@ func auditError(err error) error {
 // reportKeys lists the report keys of cfg with their paths, in the order
 // the reports are written.
 func reportKeys(cfg *config.Config) [][2]string {
-	return [][2]string{{"report.csv", cfg.Report.CSV}, {"report.json", cfg.Report.JSON}}
+	return [][2]string{{"report.csv", cfg.Report.CSV}, {"report.json", cfg.Report.JSON}, {"report.html", cfg.Report.HTML}}
 }
 
 // checkReportPaths fails, before anything is read, when a configured
@@ -141,6 +141,14 @@ func writeReports(stdout, stderr io.Writer, cfg *config.Config, res *finding.Res
 			w.failed = append(w.failed, fmt.Sprintf("the JSON report could not be written: %v", err))
 		}
 		w.opt.JSONPath = p
+	}
+	if cfg.Report.HTML != "" {
+		hopt := report.HTMLOptions{CSVPath: w.opt.CSVPath, JSONPath: w.opt.JSONPath, Config: cfg.Redacted()}
+		p, err := report.WriteHTMLFile(cfg.Report.HTML, res, hopt)
+		if err != nil {
+			w.failed = append(w.failed, fmt.Sprintf("the HTML report could not be written: %v", err))
+		}
+		w.opt.HTMLPath = p
 	}
 	return w
 }

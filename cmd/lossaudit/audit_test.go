@@ -6,12 +6,14 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kfake"
 
@@ -275,5 +277,54 @@ func TestScanShowsTheGroupsLag(t *testing.T) {
 	stdout.Reset()
 	if code := run([]string{"scan", "-q", "-c", cfg}, &stdout, &stderr); code != 0 || !strings.Contains(stdout.String(), "GROUP_OFFSET  LAG") {
 		t.Errorf("table lacks the group columns (exit %d):\n%s", code, stdout.String())
+	}
+}
+
+// TestCommandsNameASilentListener: a port that accepts connections but does
+// not speak Kafka (a registry port by mistake) is named within the
+// configured bounds, by every command, instead of a silent hang.
+func TestCommandsNameASilentListener(t *testing.T) {
+	clearEnv(t)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close() // hold it open, say nothing
+		}
+	}()
+	addr := l.Addr().String()
+	cfg := writeConfig(t, fmt.Sprintf(`kafka:
+  brokers: [%q]
+  connect_timeout: 1s
+  retry_timeout: 3s
+pipeline:
+  application_id: app
+  output: out
+  inputs: [{name: a, topic: in}]
+`, addr))
+	for _, args := range [][]string{{"scan", "-q", "--topic", "t"}, {"topology"}, {"audit", "-q"}} {
+		t.Run(args[0], func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			start := time.Now()
+			code := run(append(args, "-c", cfg), &stdout, &stderr)
+			took := time.Since(start)
+			want := addr + " accepted a connection but did not answer a Kafka request within 1s: is it a Kafka listener?"
+			if code != exitIncomplete || !strings.Contains(stderr.String(), want) {
+				t.Errorf("exit %d after %s, stderr:\n%s\nwant exit 3 and %q", code, took, stderr.String(), want)
+			}
+			if strings.Contains(stderr.String(), "finished") {
+				t.Errorf("a finished line on failure:\n%s", stderr.String())
+			}
+			if took > 2*time.Minute {
+				t.Errorf("took %s with a 3 s retry budget", took)
+			}
+		})
 	}
 }

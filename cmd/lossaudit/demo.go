@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kfake"
 
+	"github.com/lossaudit/lossaudit/audit/report"
 	"github.com/lossaudit/lossaudit/audit/runner"
 	"github.com/lossaudit/lossaudit/testbed/sim"
 )
@@ -30,12 +31,13 @@ func newDemoCmd(g *globalFlags) *cobra.Command {
 		Long: "Starts a 3-broker Kafka cluster inside this process, runs a faithful simulation of a Kafka\n" +
 			"Streams application (three Avro inputs, selectKey -> groupByKey -> reduce, then\n" +
 			"leftJoin -> leftJoin, exactly_once_v2) through an outage that loses a known set of updates,\n" +
-			"audits it like `lossaudit audit` would, and writes the reports under --dir. It exits 0 when\n" +
-			"the audit found exactly the injected losses and nothing else, 1 otherwise. No external\n" +
-			"Kafka is needed or touched.",
+			"audits it like `lossaudit audit` would, and writes the reports (CSV, JSON, HTML) under\n" +
+			"--dir. It exits 0 when the audit found exactly the injected losses and nothing else, 1\n" +
+			"otherwise. No external Kafka is needed or touched.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runDemo(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), dir, seed, quiet)
+			_, err := runDemo(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), dir, seed, quiet)
+			return err
 		},
 	}
 	cmd.Flags().StringVar(&dir, "dir", "./lossaudit-demo", "directory for the demo's index, topology file and reports")
@@ -44,16 +46,19 @@ func newDemoCmd(g *globalFlags) *cobra.Command {
 	return cmd
 }
 
-func runDemo(ctx context.Context, stdout, stderr io.Writer, dir string, seed int64, quiet bool) error {
+// runDemo runs the demo and returns what the simulation injected (nil when
+// it failed before the simulation ran), so tests can compare the reports
+// with it.
+func runDemo(ctx context.Context, stdout, stderr io.Writer, dir string, seed int64, quiet bool) (*sim.Truth, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return withCode(exitUsage, fmt.Errorf("demo: creating --dir %s: %w", dir, err))
+		return nil, withCode(exitUsage, fmt.Errorf("demo: creating --dir %s: %w", dir, err))
 	}
 	fmt.Fprintln(stdout, "lossaudit demo: an outage in a Kafka Streams pipeline, and the audit that finds what it lost")
 	fmt.Fprintln(stdout)
 	fmt.Fprintln(stdout, "1. Starting a 3-broker Kafka cluster in this process (kfake, loopback only).")
 	cluster, err := kfake.NewCluster(kfake.NumBrokers(3))
 	if err != nil {
-		return withCode(exitIncomplete, fmt.Errorf("demo: starting the in-process cluster: %w", err))
+		return nil, withCode(exitIncomplete, fmt.Errorf("demo: starting the in-process cluster: %w", err))
 	}
 	defer cluster.Close()
 	brokers := cluster.ListenAddrs()
@@ -62,24 +67,24 @@ func runDemo(ctx context.Context, stdout, stderr io.Writer, dir string, seed int
 	simStart := time.Now()
 	truth, err := sim.Run(ctx, brokers, sim.DemoScenario(seed))
 	if err != nil {
-		return withCode(exitIncomplete, fmt.Errorf("demo: simulating the pipeline: %w", err))
+		return truth, withCode(exitIncomplete, fmt.Errorf("demo: simulating the pipeline: %w", err))
 	}
 	fmt.Fprintf(stdout, "   done in %s. What the simulation did (the audit is not told any of this):\n\n", time.Since(simStart).Round(time.Millisecond))
 	if err := truth.WriteStory(indent(stdout)); err != nil {
-		return withCode(exitIncomplete, err)
+		return truth, withCode(exitIncomplete, err)
 	}
 
 	// Audit it the way a user would: from the Topology#describe() text the
 	// application printed, the _schemas topic, and the consumer group.
 	topo := filepath.Join(dir, "topology.txt")
 	if err := os.WriteFile(topo, []byte(truth.Topology), 0o644); err != nil {
-		return withCode(exitIncomplete, fmt.Errorf("demo: writing %s: %w", topo, err))
+		return truth, withCode(exitIncomplete, fmt.Errorf("demo: writing %s: %w", topo, err))
 	}
 	// Each demo runs on a new in-process cluster: the history an earlier
 	// demo left in the store would compare two different clusters.
 	storeDir := filepath.Join(dir, "index")
 	if err := os.RemoveAll(storeDir); err != nil {
-		return withCode(exitIncomplete, fmt.Errorf("demo: clearing %s: %w", storeDir, err))
+		return truth, withCode(exitIncomplete, fmt.Errorf("demo: clearing %s: %w", storeDir, err))
 	}
 	cfg := truth.Config(brokers, storeDir)
 	for i := range cfg.Pipeline.Inputs {
@@ -89,15 +94,17 @@ func runDemo(ctx context.Context, stdout, stderr io.Writer, dir string, seed int
 	cfg.Pipeline.TopologyFile = topo
 	cfg.Report.CSV = filepath.Join(dir, "loss-report.csv")
 	cfg.Report.JSON = filepath.Join(dir, "report.json")
+	cfg.Report.HTML = filepath.Join(dir, "report.html")
 
 	fmt.Fprintf(stdout, "\n3. Auditing: lossaudit audit with pipeline.topology_file=%s, schemas from the _schemas topic.\n\n", topo)
 	prog := newProgress(stderr, quiet)
 	res, _, err := runner.Run(ctx, cfg, runner.Options{Progress: prog, Warnings: prog.Log()})
 	prog.Stop()
 	if err != nil {
-		return auditError(err)
+		return truth, auditError(err)
 	}
 	status := finish(stdout, stderr, cfg, res)
+	htmlPath := report.ReportPath(cfg.Report.HTML, !res.Complete())
 
 	fmt.Fprintln(stdout)
 	fmt.Fprintln(stdout, "4. Comparing the audit with what the simulation injected:")
@@ -106,16 +113,18 @@ func runDemo(ctx context.Context, stdout, stderr io.Writer, dir string, seed int
 		for _, d := range diff {
 			fmt.Fprintf(stdout, "   MISMATCH %s\n", d)
 		}
-		return withCode(exitFindings, fmt.Errorf("demo: the audit differs from the injected loss in %d ways (listed above)", len(diff)))
+		fmt.Fprintf(stdout, "\nThe HTML report, to open in a browser: %s\n", htmlPath)
+		return truth, withCode(exitFindings, fmt.Errorf("demo: the audit differs from the injected loss in %d ways (listed above)", len(diff)))
 	}
 	fmt.Fprintf(stdout, "   MATCH: the audit reported exactly the %d lost updates and %d partition-level finding(s)\n", len(truth.Rows), len(truth.Partitions))
 	fmt.Fprintln(stdout, "   that were injected, each at the right stage with the record to replay, and nothing else:")
 	fmt.Fprintln(stdout, "   no false alarm from lag, caching, aborted-and-retried transactions, purged repartition")
 	fmt.Fprintln(stdout, "   topics, null keys, null values, undecodable values or tombstones.")
+	fmt.Fprintf(stdout, "\nThe HTML report, to open in a browser: %s\n", htmlPath)
 	if code := exitCode(status); code != exitFindings && code != exitOK {
-		return status
+		return truth, status
 	}
-	return nil
+	return truth, nil
 }
 
 // indentWriter prefixes every line with three spaces.

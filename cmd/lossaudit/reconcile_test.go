@@ -379,6 +379,9 @@ func TestWatchServesTheLastStep(t *testing.T) {
 	if code != 200 || !strings.Contains(body, `"resolved": [`) || !strings.Contains(body, `"first_seen"`) {
 		t.Errorf("/report.json %d:\n%s", code, body)
 	}
+	if code, body := get("/"); code != 200 || !strings.Contains(body, "<html") || !strings.Contains(body, `href="loss-report.csv"`) {
+		t.Errorf("/ %d:\n%.300s", code, body)
+	}
 	if code, body := get("/loss-report.csv"); code != 200 || !strings.HasPrefix(body, "finding,stage,") || !strings.Contains(strings.SplitN(body, "\n", 2)[0], "first_seen") {
 		t.Errorf("/loss-report.csv %d:\n%s", code, body)
 	}

@@ -17,9 +17,9 @@ import (
 // flag set is one line here.
 func commandFlags() map[string][]string {
 	return map[string][]string{
-		"audit":     {"config", "brokers", "command-config", "from", "to", "store-dir", "csv", "json", "metrics-file"},
-		"reconcile": {"config", "brokers", "command-config", "from", "to", "store-dir", "csv", "json", "metrics-file"},
-		"watch":     {"config", "brokers", "command-config", "from", "to", "store-dir", "csv", "json", "interval", "listen", "log-format"},
+		"audit":     {"config", "brokers", "command-config", "from", "to", "store-dir", "csv", "json", "html", "metrics-file"},
+		"reconcile": {"config", "brokers", "command-config", "from", "to", "store-dir", "csv", "json", "html", "metrics-file"},
+		"watch":     {"config", "brokers", "command-config", "from", "to", "store-dir", "csv", "json", "html", "interval", "listen", "log-format"},
 		"scan":      {"config", "brokers", "command-config", "from", "to"},
 		"topology":  {"config", "brokers", "command-config"},
 	}

@@ -43,7 +43,7 @@ func newScanCmdWith(g *globalFlags, tweak func(*kread.Options)) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			client, err := newReader(cfg, tweak)
+			client, err := newReader(cfg, withWait(cmd.ErrOrStderr(), tweak))
 			if err != nil {
 				return err
 			}

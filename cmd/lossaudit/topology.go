@@ -43,7 +43,7 @@ func newTopologyCmd(g *globalFlags) *cobra.Command {
 			if err := cfg.ValidatePipeline(); err != nil {
 				return err
 			}
-			client, err := newReader(cfg, nil)
+			client, err := newReader(cfg, withWait(cmd.ErrOrStderr(), nil))
 			if err != nil {
 				return err
 			}

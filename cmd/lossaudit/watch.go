@@ -54,6 +54,7 @@ func newWatchCmd(g *globalFlags) *cobra.Command {
 // the steps fared.
 type watcher struct {
 	interval time.Duration
+	config   string // the configuration, redacted, for the HTML report
 	started  time.Time
 	m        *metrics.Set
 	now      func() time.Time
@@ -72,7 +73,7 @@ func watch(ctx context.Context, cfg *config.Config, stderr io.Writer) error {
 		h = slog.NewJSONHandler(stderr, nil)
 	}
 	log := slog.New(h)
-	w := &watcher{interval: cfg.Watch.Interval, started: time.Now(), m: metrics.New(), now: time.Now}
+	w := &watcher{interval: cfg.Watch.Interval, config: cfg.Redacted(), started: time.Now(), m: metrics.New(), now: time.Now}
 	ln, err := net.Listen("tcp", cfg.Watch.Listen)
 	if err != nil {
 		return &config.Error{Key: "watch.listen", Msg: fmt.Sprintf("cannot listen on %s: %v", cfg.Watch.Listen, err)}
@@ -175,9 +176,8 @@ func (w *watcher) healthy() (bool, string) {
 	return true, "the last step succeeded at " + w.lastSuccess.UTC().Format(time.RFC3339)
 }
 
-// handler serves the endpoints of watch. "/" is where the HTML report of
-// the last step goes once the report package renders one; until then it
-// lists the endpoints.
+// handler serves the endpoints of watch; "/" is the HTML report of the
+// last step, linking the other two.
 func (w *watcher) handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", w.m.Handler())
@@ -207,8 +207,9 @@ func (w *watcher) handler() http.Handler {
 		last(rw, "text/csv; charset=utf-8", report.WriteResultCSV)
 	})
 	mux.HandleFunc("GET /{$}", func(rw http.ResponseWriter, _ *http.Request) {
-		rw.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		fmt.Fprintln(rw, "lossaudit watch: /metrics, /healthz, /report.json, /loss-report.csv")
+		last(rw, "text/html; charset=utf-8", func(out io.Writer, res *finding.Result) error {
+			return report.WriteHTML(out, res, report.HTMLOptions{CSVPath: "loss-report.csv", JSONPath: "report.json", Config: w.config})
+		})
 	})
 	return mux
 }

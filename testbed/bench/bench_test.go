@@ -5,10 +5,11 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
+
+	tk "github.com/lossaudit/lossaudit/testbed/kafka"
 )
 
 // TestMain lets the test binary serve as the harness's child readers: the
@@ -31,9 +32,7 @@ func TestSmoke(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts three Kafka brokers")
 	}
-	if _, err := exec.LookPath("java"); err != nil {
-		t.Skip("needs java for the Kafka brokers")
-	}
+	tk.SkipUnlessAvailable(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	o := benchOptions{Records: 30000, Dir: t.TempDir(), Partitions: 3, RF: 3, Compression: "zstd",

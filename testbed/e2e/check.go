@@ -5,12 +5,12 @@ import (
 	"encoding/binary"
 	"fmt"
 	"sort"
-	"sync"
 
 	"github.com/linkedin/goavro/v2"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/lossaudit/lossaudit/audit/finding"
-	"github.com/lossaudit/lossaudit/audit/kread"
+	"github.com/lossaudit/lossaudit/testbed/kafka"
 	"github.com/lossaudit/lossaudit/testbed/loadgen"
 )
 
@@ -25,7 +25,7 @@ type KeyState struct {
 }
 
 // Observed is what the changelogs and OUTPUT hold, read with read_committed
-// semantics through audit/kread.
+// semantics through franz-go's consumer (not lossaudit's reader).
 type Observed struct {
 	Changelog map[string]map[string]KeyState // input name -> selected key -> newest
 	Output    map[string]KeyState
@@ -35,7 +35,9 @@ type Observed struct {
 
 // Observe reads every changelog and OUTPUT from the log start to the last
 // stable offset, and counts the committed and aborted records of the
-// repartition topics too. Values are decoded with the schemas of the _schemas topic.
+// repartition topics too (aborted = read_uncommitted minus read_committed
+// records of the same ranges). Values are decoded with the schemas of the
+// _schemas topic.
 func Observe(ctx context.Context, env *Env, stages map[string]Stage) (*Observed, error) {
 	codecs, err := schemaCodecs(ctx, env)
 	if err != nil {
@@ -43,46 +45,36 @@ func Observe(ctx context.Context, env *Env, stages map[string]Stage) (*Observed,
 	}
 	obs := &Observed{Changelog: map[string]map[string]KeyState{}, Output: map[string]KeyState{},
 		Committed: map[string]int64{}, Aborted: map[string]int64{}}
-	var mu sync.Mutex
 	read := func(topic string, into map[string]KeyState, output bool) error {
-		offs, err := env.Reader.Offsets(ctx, topic)
+		ranges, err := env.Admin.Ranges(ctx, true, topic)
 		if err != nil {
 			return err
 		}
-		var ranges []kread.Range
-		for p, o := range offs {
-			ranges = append(ranges, kread.Range{Topic: topic, Partition: p, From: o.LogStart, To: o.LSO})
-		}
-		stats, err := env.Reader.Read(ctx, ranges, kread.ReadOptions{}, func(recs []kread.Record) error {
+		committed, err := committedRecords(ctx, env, ranges, func(r *kgo.Record) error {
 			if into == nil {
 				return nil
 			}
-			for _, r := range recs {
-				if r.Kind != kread.Committed {
-					continue
+			st := KeyState{TS: r.Timestamp.UnixMilli(), Partition: r.Partition, Offset: r.Offset, Null: r.Value == nil}
+			if r.Value != nil {
+				if err := decodeInto(codecs, r.Value, output, &st); err != nil {
+					return fmt.Errorf("%s[%d] at %d: %w", r.Topic, r.Partition, r.Offset, err)
 				}
-				st := KeyState{TS: r.Timestamp, Partition: r.Partition, Offset: r.Offset, Null: r.Value == nil}
-				if r.Value != nil {
-					if err := decodeInto(codecs, r.Value, output, &st); err != nil {
-						return fmt.Errorf("%s[%d] at %d: %w", r.Topic, r.Partition, r.Offset, err)
-					}
-				}
-				k := string(r.Key)
-				mu.Lock()
-				if old, ok := into[k]; !ok || st.TS >= old.TS {
-					into[k] = st
-				}
-				mu.Unlock()
+			}
+			k := string(r.Key)
+			if old, ok := into[k]; !ok || st.TS >= old.TS {
+				into[k] = st
 			}
 			return nil
 		})
 		if err != nil {
 			return fmt.Errorf("reading %s: %w", topic, err)
 		}
-		for _, s := range stats {
-			obs.Committed[topic] += s.Committed
-			obs.Aborted[topic] += s.Aborted
+		all, err := allRecords(ctx, env, ranges)
+		if err != nil {
+			return fmt.Errorf("reading %s read_uncommitted: %w", topic, err)
 		}
+		obs.Committed[topic] += committed
+		obs.Aborted[topic] += all - committed
 		return nil
 	}
 	for in, s := range stages {
@@ -283,7 +275,7 @@ func Split(ctx context.Context, env *Env, stages map[string]Stage, l *loadgen.Le
 	for _, s := range stages {
 		topics = append(topics, s.Topic, s.Repartition)
 	}
-	committed, err := env.Reader.GroupOffsets(ctx, ApplicationID, topics)
+	committed, err := groupOffsets(ctx, env.Admin, topics)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -293,33 +285,19 @@ func Split(ctx context.Context, env *Env, stages map[string]Stage, l *loadgen.Le
 	}
 	inTail := map[inSeq]bool{}
 	for in, s := range stages {
-		offs, err := env.Reader.Offsets(ctx, s.Repartition)
+		ranges, err := env.Admin.Ranges(ctx, true, s.Repartition)
 		if err != nil {
 			return nil, nil, err
 		}
-		var ranges []kread.Range
-		for p, o := range offs {
-			from, ok := committed[kread.TP{Topic: s.Repartition, Partition: p}]
-			if !ok {
-				from = o.LogStart
+		for i, r := range ranges {
+			// The tail starts at the committed offset, or at the log
+			// start when a purge (KAFKA-17635) went past it.
+			if c, ok := committed[kafka.TP{Topic: r.Topic, Partition: r.Partition}]; ok {
+				ranges[i].From = max(r.From, c)
 			}
-			ranges = append(ranges, kread.Range{Topic: s.Repartition, Partition: p, From: from, To: o.LSO})
 		}
-		var mu sync.Mutex
-		_, err = env.Reader.Read(ctx, ranges, kread.ReadOptions{}, func(recs []kread.Record) error {
-			for _, r := range recs {
-				if r.Kind != kread.Committed || r.Value == nil {
-					continue
-				}
-				var st KeyState
-				if err := decodeInto(codecs, r.Value, false, &st); err != nil {
-					return fmt.Errorf("%s[%d] at %d: %w", r.Topic, r.Partition, r.Offset, err)
-				}
-				mu.Lock()
-				inTail[inSeq{in, st.Seq}] = true
-				mu.Unlock()
-			}
-			return nil
+		err = tailSeqs(ctx, env, codecs, ranges, func(_ *kgo.Record, seq int64) {
+			inTail[inSeq{in, seq}] = true
 		})
 		if err != nil {
 			return nil, nil, fmt.Errorf("reading the tail of %s: %w", s.Repartition, err)
@@ -328,7 +306,7 @@ func Split(ctx context.Context, env *Env, stages map[string]Stage, l *loadgen.Le
 	pending := map[string]int64{}
 	var done []loadgen.Entry
 	for _, e := range l.Entries() {
-		c, ok := committed[kread.TP{Topic: e.Topic, Partition: e.Partition}]
+		c, ok := committed[kafka.TP{Topic: e.Topic, Partition: e.Partition}]
 		if !ok || e.Offset >= c || inTail[inSeq{e.Input, e.Seq}] {
 			pending[e.Input]++
 			continue
@@ -336,6 +314,23 @@ func Split(ctx context.Context, env *Env, stages map[string]Stage, l *loadgen.Le
 		done = append(done, e)
 	}
 	return loadgen.FromEntries(done), pending, nil
+}
+
+// tailSeqs reads the committed records of repartition ranges and calls fn
+// with each non-null record and the seq of the input record it copies.
+func tailSeqs(ctx context.Context, env *Env, codecs map[uint32]*goavro.Codec, ranges []kafka.Range, fn func(*kgo.Record, int64)) error {
+	_, err := committedRecords(ctx, env, ranges, func(r *kgo.Record) error {
+		if r.Value == nil {
+			return nil
+		}
+		var st KeyState
+		if err := decodeInto(codecs, r.Value, false, &st); err != nil {
+			return fmt.Errorf("%s[%d] at %d: %w", r.Topic, r.Partition, r.Offset, err)
+		}
+		fn(r, st.Seq)
+		return nil
+	})
+	return err
 }
 
 // schemaCodecs compiles every schema of the _schemas topic by id.
@@ -362,56 +357,43 @@ func schemaCodecs(ctx context.Context, env *Env) (map[uint32]*goavro.Codec, erro
 type Purged struct {
 	Input string
 	Seq   int64
-	TP    kread.TP
+	TP    kafka.TP
 }
 
 // PurgePastCommit does what KAFKA-17635 does while the application is
 // stopped: it deletes every repartition partition's unprocessed tail
 // [committed offset, LSO), and returns the deleted records (decoded) and the
 // partitions whose log start now lies above the committed offset.
-func PurgePastCommit(ctx context.Context, env *Env, stages map[string]Stage) ([]Purged, []kread.TP, error) {
+func PurgePastCommit(ctx context.Context, env *Env, stages map[string]Stage) ([]Purged, []kafka.TP, error) {
 	codecs, err := schemaCodecs(ctx, env)
 	if err != nil {
 		return nil, nil, err
 	}
 	var out []Purged
-	var parts []kread.TP
+	var parts []kafka.TP
 	for in, s := range stages {
-		committed, err := env.Reader.GroupOffsets(ctx, ApplicationID, []string{s.Repartition})
+		committed, err := groupOffsets(ctx, env.Admin, []string{s.Repartition})
 		if err != nil {
 			return nil, nil, err
 		}
-		offs, err := env.Reader.Offsets(ctx, s.Repartition)
+		all, err := env.Admin.Ranges(ctx, true, s.Repartition)
 		if err != nil {
 			return nil, nil, err
 		}
-		var ranges []kread.Range
+		var ranges []kafka.Range
 		del := map[int32]int64{}
-		for p, o := range offs {
-			tp := kread.TP{Topic: s.Repartition, Partition: p}
+		for _, r := range all {
+			tp := kafka.TP{Topic: r.Topic, Partition: r.Partition}
 			c, ok := committed[tp]
-			if !ok || o.LSO <= c {
+			if !ok || r.To <= c {
 				continue
 			}
-			ranges = append(ranges, kread.Range{Topic: s.Repartition, Partition: p, From: c, To: o.LSO})
-			del[p] = o.LSO
+			ranges = append(ranges, kafka.Range{Topic: r.Topic, Partition: r.Partition, From: max(r.From, c), To: r.To})
+			del[r.Partition] = r.To
 			parts = append(parts, tp)
 		}
-		var mu sync.Mutex
-		_, err = env.Reader.Read(ctx, ranges, kread.ReadOptions{}, func(recs []kread.Record) error {
-			for _, r := range recs {
-				if r.Kind != kread.Committed || r.Value == nil {
-					continue
-				}
-				var st KeyState
-				if err := decodeInto(codecs, r.Value, false, &st); err != nil {
-					return fmt.Errorf("%s[%d] at %d: %w", r.Topic, r.Partition, r.Offset, err)
-				}
-				mu.Lock()
-				out = append(out, Purged{Input: in, Seq: st.Seq, TP: kread.TP{Topic: r.Topic, Partition: r.Partition}})
-				mu.Unlock()
-			}
-			return nil
+		err = tailSeqs(ctx, env, codecs, ranges, func(r *kgo.Record, seq int64) {
+			out = append(out, Purged{Input: in, Seq: seq, TP: kafka.TP{Topic: r.Topic, Partition: r.Partition}})
 		})
 		if err != nil {
 			return nil, nil, fmt.Errorf("reading the tail of %s: %w", s.Repartition, err)

@@ -2,18 +2,20 @@ package e2e
 
 import (
 	"context"
-	"path/filepath"
-
 	"fmt"
-	"github.com/lossaudit/lossaudit/audit/finding"
-	"github.com/lossaudit/lossaudit/audit/kread"
-	"github.com/lossaudit/lossaudit/audit/runner"
-	"github.com/lossaudit/lossaudit/testbed/loadgen"
-	"github.com/lossaudit/lossaudit/testbed/streamsapp"
+	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/lossaudit/lossaudit/audit/finding"
+	"github.com/lossaudit/lossaudit/audit/runner"
+	"github.com/lossaudit/lossaudit/config"
+	"github.com/lossaudit/lossaudit/testbed/kafka"
+	"github.com/lossaudit/lossaudit/testbed/loadgen"
+	"github.com/lossaudit/lossaudit/testbed/streamsapp"
 )
 
 // verify reads the stages and compares them with the ledger, failing on any
@@ -31,7 +33,7 @@ func verifyWith(t *testing.T, res *Result, l *loadgen.Ledger, want []Discrepancy
 }
 
 // verifyFull is verifyWith that also expects purged_past_commit findings on exactly purged.
-func verifyFull(t *testing.T, res *Result, l *loadgen.Ledger, want []Discrepancy, pending map[string]int64, purged []kread.TP) *Observed {
+func verifyFull(t *testing.T, res *Result, l *loadgen.Ledger, want []Discrepancy, pending map[string]int64, purged []kafka.TP) *Observed {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -67,7 +69,7 @@ func verifyFull(t *testing.T, res *Result, l *loadgen.Ledger, want []Discrepancy
 // auditAgrees runs lossaudit's audit on the scenario's cluster and checks
 // that it reports exactly the (stage, input, key, kind) the ledger says, with
 // the same expected timestamps and no partition-level findings.
-func auditAgrees(t *testing.T, res *Result, want []Discrepancy, pending map[string]int64, purged []kread.TP) {
+func auditAgrees(t *testing.T, res *Result, want []Discrepancy, pending map[string]int64, purged []kafka.TP) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -213,7 +215,7 @@ func TestLagDraining(t *testing.T) {
 // purged_past_commit on exactly the purged partitions.
 func TestPurgedPastCommit(t *testing.T) {
 	var purged []Purged
-	var parts []kread.TP
+	var parts []kafka.TP
 	// 20 s of load, so that the application is still busy with its inputs
 	// when it is stopped even on a slow, shared machine.
 	res := RunScenario(t, Scenario{Records: 2000, FaultAfter: time.Second, NoCatchUp: true,
@@ -278,16 +280,85 @@ func TestPurgedPastCommit(t *testing.T) {
 	t.Logf("purged %d repartition records on %d partitions; lost newest updates of %d (input, key) pairs; pending %v",
 		len(purged), len(parts), len(lost), pending)
 	verifyFull(t, res, processed, want, pending, parts)
+	windowedAgrees(t, res, processed)
 }
 
+// windowedAgrees audits the scenario's cluster twice, in full and through
+// a window starting at the median timestamp of the processed records, and
+// requires the windowed audit to name each of its rows with the kind,
+// observed timestamp and replay record of the full audit: a stage holding
+// a key only from before the window is stale, never missing. At least one
+// row must prove the look before the window (stale, observed before it).
+func windowedAgrees(t *testing.T, res *Result, processed *loadgen.Ledger) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	var ts []int64
+	for _, e := range processed.Entries() {
+		ts = append(ts, e.Timestamp)
+	}
+	slices.Sort(ts)
+	if len(ts) == 0 {
+		t.Fatal("no processed records")
+	}
+	from := time.UnixMilli(ts[len(ts)/2])
+	run := func(cfg config.Config) map[string]finding.Row {
+		ar, _, err := runner.Run(ctx, &cfg, runner.Options{})
+		if err != nil {
+			t.Fatalf("audit: %v", err)
+		}
+		out := map[string]finding.Row{}
+		for _, r := range ar.Rows {
+			out[fmt.Sprintf("%s/%s/%q", r.Stage, r.Input, r.Key)] = r
+		}
+		return out
+	}
+	full := *res.Config
+	full.Store.Dir = filepath.Join(res.Env.Dir, "store-full")
+	windowed := full
+	windowed.Store.Dir = filepath.Join(res.Env.Dir, "store-windowed")
+	windowed.Window.From = from
+	fr, wr := run(full), run(windowed)
+	looked := 0
+	for k, w := range wr {
+		f, ok := fr[k]
+		switch {
+		case !ok:
+			t.Errorf("windowed audit reports %s, the full audit does not", k)
+		case f.Kind != w.Kind || f.HasObserved != w.HasObserved || f.ObservedTS != w.ObservedTS || f.Offset != w.Offset:
+			t.Errorf("%s: windowed %s observed %d (%v) @%d, full %s observed %d (%v) @%d", k,
+				w.Kind, w.ObservedTS, w.HasObserved, w.Offset, f.Kind, f.ObservedTS, f.HasObserved, f.Offset)
+		}
+		if w.Kind == finding.Stale && w.ObservedTS < from.UnixMilli() {
+			looked++
+		}
+	}
+	t.Logf("windowed audit from %s: %d rows (full: %d), %d stale from before the window", from.UTC().Format(time.RFC3339Nano), len(wr), len(fr), looked)
+	if looked == 0 {
+		t.Error("no windowed row is stale with a value from before the window: the look before it went untested")
+	}
+}
+
+// secondInstanceLife is how long the second instance of TestSecondInstance
+// processes once tasks have moved to it, before it is killed: a scenario
+// parameter, nothing is asserted on it.
+const secondInstanceLife = 3 * time.Second
+
 // TestSecondInstance starts a second instance with the same application.id
-// during the load (a deploy) and kills it a few seconds later (the rollback story):
-// tasks move to it and back, zombies are fenced, and exactly-once holds.
+// during the load (a deploy) and kills it a few seconds after tasks moved to
+// it (the rollback story): the tasks move back, zombies are fenced, and
+// exactly-once holds.
 func TestSecondInstance(t *testing.T) {
 	var second *streamsapp.App
 	res := RunScenario(t, Scenario{Records: 900, FaultAfter: 2 * time.Second,
 		Fault: func(ctx context.Context, env *Env) error {
-			var err error
+			before, err := Assignments(ctx, env.Admin)
+			if err != nil {
+				return err
+			}
+			if len(before) == 0 {
+				return fmt.Errorf("group %s has no members while the first instance runs", ApplicationID)
+			}
 			second, err = streamsapp.New(ctx, streamsapp.Options{Bootstrap: env.Cluster.Bootstrap(), ApplicationID: ApplicationID,
 				Inputs: Inputs, Output: Output, SchemasTopic: SchemasTopic, Dir: filepath.Join(env.Dir, "app2"),
 				SessionTimeout: 10 * time.Second})
@@ -301,13 +372,23 @@ func TestSecondInstance(t *testing.T) {
 			if err := second.WaitRunning(ctx); err != nil {
 				return err
 			}
-			time.Sleep(3 * time.Second)
+			if err := WaitTasksMoved(ctx, env, before); err != nil {
+				return err
+			}
+			time.Sleep(secondInstanceLife)
 			return second.Kill()
 		}})
 	verify(t, res, nil)
 	t.Logf("first instance:\n%s", res.Env.App.LogGrep(8, "ProducerFenced", "TaskMigrated", "lossaudit-streamsapp: state"))
 	t.Logf("second instance:\n%s", second.LogGrep(8, "ProducerFenced", "TaskMigrated", "lossaudit-streamsapp: state"))
 }
+
+// outage is how long TestAllBrokersKilled keeps every broker down: a
+// scenario parameter, longer than the 10 s transaction timeout Kafka Streams
+// sets under exactly-once, so that the struck transaction may time out while
+// the brokers are down. Nothing is asserted on it; after it the test waits
+// for the cluster to be ready.
+const outage = 25 * time.Second
 
 func TestAllBrokersKilled(t *testing.T) {
 	// A 10 min purge interval keeps the aborted repartition records in the log
@@ -323,7 +404,7 @@ func TestAllBrokersKilled(t *testing.T) {
 			if err := env.Cluster.KillAll(); err != nil {
 				return err
 			}
-			time.Sleep(25 * time.Second)
+			time.Sleep(outage)
 			if err := env.Cluster.StartAll(); err != nil {
 				return err
 			}

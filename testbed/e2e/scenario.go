@@ -16,7 +16,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lossaudit/lossaudit/audit/kread"
 	"github.com/lossaudit/lossaudit/config"
 	"github.com/lossaudit/lossaudit/testbed/kafka"
 	"github.com/lossaudit/lossaudit/testbed/loadgen"
@@ -68,7 +67,6 @@ type Env struct {
 	Cluster *kafka.Cluster
 	Admin   *kafka.Admin
 	App     *streamsapp.App
-	Reader  *kread.Client
 	// Timings of the phases, for the report.
 	Timings []Timing
 }
@@ -157,12 +155,6 @@ func RunScenario(t *testing.T, sc Scenario) *Result {
 	}
 	t.Cleanup(adm.Close)
 	env.Admin = adm
-	rd, err := kread.New(kread.Options{Brokers: c.Bootstrap(), ClientID: "lossaudit-testbed"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { rd.Close() })
-	env.Reader = rd
 
 	specs := []kafka.TopicSpec{{Name: Output, Partitions: 3},
 		{Name: SchemasTopic, Partitions: 1, Configs: map[string]string{"cleanup.policy": "compact"}}}
@@ -335,30 +327,28 @@ func ParseStages(topologyFile string) (map[string]Stage, error) {
 
 // Lag returns, for every partition of the inputs and repartition topics, the
 // committed offset's distance to the last stable offset (absent commit = whole log).
-func Lag(ctx context.Context, rd *kread.Client, stages map[string]Stage) (map[kread.TP]int64, error) {
+func Lag(ctx context.Context, adm *kafka.Admin, stages map[string]Stage) (map[kafka.TP]int64, error) {
 	var topics []string
 	for _, s := range stages {
 		topics = append(topics, s.Topic, s.Repartition)
 	}
 	sort.Strings(topics)
-	committed, err := rd.GroupOffsets(ctx, ApplicationID, topics)
+	committed, err := groupOffsets(ctx, adm, topics)
 	if err != nil {
 		return nil, err
 	}
-	lag := map[kread.TP]int64{}
-	for _, t := range topics {
-		offs, err := rd.Offsets(ctx, t)
-		if err != nil {
-			return nil, err
+	ranges, err := adm.Ranges(ctx, true, topics...)
+	if err != nil {
+		return nil, err
+	}
+	lag := map[kafka.TP]int64{}
+	for _, r := range ranges {
+		tp := kafka.TP{Topic: r.Topic, Partition: r.Partition}
+		c, ok := committed[tp]
+		if !ok {
+			c = r.From
 		}
-		for p, o := range offs {
-			tp := kread.TP{Topic: t, Partition: p}
-			c, ok := committed[tp]
-			if !ok {
-				c = o.LogStart
-			}
-			lag[tp] = o.LSO - c
-		}
+		lag[tp] = r.To - c
 	}
 	return lag, nil
 }
@@ -366,9 +356,9 @@ func Lag(ctx context.Context, rd *kread.Client, stages map[string]Stage) (map[kr
 // WaitCaughtUp waits until the application's committed offsets reach the last
 // stable offset of every input and repartition partition.
 func WaitCaughtUp(ctx context.Context, env *Env, stages map[string]Stage) error {
-	var last map[kread.TP]int64
+	var last map[kafka.TP]int64
 	for {
-		lag, err := Lag(ctx, env.Reader, stages)
+		lag, err := Lag(ctx, env.Admin, stages)
 		if err == nil {
 			total := int64(0)
 			for _, l := range lag {
@@ -403,7 +393,7 @@ func WaitProgress(ctx context.Context, env *Env, n int64) error {
 		topics = append(topics, s.Repartition)
 	}
 	for {
-		c, err := env.Reader.GroupOffsets(ctx, ApplicationID, topics)
+		c, err := groupOffsets(ctx, env.Admin, topics)
 		sum := int64(0)
 		if err == nil {
 			for _, o := range c {
@@ -436,12 +426,16 @@ func WaitOpenTransaction(ctx context.Context, env *Env) error {
 	}
 	for {
 		for _, t := range topics {
-			offs, err := env.Reader.Offsets(ctx, t)
+			lso, err := env.Admin.ListOffsets(ctx, t, -1, kafka.ReadCommitted)
 			if err != nil {
 				continue
 			}
-			for _, o := range offs {
-				if o.LSO < o.HighWatermark {
+			hw, err := env.Admin.ListOffsets(ctx, t, -1, kafka.ReadUncommitted)
+			if err != nil {
+				continue
+			}
+			for p, o := range lso {
+				if o < hw[p] {
 					return nil
 				}
 			}
@@ -467,14 +461,14 @@ func WaitTail(ctx context.Context, env *Env) error {
 		topics = append(topics, s.Repartition)
 	}
 	topics = append(topics, Inputs[:]...)
-	behind := func(committed map[kread.TP]int64, topic string) bool {
-		offs, err := env.Reader.Offsets(ctx, topic)
+	behind := func(committed map[kafka.TP]int64, topic string) bool {
+		lso, err := env.Admin.ListOffsets(ctx, topic, -1, kafka.ReadCommitted)
 		if err != nil {
 			return false
 		}
-		for p, o := range offs {
-			if c, ok := committed[kread.TP{Topic: topic, Partition: p}]; !ok || o.LSO > c {
-				if o.LSO > 0 {
+		for p, o := range lso {
+			if c, ok := committed[kafka.TP{Topic: topic, Partition: p}]; !ok || o > c {
+				if o > 0 {
 					return true
 				}
 			}
@@ -482,7 +476,7 @@ func WaitTail(ctx context.Context, env *Env) error {
 		return false
 	}
 	for {
-		committed, err := env.Reader.GroupOffsets(ctx, ApplicationID, topics)
+		committed, err := groupOffsets(ctx, env.Admin, topics)
 		if err == nil {
 			tail, lag := false, false
 			for _, s := range stages {
@@ -499,6 +493,29 @@ func WaitTail(ctx context.Context, env *Env) error {
 		case <-ctx.Done():
 			return fmt.Errorf("waiting for an unprocessed repartition tail while inputs still flow: %w", ctx.Err())
 		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// WaitTasksMoved waits until a member of the application's group whose
+// client id is not in before (a new instance's) has been assigned
+// partitions: tasks have moved to it.
+func WaitTasksMoved(ctx context.Context, env *Env, before map[string][]kafka.TP) error {
+	var last map[string][]kafka.TP
+	for {
+		now, err := Assignments(ctx, env.Admin)
+		if err == nil {
+			last = now
+			for id, tps := range now {
+				if _, old := before[id]; !old && len(tps) > 0 {
+					return nil
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for tasks to move to the new instance: %w (members before %v, now %v, last error %v)", ctx.Err(), before, last, err)
+		case <-time.After(100 * time.Millisecond):
 		}
 	}
 }

@@ -25,6 +25,26 @@ func start(t *testing.T, p *Process, script string) string {
 	return logPath
 }
 
+// waitLog waits until the child's log holds s: the child writes it once it
+// has set up what the test is about to exercise (its signal handler).
+func waitLog(t *testing.T, p *Process, logPath, s string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if out, err := os.ReadFile(logPath); err == nil && strings.Contains(string(out), s) {
+			return
+		}
+		if !p.Running() {
+			out, _ := os.ReadFile(logPath)
+			t.Fatalf("child exited before writing %q; log %q", s, out)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("child did not write %q within 30s", s)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 func TestStopKillRestart(t *testing.T) {
 	var p Process
 	if p.Running() {
@@ -38,7 +58,7 @@ func TestStopKillRestart(t *testing.T) {
 	if err := p.Start("child", exec.Command("true"), os.Stdout); err == nil || !strings.Contains(err.Error(), "already running") {
 		t.Errorf("second Start: %v, want already running", err)
 	}
-	time.Sleep(200 * time.Millisecond)
+	waitLog(t, &p, log, "hello") // echoed after the trap is installed
 	if err := p.Signal("child", syscall.SIGTERM, 5*time.Second); err != nil {
 		t.Fatal(err)
 	}
@@ -50,8 +70,8 @@ func TestStopKillRestart(t *testing.T) {
 	}
 	// Started again; one that ignores SIGTERM is killed after the wait, and
 	// Signal says so.
-	start(t, &p, `trap '' TERM; while :; do sleep 0.05; done`)
-	time.Sleep(100 * time.Millisecond)
+	log = start(t, &p, `trap '' TERM; echo ignoring; while :; do sleep 0.05; done`)
+	waitLog(t, &p, log, "ignoring")
 	err := p.Signal("child", syscall.SIGTERM, 300*time.Millisecond)
 	if err == nil || !strings.Contains(err.Error(), "did not stop") {
 		t.Errorf("ignored SIGTERM: %v, want did not stop", err)

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	tkafka "github.com/lossaudit/lossaudit/testbed/kafka"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -22,46 +23,34 @@ type seen struct {
 	value []byte
 }
 
-// readBack reads every partition of the topics from the log start,
-// read_committed or read_uncommitted (never control records), until it has
-// `want` records in total and then one more short poll finds nothing (or,
-// with want < 0, until three polls find nothing).
-func readBack(t *testing.T, brokers []string, topics []string, committed bool, want int) map[tp][]seen {
+// readBack reads every partition of the topics from the log start to the
+// end offsets listed first (the last stable offset when committed, the high
+// watermark otherwise) with franz-go's consumer, read_committed or
+// read_uncommitted (never control records), and returns once the
+// consumer's position on every partition has reached its end offset; it
+// fails the test if that takes longer than a minute.
+func readBack(t *testing.T, brokers []string, topics []string, committed bool) map[tp][]seen {
 	t.Helper()
-	iso := kgo.ReadUncommitted()
-	if committed {
-		iso = kgo.ReadCommitted()
-	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumeTopics(topics...),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(iso),
-		kgo.FetchMaxWait(50*time.Millisecond))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	adm, err := tkafka.NewAdmin(brokers)
 	if err != nil {
-		t.Fatalf("consumer: %v", err)
+		t.Fatal(err)
 	}
-	defer cl.Close()
+	defer adm.Close()
+	ranges, err := adm.Ranges(ctx, committed, topics...)
+	if err != nil {
+		t.Fatalf("listing the end offsets of %v: %v", topics, err)
+	}
 	out := map[tp][]seen{}
-	deadline := time.Now().Add(20 * time.Second)
-	empty, total, wait := 0, 0, 300*time.Millisecond
-	for empty < 3 && time.Now().Before(deadline) {
-		if want >= 0 && total >= want {
-			wait, empty = 100*time.Millisecond, 2 // one more short poll catches extras
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), wait)
-		fs := cl.PollFetches(ctx)
-		cancel()
-		n := 0
-		fs.EachRecord(func(r *kgo.Record) {
-			n++
-			k := tp{r.Topic, r.Partition}
-			out[k] = append(out[k], seen{off: r.Offset, key: string(r.Key), ts: r.Timestamp.UnixMilli(),
-				tomb: r.Value == nil, value: r.Value})
-		})
-		total += n
-		if n == 0 {
-			empty++
-		} else if want < 0 || total < want {
-			empty = 0
-		}
+	err = tkafka.Consume(ctx, brokers, ranges, committed, func(r *kgo.Record) error {
+		k := tp{r.Topic, r.Partition}
+		out[k] = append(out[k], seen{off: r.Offset, key: string(r.Key), ts: r.Timestamp.UnixMilli(),
+			tomb: r.Value == nil, value: r.Value})
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("reading back %v (committed %v): %v", topics, committed, err)
 	}
 	return out
 }
@@ -131,39 +120,8 @@ func checkTopics(t *testing.T, brokers []string, tr *Truth) {
 		topics = append(topics, n.inputs[x], n.repart[x], n.changelog[x])
 	}
 	topics = append(topics, n.output)
-	nAll, nCom := 0, 0
-	for x := 0; x < 3; x++ {
-		for p := range l.in[x] {
-			for _, r := range l.in[x][p] {
-				nAll++
-				if !r.Aborted {
-					nCom++
-				}
-			}
-			for _, r := range l.rp[x][p] {
-				if r.Off >= l.rpStart[x][p] {
-					nAll++
-					if r.Committed {
-						nCom++
-					}
-				}
-			}
-		}
-		for _, r := range l.cl[x] {
-			nAll++
-			if r.Committed {
-				nCom++
-			}
-		}
-	}
-	for _, r := range l.out {
-		nAll++
-		if r.Committed {
-			nCom++
-		}
-	}
-	all := readBack(t, brokers, topics, false, nAll)
-	com := readBack(t, brokers, topics, true, nCom)
+	all := readBack(t, brokers, topics, false)
+	com := readBack(t, brokers, topics, true)
 
 	compare := func(what string, k tp, want []seen, committedOnly []seen) {
 		t.Helper()
@@ -306,7 +264,7 @@ func checkValues(t *testing.T, tr *Truth, com map[tp][]seen) {
 // registration per subject in Confluent's storage format.
 func checkSchemas(t *testing.T, brokers []string, tr *Truth) {
 	t.Helper()
-	recs := readBack(t, brokers, []string{SchemasTopic}, true, -1)[tp{SchemasTopic, 0}]
+	recs := readBack(t, brokers, []string{SchemasTopic}, true)[tp{SchemasTopic, 0}]
 	subjects := map[string]int{}
 	for _, r := range recs {
 		var k schemaKey

@@ -161,8 +161,8 @@ func checkInjectedInTopics(t *testing.T, brokers []string, tr *Truth) {
 	t.Helper()
 	n := tr.n
 	topics := []string{n.changelog[0], n.changelog[1], n.changelog[2], n.output}
-	com := readBack(t, brokers, topics, true, -1)
-	all := readBack(t, brokers, topics, false, -1)
+	com := readBack(t, brokers, topics, true)
+	all := readBack(t, brokers, topics, false)
 	newest := func(m map[tp][]seen, topic, key string) int64 {
 		best := int64(-1)
 		for k, recs := range m {

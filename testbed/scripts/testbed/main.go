@@ -19,7 +19,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/lossaudit/lossaudit/audit/kread"
 	"github.com/lossaudit/lossaudit/testbed/e2e"
 	"github.com/lossaudit/lossaudit/testbed/kafka"
 	"github.com/lossaudit/lossaudit/testbed/loadgen"
@@ -218,12 +217,12 @@ func run(dir string, records, rate int, dbs, dbo string) error {
 }
 
 func printLag(ctx context.Context, c *kafka.Cluster, stages map[string]e2e.Stage) error {
-	rd, err := kread.New(kread.Options{Brokers: c.Bootstrap(), ClientID: "lossaudit-testbed"})
+	adm, err := kafka.NewAdmin(c.Bootstrap())
 	if err != nil {
 		return err
 	}
-	defer rd.Close()
-	lag, err := e2e.Lag(ctx, rd, stages)
+	defer adm.Close()
+	lag, err := e2e.Lag(ctx, adm, stages)
 	if err != nil {
 		return err
 	}

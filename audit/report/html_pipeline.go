@@ -1,0 +1,160 @@
+package report
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/lossaudit/lossaudit/audit/finding"
+)
+
+// pipelineView is the picture of a Kafka Streams pipeline: one lane per
+// input (input topic -> repartition topic -> store and its changelog),
+// the join of the stores, and the output topic.
+type pipelineView struct {
+	Lanes  []pipelineLane
+	Join   pipelineNode
+	Output pipelineNode
+}
+
+type pipelineLane struct {
+	Input, Repartition, Store pipelineNode
+}
+
+// pipelineNode is one box of the picture. Stage and Input identify it
+// (data attributes of the box); Findings counts what was found there: the
+// key findings of its stage and the partition findings of its topic.
+type pipelineNode struct {
+	Role  string // what the box is, as the user reads it
+	Stage string // input, repartition, changelog, join, output
+	Input string
+	Topic string
+	// Facts are counts worth reading in every run; Problems what was
+	// found here, one line each.
+	Facts    []string
+	Problems []string
+	Findings int64
+}
+
+// newPipelineView draws the pipeline of a Kafka Streams audit; nil when
+// the result describes no such pipeline.
+func newPipelineView(res *finding.Result) *pipelineView {
+	s := &res.Summary
+	pl := s.Pipeline
+	if pl == nil || len(pl.Inputs) == 0 {
+		return nil
+	}
+	byTopic := map[string][]*finding.PartitionFinding{}
+	for i := range s.Partitions {
+		p := &s.Partitions[i]
+		byTopic[p.Topic] = append(byTopic[p.Topic], p)
+	}
+	// Key findings by stage and input, counted by kind.
+	type stageInput struct {
+		stage finding.Stage
+		input string
+	}
+	kinds := map[stageInput]map[finding.Kind]int64{}
+	for i := range res.Rows {
+		r := &res.Rows[i]
+		k := stageInput{r.Stage, r.Input}
+		if kinds[k] == nil {
+			kinds[k] = map[finding.Kind]int64{}
+		}
+		kinds[k][r.Kind]++
+	}
+	// keyProblems adds the key findings of stage for the inputs named, one
+	// line per kind; with several inputs, the line says how many each had.
+	keyProblems := func(n *pipelineNode, stage finding.Stage, inputs ...string) {
+		total := map[finding.Kind]int64{}
+		for _, name := range inputs {
+			for k, c := range kinds[stageInput{stage, name}] {
+				total[k] += c
+			}
+		}
+		for _, kind := range kindOrder(total) {
+			line := plural(total[kind], "update", "updates") + " " + safe(string(kind))
+			if len(inputs) > 1 {
+				var per []string
+				for _, name := range inputs {
+					if c := kinds[stageInput{stage, name}][kind]; c > 0 {
+						per = append(per, safe(name)+" "+Thousands(c))
+					}
+				}
+				line += " (" + strings.Join(per, ", ") + ")"
+			}
+			n.Problems = append(n.Problems, line)
+			n.Findings += total[kind]
+		}
+	}
+	partProblems := func(n *pipelineNode, topic string) {
+		for _, p := range byTopic[topic] {
+			n.Problems = append(n.Problems, fmt.Sprintf("%s on partition %d", safe(string(p.Kind)), p.Partition))
+			n.Findings++
+		}
+	}
+
+	v := &pipelineView{}
+	for _, in := range pl.Inputs {
+		c := s.Inputs[in.Name]
+		if c == nil {
+			c = &finding.InputCounts{}
+		}
+		inNode := pipelineNode{Role: "input " + safe(in.Name), Stage: "input", Input: safe(in.Name), Topic: safe(in.Topic),
+			Facts: []string{Thousands(c.Audited) + " audited"}}
+		if c.Pending > 0 {
+			inNode.Facts = append(inNode.Facts, Thousands(c.Pending)+" pending")
+		}
+		if d := c.NullKey + c.NullValue; d > 0 {
+			inNode.Facts = append(inNode.Facts, Thousands(d)+" dropped by design")
+		}
+		if c.DecodeErrors > 0 {
+			inNode.Facts = append(inNode.Facts, Thousands(c.DecodeErrors)+" undecodable")
+		}
+		if c.OutsideWindow > 0 {
+			inNode.Facts = append(inNode.Facts, Thousands(c.OutsideWindow)+" outside the window")
+		}
+		partProblems(&inNode, in.Topic)
+
+		rep := pipelineNode{Role: "selectKey, repartition", Stage: "repartition", Input: safe(in.Name), Topic: safe(in.RepartitionTopic)}
+		partProblems(&rep, in.RepartitionTopic)
+
+		store := pipelineNode{Role: "reduce store, changelog", Stage: string(finding.StageChangelog), Input: safe(in.Name), Topic: safe(in.ChangelogTopic)}
+		keyProblems(&store, finding.StageChangelog, in.Name)
+		partProblems(&store, in.ChangelogTopic)
+		v.Lanes = append(v.Lanes, pipelineLane{Input: inNode, Repartition: rep, Store: store})
+	}
+	v.Join = pipelineNode{Role: "leftJoin", Stage: "join", Facts: []string{"the stores, in input order"}}
+	if c := s.Stages[finding.StageChangelog]; c != nil {
+		v.Join.Facts = append(v.Join.Facts, Thousands(c.KeysChecked)+" keys checked at the changelogs")
+	}
+	v.Output = pipelineNode{Role: "output", Stage: string(finding.StageOutput), Topic: safe(pl.Output)}
+	if c := s.Stages[finding.StageOutput]; c != nil {
+		v.Output.Facts = append(v.Output.Facts, Thousands(c.KeysChecked)+" keys checked")
+	}
+	var names []string
+	for _, in := range pl.Inputs {
+		names = append(names, in.Name)
+	}
+	keyProblems(&v.Output, finding.StageOutput, names...)
+	partProblems(&v.Output, pl.Output)
+	return v
+}
+
+// kindOrder returns the kinds counted in m: the known kinds in report
+// order, then the others by name.
+func kindOrder(m map[finding.Kind]int64) []finding.Kind {
+	var out, extra []finding.Kind
+	for _, k := range finding.Kinds {
+		if m[k] > 0 {
+			out = append(out, k)
+		}
+	}
+	for k, n := range m {
+		if n > 0 && !slices.Contains(finding.Kinds, k) {
+			extra = append(extra, k)
+		}
+	}
+	slices.Sort(extra)
+	return append(out, extra...)
+}
