@@ -468,3 +468,22 @@ func TestStepStuckLSOWithholdsThenJudges(t *testing.T) {
 	}
 	sameAsAudit(t, "aborted", r, s.audit(t))
 }
+
+// TestStepHugeKey: a selected key far larger than Badger takes as a key
+// (the testbed's 100,000-byte customerId) keeps its state across steps.
+func TestStepHugeKey(t *testing.T) {
+	tp := newTestPipeline(t)
+	s := newStepper(t, tp)
+	big := strings.Repeat("k", 100_000)
+	tp.process(0, 0, big, 100, "1", false, false)
+	tp.process(0, 1, big+"-lost", 200, "1", true, true)
+	if r := s.step(t); len(r.Rows) != 1 || string(r.Rows[0].Key) != big+"-lost" {
+		t.Fatalf("baseline rows %d, want the lost huge key", len(r.Rows))
+	}
+	tp.process(0, 0, big, 300, "2", false, true) // its output write lost
+	r := s.step(t)
+	if len(r.Rows) != 2 || r.Rows[0].Stage != finding.StageChangelog || r.Rows[1].Stage != finding.StageOutput || string(r.Rows[1].Key) != big {
+		t.Fatalf("step 2: %d rows, want the open changelog finding and the huge key's output", len(r.Rows))
+	}
+	sameAsAudit(t, "huge keys", r, s.audit(t))
+}

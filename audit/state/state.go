@@ -30,6 +30,9 @@
 package state
 
 import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -40,11 +43,18 @@ import (
 	"github.com/dgraph-io/badger/v4/options"
 )
 
-// Key prefixes in the database.
+// Key prefixes in the database. A key longer than maxDirectKey (Badger
+// refuses keys over 65,000 bytes, and Kafka record keys can be larger) is
+// stored under the SHA-256 of the key with the long prefix, the key itself
+// at the start of the value (of the mark too).
 const (
-	prefixValue = 'k'
-	prefixMark  = 'r'
-	prefixMeta  = 'm'
+	prefixValue     = 'k'
+	prefixLongValue = 'K'
+	prefixMark      = 'r'
+	prefixLongMark  = 'R'
+	prefixMeta      = 'm'
+
+	maxDirectKey = 1024
 )
 
 var (
@@ -198,47 +208,95 @@ func (s *Store) NewReader() *Reader {
 // Close ends the read.
 func (r *Reader) Close() { r.txn.Discard() }
 
-func withPrefix(buf []byte, p byte, key []byte) []byte {
-	buf = append(buf[:0], p)
-	return append(buf, key...)
+// dbKey returns the database key of key under prefix p (prefixValue or
+// prefixMark) in buf, and whether key is long (stored by its hash).
+func dbKey(buf []byte, p byte, key []byte) ([]byte, bool) {
+	if len(key) <= maxDirectKey {
+		buf = append(buf[:0], p)
+		return append(buf, key...), false
+	}
+	sum := sha256.Sum256(key)
+	buf = append(buf[:0], p-'a'+'A') // prefixLongValue, prefixLongMark
+	return append(buf, sum[:]...), true
+}
+
+// longValue is the stored value of a long key: the key, then val.
+func longValue(key, val []byte) []byte {
+	b := binary.AppendUvarint(make([]byte, 0, binary.MaxVarintLen64+len(key)+len(val)), uint64(len(key)))
+	return append(append(b, key...), val...)
+}
+
+// splitLong splits a long key's stored value into the key and the value.
+func splitLong(b []byte) (key, val []byte, err error) {
+	n, w := binary.Uvarint(b)
+	if w <= 0 || uint64(len(b)-w) < n {
+		return nil, nil, errors.New("damaged value of a long key")
+	}
+	return b[w : w+int(n)], b[w+int(n):], nil
+}
+
+// get returns the stored value of key under p, nil when absent.
+func (r *Reader) get(p byte, key []byte) ([]byte, bool, error) {
+	var long bool
+	r.buf, long = dbKey(r.buf, p, key)
+	it, err := r.txn.Get(r.buf)
+	if errors.Is(err, badger.ErrKeyNotFound) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	v, err := it.ValueCopy(nil)
+	if err != nil || !long {
+		return v, err == nil, err
+	}
+	k, v, err := splitLong(v)
+	if err != nil || !bytes.Equal(k, key) {
+		return nil, false, err // another key of the same hash: absent
+	}
+	return v, true, nil
 }
 
 // Get returns the value of key (nil when it has none) and whether key is
-// marked. The value is valid until the next Get.
+// marked.
 func (r *Reader) Get(key []byte) (val []byte, marked bool, err error) {
-	r.buf = withPrefix(r.buf, prefixValue, key)
-	it, err := r.txn.Get(r.buf)
-	switch {
-	case errors.Is(err, badger.ErrKeyNotFound):
-	case err != nil:
-		return nil, false, fmt.Errorf("state: reading key %q: %w", key, err)
-	default:
-		if val, err = it.ValueCopy(nil); err != nil {
-			return nil, false, fmt.Errorf("state: reading key %q: %w", key, err)
-		}
+	if val, _, err = r.get(prefixValue, key); err != nil {
+		return nil, false, fmt.Errorf("state: reading key %.64q: %w", key, err)
 	}
-	r.buf = withPrefix(r.buf, prefixMark, key)
-	_, err = r.txn.Get(r.buf)
-	switch {
-	case errors.Is(err, badger.ErrKeyNotFound):
-	case err != nil:
-		return nil, false, fmt.Errorf("state: reading the mark of key %q: %w", key, err)
-	default:
-		marked = true
+	if _, marked, err = r.get(prefixMark, key); err != nil {
+		return nil, false, fmt.Errorf("state: reading the mark of key %.64q: %w", key, err)
 	}
 	return val, marked, nil
 }
 
-// Marked calls fn with every marked key, in key order. The key is valid
-// only during the call.
+// Marked calls fn with every marked key. The key is valid only during the
+// call.
 func (r *Reader) Marked(fn func(key []byte) error) error {
-	return r.iterate(prefixMark, false, func(k, _ []byte) error { return fn(k) })
+	if err := r.iterate(prefixMark, false, func(k, _ []byte) error { return fn(k) }); err != nil {
+		return err
+	}
+	return r.iterate(prefixLongMark, true, func(_, v []byte) error {
+		k, _, err := splitLong(v)
+		if err != nil {
+			return err
+		}
+		return fn(k)
+	})
 }
 
-// Values calls fn with every key and its value, in key order. Both are
-// valid only during the call.
+// Values calls fn with every key and its value. Both are valid only during
+// the call.
 func (r *Reader) Values(fn func(key, val []byte) error) error {
-	return r.iterate(prefixValue, true, fn)
+	if err := r.iterate(prefixValue, true, fn); err != nil {
+		return err
+	}
+	return r.iterate(prefixLongValue, true, func(_, v []byte) error {
+		k, v, err := splitLong(v)
+		if err != nil {
+			return err
+		}
+		return fn(k, v)
+	})
 }
 
 func (r *Reader) iterate(p byte, values bool, fn func(k, v []byte) error) error {
@@ -250,7 +308,7 @@ func (r *Reader) iterate(p byte, values bool, fn func(k, v []byte) error) error 
 		if values {
 			var err error
 			if v, err = item.ValueCopy(v); err != nil {
-				return fmt.Errorf("state: reading %q: %w", item.Key(), err)
+				return fmt.Errorf("state: reading %.64q: %w", item.Key(), err)
 			}
 		}
 		if err := fn(item.Key()[1:], v); err != nil {
@@ -401,17 +459,28 @@ func (s *Store) apply(ref *logRef) error {
 	var kb []byte
 	err := readLog(path, ref, func(op byte, key, val []byte) error {
 		var err error
+		p := byte(prefixValue)
+		if op == opMark || op == opUnmark {
+			p = prefixMark
+		}
+		var long bool
+		kb, long = dbKey(kb, p, key)
+		k := append([]byte(nil), kb...)
 		switch op {
 		case opPut:
-			err = wb.Set(withPrefix(nil, prefixValue, key), append([]byte(nil), val...))
-		case opDelete:
-			kb = withPrefix(kb, prefixValue, key)
-			err = wb.Delete(append([]byte(nil), kb...))
+			v := append([]byte(nil), val...)
+			if long {
+				v = longValue(key, val)
+			}
+			err = wb.Set(k, v)
 		case opMark:
-			err = wb.Set(withPrefix(nil, prefixMark, key), nil)
-		case opUnmark:
-			kb = withPrefix(kb, prefixMark, key)
-			err = wb.Delete(append([]byte(nil), kb...))
+			var v []byte
+			if long {
+				v = longValue(key, nil)
+			}
+			err = wb.Set(k, v)
+		case opDelete, opUnmark:
+			err = wb.Delete(k)
 		}
 		if err != nil {
 			return err

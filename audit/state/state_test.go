@@ -1,6 +1,7 @@
 package state
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -254,4 +255,69 @@ func TestHelperProcess(t *testing.T) {
 	}
 	_ = tx.Commit([]byte("checkpoint 2"))
 	t.Fatal("the commit did not reach the point")
+}
+
+// TestKeysLongerThanBadgerAllows: Kafka keys can be larger than the
+// 65,000 bytes Badger takes for a key; they are stored by their hash.
+func TestKeysLongerThanBadgerAllows(t *testing.T) {
+	s, err := Open(t.TempDir(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	huge := bytes.Repeat([]byte("0123456789"), 10_000)
+	other := append(bytes.Clone(huge[:5000]), 'x')
+	tx, err := s.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range [][]byte{huge, other, []byte("short")} {
+		if err := tx.Put(k, append([]byte("v:"), k[:4]...)); err != nil {
+			t.Fatal(err)
+		}
+		if err := tx.Mark(k, true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tx.Commit([]byte("checkpoint 1")); err != nil {
+		t.Fatal(err)
+	}
+	r := s.NewReader()
+	v, marked, err := r.Get(huge)
+	if err != nil || string(v) != "v:0123" || !marked {
+		t.Errorf("Get(huge) = %q %v %v", v, marked, err)
+	}
+	if v, marked, err := r.Get(huge[:len(huge)-1]); err != nil || v != nil || marked {
+		t.Errorf("Get of a key never stored = %q %v %v", v, marked, err)
+	}
+	var keys, marks int
+	_ = r.Values(func(k, v []byte) error {
+		keys++
+		if !bytes.Equal(v, append([]byte("v:"), k[:4]...)) {
+			t.Errorf("value of %.10q = %q", k, v)
+		}
+		return nil
+	})
+	_ = r.Marked(func(k []byte) error {
+		marks++
+		if len(k) != len(huge) && len(k) != len(other) && string(k) != "short" {
+			t.Errorf("marked key of %d bytes", len(k))
+		}
+		return nil
+	})
+	r.Close()
+	if keys != 3 || marks != 3 {
+		t.Errorf("%d values and %d marks, want 3 and 3", keys, marks)
+	}
+	tx, _ = s.Begin()
+	_ = tx.Put(huge, nil)
+	_ = tx.Mark(huge, false)
+	if err := tx.Commit([]byte("checkpoint 2")); err != nil {
+		t.Fatal(err)
+	}
+	r = s.NewReader()
+	defer r.Close()
+	if v, marked, _ := r.Get(huge); v != nil || marked {
+		t.Errorf("deleted huge key: %q %v", v, marked)
+	}
 }

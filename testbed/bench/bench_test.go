@@ -49,8 +49,8 @@ func TestSmoke(t *testing.T) {
 	for _, in := range pipelineNames().inputs {
 		inputs += rep.Manifest.Topics[in].Records
 	}
-	if inputs != 30000 {
-		t.Errorf("inputs hold %d records, want 30000", inputs)
+	if inputs != 30000+rep.Manifest.Appended || rep.Manifest.Appended != 300 {
+		t.Errorf("inputs hold %d records, %d appended for the reconcile step, want 30000 + 300", inputs, rep.Manifest.Appended)
 	}
 	names := map[string]bool{}
 	for _, r := range rep.Results {
@@ -59,13 +59,19 @@ func TestSmoke(t *testing.T) {
 			t.Errorf("%s: wall %v, peak RSS %d: not measured", r.Name, r.Wall, r.MaxRSS)
 		}
 	}
-	for _, want := range []string{"franz-go", "lossaudit audit", "lossaudit audit --from (newest 5%)"} {
+	for _, want := range []string{"franz-go", "lossaudit audit", "lossaudit audit --from (newest 5%)", "lossaudit reconcile (baseline)",
+		"lossaudit reconcile (step after +1%)"} {
 		if !names[want] {
 			t.Errorf("no result for %s (have %v)", want, names)
 		}
 	}
-	if len(rep.Findings) != 2 || rep.Findings[0] != 0 || rep.Findings[1] != 0 {
-		t.Errorf("audit findings per run = %v, want [0 0]", rep.Findings)
+	if len(rep.Findings) != 4 || rep.Findings[0] != 0 || rep.Findings[1] != 0 || rep.Findings[2] != 0 || rep.Findings[3] != 0 {
+		t.Errorf("audit and reconcile findings per run = %v, want [0 0 0 0]", rep.Findings)
+	}
+	// The step reads what was added (300 input records and their
+	// downstream writes), not the 30,000 of the baseline.
+	if st := rep.Step; st == nil || st.New["input"] != 300 || st.Read["input"] != 300 || st.readRecords() > 2*st.newRecords() {
+		t.Errorf("reconcile step: %+v, want it to read the 300 new input records and at most twice the new records", st)
 	}
 	if !strings.Contains(rep.Markdown, "| lossaudit audit |") {
 		t.Errorf("markdown table lacks the audit row:\n%s", rep.Markdown)
