@@ -327,6 +327,7 @@ func TestWatchCleanRun(t *testing.T) {
 // fail while the brokers are down and none reports a finding.
 func TestWatchAllBrokersKilled(t *testing.T) {
 	var w *watching
+	var down, up time.Time
 	RunScenario(t, Scenario{Records: 3000, FaultAfter: 12 * time.Second, PurgeInterval: 10 * time.Minute,
 		OnStart: func(ctx context.Context, env *Env) (err error) {
 			w, err = startWatch(ctx, t, env)
@@ -336,6 +337,7 @@ func TestWatchAllBrokersKilled(t *testing.T) {
 			if err := WaitOpenTransaction(ctx, env); err != nil {
 				return err
 			}
+			down = time.Now()
 			if err := env.Cluster.KillAll(); err != nil {
 				return err
 			}
@@ -343,10 +345,24 @@ func TestWatchAllBrokersKilled(t *testing.T) {
 			if err := env.Cluster.StartAll(); err != nil {
 				return err
 			}
+			up = time.Now()
 			return env.Cluster.WaitReady(ctx)
 		}})
 	noFindingAtAnyStep(t, w, time.Now())
 	w.stop()
+	// Some step ran, or failed, while the brokers were down.
+	during := 0
+	for _, l := range append(w.logLines("step"), w.logLines("step failed")...) {
+		end, err1 := time.Parse(time.RFC3339Nano, fmt.Sprint(l["time"]))
+		took, err2 := time.ParseDuration(fmt.Sprint(l["took"]))
+		if err1 == nil && err2 == nil && end.After(down) && end.Add(-took).Before(up) {
+			during++
+		}
+	}
+	if during == 0 {
+		t.Errorf("no step ran while the brokers were down (%s to %s)", down.Format(time.RFC3339), up.Format(time.RFC3339))
+	}
+	t.Logf("%d steps ran while the brokers were down", during)
 }
 
 // TestWatchInjectedLoss: watch while the application drops the injected
@@ -429,10 +445,7 @@ func TestWatchInjectedLoss(t *testing.T) {
 			continue
 		}
 		for _, row := range s.CSV[1:] {
-			k := row[1] + "/" + row[2] + "/" + row[3]
-			if row[1] == "output" {
-				k = "output//" + row[3]
-			}
+			k := row[1] + "/" + row[2] + "/" + row[3] // one row per input, also at the output
 			if old, ok := firstSeen[k]; ok && old != row[11] {
 				t.Errorf("step %d: first_seen of %s moved from %s to %s", s.Number, k, old, row[11])
 			}
