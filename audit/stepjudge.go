@@ -175,8 +175,8 @@ func (v *stepVisitor) stage(key []byte, k *known, old []byte, was, marks bool) e
 		v.enc = k.encode(v.enc[:0])
 		val = v.enc
 	}
-	if !bytes.Equal(val, old) {
-		if err := v.tx.Put(key, val); err != nil {
+	if !bytes.Equal(val, old) || (val != nil && marks != was) { // the mark is kept with the value
+		if err := v.tx.Put(key, val, marks); err != nil {
 			return err
 		}
 	}

@@ -260,13 +260,20 @@ func (r *Reader) get(p byte, key []byte) ([]byte, bool, error) {
 // Get returns the value of key (nil when it has none) and whether key is
 // marked.
 func (r *Reader) Get(key []byte) (val []byte, marked bool, err error) {
-	if val, _, err = r.get(prefixValue, key); err != nil {
+	v, ok, err := r.get(prefixValue, key)
+	if err != nil {
 		return nil, false, fmt.Errorf("state: reading key %.64q: %w", key, err)
+	}
+	if ok {
+		if len(v) == 0 {
+			return nil, false, fmt.Errorf("state: the value of key %.64q is damaged", key)
+		}
+		return v[1:], v[0] == 1, nil // the mark is recorded with the value
 	}
 	if _, marked, err = r.get(prefixMark, key); err != nil {
 		return nil, false, fmt.Errorf("state: reading the mark of key %.64q: %w", key, err)
 	}
-	return val, marked, nil
+	return nil, marked, nil
 }
 
 // Marked calls fn with every marked key. The key is valid only during the
@@ -287,7 +294,13 @@ func (r *Reader) Marked(fn func(key []byte) error) error {
 // Values calls fn with every key and its value. Both are valid only during
 // the call.
 func (r *Reader) Values(fn func(key, val []byte) error) error {
-	if err := r.iterate(prefixValue, true, fn); err != nil {
+	strip := func(k, v []byte) error {
+		if len(v) == 0 {
+			return fmt.Errorf("state: the value of key %.64q is damaged", k)
+		}
+		return fn(k, v[1:])
+	}
+	if err := r.iterate(prefixValue, true, strip); err != nil {
 		return err
 	}
 	return r.iterate(prefixLongValue, true, func(_, v []byte) error {
@@ -295,7 +308,7 @@ func (r *Reader) Values(fn func(key, val []byte) error) error {
 		if err != nil {
 			return err
 		}
-		return fn(k, v)
+		return strip(k, v)
 	})
 }
 
@@ -340,14 +353,21 @@ type Txn struct {
 	s    *Store
 	log  *logWriter
 	done bool
+	buf  []byte
 }
 
-// Put stages key's new value; a nil value deletes it.
-func (t *Txn) Put(key, val []byte) error {
+// Put stages key's new value (a nil value deletes it) and records with it
+// whether key is marked, so that reading a key with a value takes one
+// lookup; a change of the mark must also be staged with Mark.
+func (t *Txn) Put(key, val []byte, marked bool) error {
 	if val == nil {
 		return t.log.add(opDelete, key, nil)
 	}
-	return t.log.add(opPut, key, val)
+	t.buf = append(append(t.buf[:0], 0), val...)
+	if marked {
+		t.buf[0] = 1
+	}
+	return t.log.add(opPut, key, t.buf)
 }
 
 // Mark stages marking (on) or unmarking key.

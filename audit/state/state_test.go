@@ -48,7 +48,7 @@ func stepN(t *testing.T, s *Store, n, keys int) *Txn {
 		if i == n {
 			v = nil
 		}
-		if err := tx.Put(k, v); err != nil {
+		if err := tx.Put(k, v, i%3 == n%3); err != nil {
 			t.Fatal(err)
 		}
 		if err := tx.Mark(k, i%3 == n%3); err != nil {
@@ -272,7 +272,7 @@ func TestKeysLongerThanBadgerAllows(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, k := range [][]byte{huge, other, []byte("short")} {
-		if err := tx.Put(k, append([]byte("v:"), k[:4]...)); err != nil {
+		if err := tx.Put(k, append([]byte("v:"), k[:4]...), true); err != nil {
 			t.Fatal(err)
 		}
 		if err := tx.Mark(k, true); err != nil {
@@ -310,7 +310,7 @@ func TestKeysLongerThanBadgerAllows(t *testing.T) {
 		t.Errorf("%d values and %d marks, want 3 and 3", keys, marks)
 	}
 	tx, _ = s.Begin()
-	_ = tx.Put(huge, nil)
+	_ = tx.Put(huge, nil, false)
 	_ = tx.Mark(huge, false)
 	if err := tx.Commit([]byte("checkpoint 2")); err != nil {
 		t.Fatal(err)

@@ -159,6 +159,7 @@ type pointProgress struct {
 	f *failpoints
 }
 
+// Phase starts a phase; an input's reports its first records to the point.
 func (pp pointProgress) Phase(name string, total int64) audit.Phase {
 	ph := pp.p.Phase(name, total)
 	if !strings.HasPrefix(name, "input ") {
@@ -172,6 +173,7 @@ type pointPhase struct {
 	f *failpoints
 }
 
+// Add counts progress and reaches the "reading" point with the first records.
 func (p pointPhase) Add(records, bytes int64) {
 	p.Phase.Add(records, bytes)
 	if records > 0 {

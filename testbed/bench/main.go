@@ -87,7 +87,7 @@ type benchOptions struct {
 	Compression   string
 	CommitRecords int
 	Repeat        int
-	Skip          string // comma-separated: kcat, franz, audit, window, reconcile
+	Skip          string  // comma-separated: kcat, franz, audit, window, reconcile
 	StepShare     float64 // reconcile: input records added before the step, as a share of -n
 	KafkaVersion  string
 	Heap          string

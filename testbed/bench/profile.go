@@ -10,6 +10,7 @@ import (
 	"runtime/pprof"
 	"time"
 
+	"github.com/lossaudit/lossaudit/audit/finding"
 	"github.com/lossaudit/lossaudit/audit/runner"
 	"github.com/lossaudit/lossaudit/config"
 )
@@ -18,14 +19,30 @@ import (
 // what `lossaudit audit` runs) with CPU and heap profiles:
 //
 //	bench profile -c /tmp/lossaudit-bench/audit.yaml -cpuprofile cpu.out -memprofile mem.out [-from RFC3339]
+//
+// With -reconcile it profiles a reconcile step instead: it runs the
+// baseline (not profiled) on a fresh store, appends -step-share of the
+// loaded input records (the manifest, -manifest, says what is loaded and
+// is updated), then profiles the step (audit/runner.Reconcile and its
+// commit).
 func profileMain(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("profile", flag.ContinueOnError)
 	cfgPath := fs.String("c", "", "audit.yaml written by the harness")
 	cpu := fs.String("cpuprofile", "", "write a CPU profile here")
 	mem := fs.String("memprofile", "", "write a heap profile (at the end of the run) here")
 	from := fs.String("from", "", "window start (RFC 3339)")
+	reconcile := fs.Bool("reconcile", false, "profile a reconcile step after a baseline and -step-share more records")
+	manifestPath := fs.String("manifest", "", "the harness's manifest.json (with -reconcile)")
+	share := fs.Float64("step-share", 0.01, "input records appended before the step, as a share of those loaded (with -reconcile)")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	var step func() (*finding.Result, error)
+	if *reconcile {
+		var err error
+		if step, err = prepareStep(ctx, *cfgPath, *manifestPath, *share, stdout); err != nil {
+			return err
+		}
 	}
 	cfg, err := config.Load(config.LoadOptions{File: *cfgPath})
 	if err != nil {
@@ -36,8 +53,10 @@ func profileMain(ctx context.Context, args []string, stdout io.Writer) error {
 			return fmt.Errorf("-from: %w", err)
 		}
 	}
-	if err := os.RemoveAll(cfg.Store.Dir); err != nil {
-		return err
+	if step == nil {
+		if err := os.RemoveAll(cfg.Store.Dir); err != nil {
+			return err
+		}
 	}
 	if *cpu != "" {
 		f, err := os.Create(*cpu)
@@ -51,7 +70,12 @@ func profileMain(ctx context.Context, args []string, stdout io.Writer) error {
 		defer pprof.StopCPUProfile()
 	}
 	start := time.Now()
-	res, _, err := runner.Run(ctx, cfg, runner.Options{})
+	var res *finding.Result
+	if step != nil {
+		res, err = step()
+	} else {
+		res, _, err = runner.Run(ctx, cfg, runner.Options{})
+	}
 	if err != nil {
 		return err
 	}
@@ -72,4 +96,53 @@ func profileMain(ctx context.Context, args []string, stdout io.Writer) error {
 	fmt.Fprintf(stdout, "wall %s, rows %d, partition findings %d, timings %v, heap sys %d MiB, total alloc %d MiB\n",
 		wall.Round(time.Millisecond), len(res.Rows), len(res.Summary.Partitions), res.Summary.Timings, ms.HeapSys>>20, ms.TotalAlloc>>20)
 	return nil
+}
+
+// prepareStep runs the reconcile baseline on a fresh store.dir of the
+// configuration at cfgPath, appends share of the loaded records, and
+// returns the step to profile.
+func prepareStep(ctx context.Context, cfgPath, manifestPath string, share float64, stdout io.Writer) (func() (*finding.Result, error), error) {
+	m, err := readManifest(manifestPath)
+	if err != nil {
+		return nil, fmt.Errorf("-reconcile needs -manifest: %w", err)
+	}
+	cfg, err := config.Load(config.LoadOptions{File: cfgPath})
+	if err != nil {
+		return nil, err
+	}
+	if err := os.RemoveAll(cfg.Store.Dir); err != nil {
+		return nil, err
+	}
+	run := func() (*finding.Result, error) {
+		t0 := time.Now()
+		st, err := runner.Reconcile(ctx, cfg, runner.Options{})
+		if err != nil {
+			return nil, err
+		}
+		t1 := time.Now()
+		err = st.Commit()
+		t2 := time.Now()
+		st.Close()
+		fmt.Fprintf(stdout, "step %s (phases %v), commit %s, close %s\n", t1.Sub(t0).Round(time.Millisecond), st.Result.Summary.Timings,
+			t2.Sub(t1).Round(time.Millisecond), time.Since(t2).Round(time.Millisecond))
+		return st.Result, err
+	}
+	t := time.Now()
+	if _, err := run(); err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(stdout, "baseline %s\n", time.Since(t).Round(time.Millisecond))
+	extra := int64(float64(m.Spec.Records) * share)
+	added, err := appendData(ctx, cfg.Kafka.Brokers, m, extra, func(string, ...any) {})
+	if err != nil {
+		return nil, err
+	}
+	m.Appended += extra
+	for topic, c := range added {
+		tc := m.Topics[topic]
+		tc.Records += c.Records
+		tc.Bytes += c.Bytes
+		m.Topics[topic] = tc
+	}
+	return run, m.write(manifestPath)
 }
