@@ -238,7 +238,7 @@ func TestReconcileInterruptedAnywhere(t *testing.T) {
 		kill("committed", true), kill("applying", true), kill("applied", true),
 		{name: "Ctrl-C while reading", env: []string{"LOSSAUDIT_TESTBED_INTERRUPT_AT=reading"}, code: 130},
 		{name: "Ctrl-C after the reports", env: []string{"LOSSAUDIT_TESTBED_INTERRUPT_AT=reported"}, committed: true, code: -2},
-		{name: "broker down while reading", env: []string{"LOSSAUDIT_KAFKA_TIMEOUT=1s"}, code: 3,
+		{name: "broker down while reading", env: []string{"LOSSAUDIT_KAFKA_TIMEOUT=1s", "LOSSAUDIT_KAFKA_RETRY_TIMEOUT=5s"}, code: 3,
 			during: func() { down.Store(true) }},
 	}
 	for _, tc := range cases {
