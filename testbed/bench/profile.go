@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"runtime"
 	"runtime/pprof"
 	"time"
@@ -34,7 +35,12 @@ func profileMain(ctx context.Context, args []string, stdout io.Writer) error {
 	reconcile := fs.Bool("reconcile", false, "profile a reconcile step after a baseline and -step-share more records")
 	manifestPath := fs.String("manifest", "", "the harness's manifest.json (with -reconcile)")
 	share := fs.Float64("step-share", 0.01, "input records appended before the step, as a share of those loaded (with -reconcile)")
+	appendOnly := fs.Bool("append-only", false, "only append -step-share more records (and what the application writes for them), then exit: to time `lossaudit reconcile` by hand")
 	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *appendOnly {
+		_, err := appendRecorded(ctx, *cfgPath, *manifestPath, *share)
 		return err
 	}
 	var step func() (*finding.Result, error)
@@ -102,16 +108,18 @@ func profileMain(ctx context.Context, args []string, stdout io.Writer) error {
 // configuration at cfgPath, appends share of the loaded records, and
 // returns the step to profile.
 func prepareStep(ctx context.Context, cfgPath, manifestPath string, share float64, stdout io.Writer) (func() (*finding.Result, error), error) {
-	m, err := readManifest(manifestPath)
-	if err != nil {
-		return nil, fmt.Errorf("-reconcile needs -manifest: %w", err)
-	}
 	cfg, err := config.Load(config.LoadOptions{File: cfgPath})
 	if err != nil {
 		return nil, err
 	}
-	if err := os.RemoveAll(cfg.Store.Dir); err != nil {
-		return nil, err
+	// A store with a baseline is stepped on; otherwise the baseline runs
+	// first.
+	_, statErr := os.Stat(filepath.Join(cfg.Store.Dir, runner.StateDir))
+	haveBaseline := statErr == nil
+	if !haveBaseline {
+		if err := os.RemoveAll(cfg.Store.Dir); err != nil {
+			return nil, err
+		}
 	}
 	run := func() (*finding.Result, error) {
 		t0 := time.Now()
@@ -127,11 +135,28 @@ func prepareStep(ctx context.Context, cfgPath, manifestPath string, share float6
 			t2.Sub(t1).Round(time.Millisecond), time.Since(t2).Round(time.Millisecond))
 		return st.Result, err
 	}
-	t := time.Now()
-	if _, err := run(); err != nil {
+	if !haveBaseline {
+		t := time.Now()
+		if _, err := run(); err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(stdout, "baseline %s\n", time.Since(t).Round(time.Millisecond))
+	}
+	_, err = appendRecorded(ctx, cfgPath, manifestPath, share)
+	return run, err
+}
+
+// appendRecorded appends share of the loaded input records to the pipeline
+// of the configuration at cfgPath and records them in the manifest.
+func appendRecorded(ctx context.Context, cfgPath, manifestPath string, share float64) (map[string]topicCount, error) {
+	m, err := readManifest(manifestPath)
+	if err != nil {
+		return nil, fmt.Errorf("-reconcile and -append-only need -manifest: %w", err)
+	}
+	cfg, err := config.Load(config.LoadOptions{File: cfgPath})
+	if err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(stdout, "baseline %s\n", time.Since(t).Round(time.Millisecond))
 	extra := int64(float64(m.Spec.Records) * share)
 	added, err := appendData(ctx, cfg.Kafka.Brokers, m, extra, func(string, ...any) {})
 	if err != nil {
@@ -144,5 +169,5 @@ func prepareStep(ctx context.Context, cfgPath, manifestPath string, share float6
 		tc.Bytes += c.Bytes
 		m.Topics[topic] = tc
 	}
-	return run, m.write(manifestPath)
+	return added, m.write(manifestPath)
 }
