@@ -50,7 +50,7 @@ func Run(ctx context.Context, o Options) (*finding.Result, error) {
 		return nil, err
 	}
 	w := o.Store.NewWriter()
-	col := newCollector(o, snap, entryWriter{w})
+	col := newCollector(o, snap, nil, entryWriter{w})
 	if err := timed("read", func() error { return col.readAll(ctx) }); err != nil {
 		w.Cancel()
 		return nil, err
@@ -63,7 +63,7 @@ func Run(ctx context.Context, o Options) (*finding.Result, error) {
 	// history, then the per-key check over the index.
 	parts := partitionFindings(o, snap, col, prev)
 	var chk *checked
-	if err := timed("check", func() (err error) { chk, err = check(o, snap, stuckPartitions(parts), col.timeline); return err }); err != nil {
+	if err := timed("check", func() (err error) { chk, err = check(o, snap, stuckPartitions(parts), col.timeline, nil); return err }); err != nil {
 		return nil, err
 	}
 	if !o.From.IsZero() && len(chk.rows) > 0 {
@@ -73,7 +73,7 @@ func Run(ctx context.Context, o Options) (*finding.Result, error) {
 	}
 
 	// 4. Assemble the result, and remember this snapshot for the next run.
-	res := assemble(ctx, o, snap, col, chk, parts)
+	res := assemble(ctx, o, snap, col, chk, parts, auditCounts(col, chk))
 	res.Summary.Index = finding.IndexStats{RecordsRead: col.stats.Records(), Entries: w.Entries()}
 	res.Summary.Started, res.Summary.Timings = started, timings
 	res.Summary.Finished = o.Now()

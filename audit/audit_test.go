@@ -130,7 +130,18 @@ func (f *fakeKafka) Read(_ context.Context, ranges []kread.Range, o kread.ReadOp
 		tp := kread.TP{Topic: rg.Topic, Partition: rg.Partition}
 		if st, ok := f.stats[tp]; ok {
 			stats[tp] = st
+			continue
 		}
+		var st kread.Stats
+		for _, r := range fp.recs[max(rg.From, fp.logStart):rg.To] {
+			switch r.Kind {
+			case kread.Committed:
+				st.Committed++
+			case kread.Aborted:
+				st.Aborted++
+			}
+		}
+		stats[tp] = st
 	}
 	return stats, nil
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/lossaudit/lossaudit/audit/finding"
 	"github.com/lossaudit/lossaudit/audit/internal/collect"
 	"github.com/lossaudit/lossaudit/audit/internal/detect"
+	"github.com/lossaudit/lossaudit/audit/internal/snapshot"
 	"github.com/lossaudit/lossaudit/audit/kread"
 )
 
@@ -91,10 +92,51 @@ func (d *decodeErrors) top(x int) string {
 	return best
 }
 
+// readPlan says which offsets of each partition a run reads. A nil plan
+// reads what an audit does: every partition from its log start (or the
+// window start) to its LSO.
+type readPlan struct {
+	// from holds start offsets; a partition missing from it starts at its
+	// log start, or with a window at the window start.
+	from map[kread.TP]int64
+	// to holds end offsets (exclusive) below the LSO; a partition missing
+	// from it is read to its LSO.
+	to map[kread.TP]int64
+}
+
+// bounds returns the plan's start and end offsets of topic's partitions,
+// starting from start (the window start, or nil).
+func (p *readPlan) bounds(topic string, parts []int32, start map[int32]int64) (from, to map[int32]int64) {
+	if p == nil {
+		return start, nil
+	}
+	from, to = map[int32]int64{}, map[int32]int64{}
+	for _, part := range parts {
+		tp := kread.TP{Topic: topic, Partition: part}
+		if o, ok := p.from[tp]; ok {
+			from[part] = o
+		} else if o, ok := start[part]; ok {
+			from[part] = o
+		}
+		if o, ok := p.to[tp]; ok {
+			to[part] = o
+		}
+	}
+	return from, to
+}
+
+// ranges returns what the plan reads of t, starting from start (the window
+// start, or nil).
+func (c *collector) ranges(t snapshot.Topic, start map[int32]int64) ([]kread.Range, int64) {
+	from, to := c.plan.bounds(t.Name, t.Parts, start)
+	return collect.Ranges(t, from, to)
+}
+
 // collector reads the pipeline's topics into the index.
 type collector struct {
 	o      Options
 	snap   *pipelineSnapshot
+	plan   *readPlan
 	w      entryWriter
 	stats  collect.Stats
 	counts []inputCounters
@@ -104,14 +146,18 @@ type collector struct {
 	// timeline counts the audited and pending input records by timestamp.
 	timeline *timeline
 
+	// windowFrom holds, per input partition, the window start offset the
+	// read began at (windowed runs).
+	windowFrom map[kread.TP]int64
+
 	mu sync.Mutex // guards next
 	// next holds, per input partition, the first committed record at or
 	// after the group's committed offset (unwindowed audits only).
 	next map[kread.TP]detect.NextRecord
 }
 
-func newCollector(o Options, snap *pipelineSnapshot, w entryWriter) *collector {
-	c := &collector{o: o, snap: snap, w: w, counts: make([]inputCounters, len(o.Inputs)), next: map[kread.TP]detect.NextRecord{},
+func newCollector(o Options, snap *pipelineSnapshot, plan *readPlan, w entryWriter) *collector {
+	c := &collector{o: o, snap: snap, plan: plan, w: w, counts: make([]inputCounters, len(o.Inputs)), next: map[kread.TP]detect.NextRecord{},
 		timeline: newTimeline(len(o.Inputs))}
 	c.tails.limit = o.maxTails
 	if !o.From.IsZero() {
@@ -162,7 +208,8 @@ func (c *collector) windowStart(ctx context.Context, topic string) (map[int32]in
 
 func (c *collector) readRepartition(ctx context.Context, x int) error {
 	in := c.o.Inputs[x]
-	rs, total := collect.Ranges(c.snap.reparts[x], nil)
+	t := c.snap.reparts[x]
+	rs, total := c.ranges(t, nil)
 	return collect.Read(ctx, c.o.Kafka, c.o.Progress, "repartition "+in.RepartitionTopic, rs, total, false, &c.stats, func(recs []kread.Record) error {
 		for i := range recs {
 			rec := &recs[i]
@@ -192,7 +239,14 @@ func (c *collector) readInput(ctx context.Context, x int) error {
 	if err != nil {
 		return err
 	}
-	rs, total := collect.Ranges(c.snap.inputs[x], start)
+	t := c.snap.inputs[x]
+	for p, off := range start {
+		if c.windowFrom == nil {
+			c.windowFrom = map[kread.TP]int64{}
+		}
+		c.windowFrom[kread.TP{Topic: t.Name, Partition: p}] = off
+	}
+	rs, total := c.ranges(t, start)
 	cnt := &c.counts[x]
 	// With every repartition-tail record in memory, a candidate pending at
 	// the second hop is known as it is read, so the others can be
@@ -231,10 +285,18 @@ func (c *collector) readInput(ctx context.Context, x int) error {
 			}
 			cl := classify(ok && rec.Offset < committed, rec.Value != nil, ts, status, c.win)
 			var fp uint64
+			first := coalesce
 			if cl == candidate {
 				fp = fingerprint(rec.Value)
 				if coalesce && c.tails.has(newTailID(uint8(x), key, ts, fp)) {
-					cl = pending // its copy waits in the repartition tail: the second hop's lag
+					if c.plan == nil {
+						cl = pending // its copy waits in the repartition tail: the second hop's lag
+					} else {
+						// A reconcile step keeps the record in its state to
+						// judge it once processed: indexed as it is, the
+						// check finds it pending.
+						first = false
+					}
 				}
 			}
 			n[cl]++
@@ -245,7 +307,7 @@ func (c *collector) readInput(ctx context.Context, x int) error {
 				tl.note(ts, true)
 			case candidate:
 				tl.note(ts, false)
-				if err := c.w.input(coalesce, uint8(x), key, ts, rec.Partition, rec.Offset, fp); err != nil {
+				if err := c.w.input(first, uint8(x), key, ts, rec.Partition, rec.Offset, fp); err != nil {
 					return fmt.Errorf("indexing %s[%d]@%d: %w", rec.Topic, rec.Partition, rec.Offset, err)
 				}
 			}
@@ -304,7 +366,7 @@ func (c *collector) readStage(ctx context.Context, name, topic string, x int, ou
 	if !output {
 		t = c.snap.changelogs[x]
 	}
-	rs, total := collect.Ranges(t, start)
+	rs, total := c.ranges(t, start)
 	err = collect.Read(ctx, c.o.Kafka, c.o.Progress, name, rs, total, true, &c.stats, func(recs []kread.Record) error {
 		for i := range recs {
 			rec := &recs[i]
@@ -315,7 +377,7 @@ func (c *collector) readStage(ctx context.Context, name, topic string, x int, ou
 			if norm != nil {
 				key = norm(key)
 			}
-			if err := c.w.stage(output, uint8(x), key, rec.Timestamp, rec.Offset, rec.Kind == kread.Aborted, rec.Value == nil); err != nil {
+			if err := c.w.stage(output, uint8(x), key, rec.Partition, rec.Timestamp, rec.Offset, rec.Kind == kread.Aborted, rec.Value == nil); err != nil {
 				return fmt.Errorf("indexing %s[%d]@%d: %w", rec.Topic, rec.Partition, rec.Offset, err)
 			}
 		}

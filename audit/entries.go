@@ -18,12 +18,13 @@ import (
 // fields start with the input's index. Timestamps and offsets are stored
 // inverted (^v), newest first.
 const (
+	tagTouch            byte = 0x01 // 0: judge the key (reconcile: what earlier steps know of it)
 	tagRepartition      byte = 0x08 // x | tail u8 | ts u64 | fp u64 -> partition u32 | offset u64
 	tagInput            byte = 0x10 // x | ^ts u64 | ^partition u32 | ^offset u64 -> fp u64
-	tagChangelog        byte = 0x30 // x | ^ts u64 | ^offset u64 -> flags u8
-	tagChangelogAborted byte = 0x40 // x | ^ts u64
-	tagOutput           byte = 0x50 // 0 | ^ts u64 | ^offset u64 -> flags u8
-	tagOutputAborted    byte = 0x60 // 0 | ^ts u64
+	tagChangelog        byte = 0x30 // x | ^ts u64 | ^offset u64 -> flags u8 | partition u32
+	tagChangelogAborted byte = 0x40 // x | ^ts u64 -> partition u32
+	tagOutput           byte = 0x50 // 0 | ^ts u64 | ^offset u64 -> flags u8 | partition u32
+	tagOutputAborted    byte = 0x60 // 0 | ^ts u64 -> partition u32
 )
 
 // flagTombstone marks a changelog or output record whose value was null.
@@ -77,40 +78,58 @@ func (e entryWriter) input(first bool, x uint8, key []byte, ts int64, partition 
 	return e.w.Add(key, tagInput, f[:], v[:])
 }
 
-// stage writes a changelog record of input x (output false) or an output
-// record (output true).
-func (e entryWriter) stage(output bool, x uint8, key []byte, ts, offset int64, aborted, tombstone bool) error {
+// stage writes a record of input x's changelog (output false) or of the
+// output (output true), read from partition.
+func (e entryWriter) stage(output bool, x uint8, key []byte, partition int32, ts, offset int64, aborted, tombstone bool) error {
 	tag := tagChangelog
 	if output {
 		tag, x = tagOutput, 0
 	}
+	var v [5]byte
+	binary.BigEndian.PutUint32(v[1:], uint32(partition))
 	if aborted {
 		var f [9]byte
 		f[0] = x
 		binary.BigEndian.PutUint64(f[1:], inv(ts))
-		return e.w.AddFirst(key, tag+0x10, 1, f[:], nil) // tagChangelogAborted, tagOutputAborted: only the newest counts
+		return e.w.AddFirst(key, tag+0x10, 1, f[:], v[1:]) // tagChangelogAborted, tagOutputAborted: only the newest counts
 	}
 	var f [17]byte
 	f[0] = x
 	binary.BigEndian.PutUint64(f[1:], inv(ts))
 	binary.BigEndian.PutUint64(f[9:], inv(offset))
-	var flags [1]byte
 	if tombstone {
-		flags[0] = flagTombstone
+		v[0] = flagTombstone
 	}
 	// Only the newest committed record of a key counts (with its tombstone
 	// flag): one entry per key and chunk.
-	return e.w.AddFirst(key, tag, 1, f[:], flags[:])
+	return e.w.AddFirst(key, tag, 1, f[:], v[:])
+}
+
+// touch writes an entry that makes the check visit key even when this
+// run read nothing about it.
+func (e entryWriter) touch(key []byte) error {
+	return e.w.AddFirst(key, tagTouch, 1, []byte{0}, nil)
 }
 
 // fold reads the entries of one key into ev (reset to key first). inputs
 // is the pipeline's number of inputs. pending, when not nil, is told the
 // input and timestamp of every candidate that turns out pending at the
-// second hop.
-func fold(key []byte, c *index.Cursor, ev *detect.KeyEvidence, inputs int, pending func(x int, ts int64)) error {
+// second hop. known, when not nil, is called once, after the key's
+// repartition entries and before its input entries, to add what is known
+// of the key from elsewhere (an incremental step's state): candidates must
+// follow the repartition tail (detect.KeyEvidence).
+func fold(key []byte, c *index.Cursor, ev *detect.KeyEvidence, inputs int, pending func(x int, ts int64), known func() error) error {
 	ev.Reset(key)
 	var prevTag byte
 	var prev []byte
+	addKnown := func() error {
+		if known == nil {
+			return nil
+		}
+		k := known
+		known = nil
+		return k()
+	}
 	for c.Next() {
 		e := c.Entry()
 		f := e.Fields
@@ -121,6 +140,11 @@ func fold(key []byte, c *index.Cursor, ev *detect.KeyEvidence, inputs int, pendi
 			return fmt.Errorf("index: entry %#x for input %d of a %d-input pipeline (was the store written by another configuration?)", e.Tag, f[0], inputs)
 		}
 		x := int(f[0])
+		if e.Tag > tagRepartition {
+			if err := addKnown(); err != nil {
+				return err
+			}
+		}
 		if e.Tag != tagRepartition && e.Tag == prevTag && bytes.Equal(f, prev) {
 			continue // the same record read twice
 		}
@@ -129,11 +153,12 @@ func fold(key []byte, c *index.Cursor, ev *detect.KeyEvidence, inputs int, pendi
 			return fmt.Errorf("index: entry %#x of key %q: %w", e.Tag, key, err)
 		}
 	}
-	return nil
+	return addKnown()
 }
 
 func apply(ev *detect.KeyEvidence, e index.Entry, x int, f []byte, pending func(x int, ts int64)) error {
 	switch e.Tag {
+	case tagTouch:
 	case tagRepartition:
 		if len(f) != 17 || len(e.Value) != 12 {
 			return fmt.Errorf("repartition entry of %d+%d bytes", len(f), len(e.Value))
@@ -156,24 +181,26 @@ func apply(ev *detect.KeyEvidence, e index.Entry, x int, f []byte, pending func(
 			pending(x, ts)
 		}
 	case tagChangelog, tagOutput:
-		if len(f) != 16 {
-			return fmt.Errorf("stage entry of %d bytes", len(f))
+		if len(f) != 16 || len(e.Value) != 5 {
+			return fmt.Errorf("stage entry of %d+%d bytes", len(f), len(e.Value))
 		}
 		ts, off := uninv(be64(f[0:8])), uninv(be64(f[8:16]))
-		tomb := len(e.Value) == 1 && e.Value[0]&flagTombstone != 0
+		tomb := e.Value[0]&flagTombstone != 0
+		p := int32(be32(e.Value[1:]))
 		if e.Tag == tagChangelog {
-			ev.AddChangelog(x, ts, off, tomb)
+			ev.AddChangelog(x, p, ts, off, tomb)
 		} else {
-			ev.AddOutput(ts, off, tomb)
+			ev.AddOutput(p, ts, off, tomb)
 		}
 	case tagChangelogAborted, tagOutputAborted:
-		if len(f) != 8 {
-			return fmt.Errorf("aborted entry of %d bytes", len(f))
+		if len(f) != 8 || len(e.Value) != 4 {
+			return fmt.Errorf("aborted entry of %d+%d bytes", len(f), len(e.Value))
 		}
+		p := int32(be32(e.Value))
 		if e.Tag == tagChangelogAborted {
-			ev.AddChangelogAborted(x, uninv(be64(f)))
+			ev.AddChangelogAborted(x, p, uninv(be64(f)))
 		} else {
-			ev.AddOutputAborted(uninv(be64(f)))
+			ev.AddOutputAborted(p, uninv(be64(f)))
 		}
 	default:
 		return fmt.Errorf("unknown tag")

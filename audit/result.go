@@ -44,8 +44,23 @@ func stuckPartitions(parts []finding.PartitionFinding) map[kread.TP]bool {
 	return m
 }
 
-// assemble builds the result from what the phases found.
-func assemble(ctx context.Context, o Options, snap *pipelineSnapshot, col *collector, chk *checked, parts []finding.PartitionFinding) *finding.Result {
+// auditCounts are the per-input counters of an audit: what the collector
+// counted, with the candidates pending at the second hop moved from
+// audited to pending.
+func auditCounts(col *collector, chk *checked) []finding.InputCounts {
+	out := make([]finding.InputCounts, len(col.counts))
+	for x := range col.counts {
+		c := col.counts[x].counts()
+		c.Pending += chk.pending[x]
+		c.Audited -= chk.pending[x]
+		out[x] = c
+	}
+	return out
+}
+
+// assemble builds the result from what the phases found, with the
+// per-input counters counts.
+func assemble(ctx context.Context, o Options, snap *pipelineSnapshot, col *collector, chk *checked, parts []finding.PartitionFinding, counts []finding.InputCounts) *finding.Result {
 	s := finding.Summary{
 		Inputs: map[string]*finding.InputCounts{},
 		Stages: map[finding.Stage]*finding.StageCounts{
@@ -64,11 +79,7 @@ func assemble(ctx context.Context, o Options, snap *pipelineSnapshot, col *colle
 	for x, in := range o.Inputs {
 		s.Pipeline.Inputs = append(s.Pipeline.Inputs, finding.PipelineInput{Name: in.Name, Topic: in.Topic,
 			RepartitionTopic: in.RepartitionTopic, ChangelogTopic: in.ChangelogTopic})
-		c := col.counts[x].counts()
-		// Candidates whose copy is still in the repartition tail are
-		// pending at the second hop, not audited.
-		c.Pending += chk.pending[x]
-		c.Audited -= chk.pending[x]
+		c := counts[x]
 		s.InputOrder = append(s.InputOrder, in.Name)
 		s.Inputs[in.Name] = &c
 		committed := false

@@ -35,6 +35,7 @@ type Config struct {
 	SinkKafka    Kafka
 	HasSinkKafka bool
 	Compare      Compare
+	Watch        Watch
 
 	// prov records where Load found each value, for messages; nil for a
 	// Config built in code.
@@ -162,7 +163,27 @@ type Report struct {
 	CSV, JSON string
 	// HTML is the self-contained HTML report (report.html).
 	HTML string
+	// MetricsFile, when set, receives the run's metrics in the Prometheus
+	// text format (for node_exporter's textfile collector).
+	MetricsFile string
 }
+
+// Watch tunes `lossaudit watch`.
+type Watch struct {
+	// Interval is the time from the start of one reconcile step to the
+	// start of the next.
+	Interval time.Duration
+	// Listen is the address the HTTP endpoints are served on.
+	Listen string
+	// LogFormat is LogText or LogJSON.
+	LogFormat string
+}
+
+// The log formats of watch.log_format.
+const (
+	LogText = "text"
+	LogJSON = "json"
+)
 
 // Audit tunes the audit run.
 type Audit struct {

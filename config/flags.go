@@ -39,6 +39,10 @@ func Flags() []Flag {
 		{Name: "json", Key: "report.json", Usage: "write the JSON report to this path (overrides report.json)"},
 		{Name: "html", Key: "report.html", Usage: "write the self-contained HTML report to this path (overrides report.html)"},
 		{Name: "ledger", Key: "compare.ledger", Usage: "producer ledger to check against its topic (overrides compare.ledger)"},
+		{Name: "metrics-file", Key: "report.metrics_file", Usage: "write the run's metrics to this path in the Prometheus text format, atomically, for node_exporter's textfile collector (overrides report.metrics_file)"},
+		{Name: "interval", Key: "watch.interval", Usage: "time between the starts of two reconcile steps, e.g. 1m (overrides watch.interval)"},
+		{Name: "listen", Key: "watch.listen", Usage: "address to serve /metrics, /healthz and the reports on (overrides watch.listen)"},
+		{Name: "log-format", Key: "watch.log_format", Usage: "text or json: the format of the one log line per step (overrides watch.log_format)"},
 	}
 }
 

@@ -71,6 +71,7 @@ func keyDefs() []keyDef {
 		{key: "report.csv", kind: kindString, def: "loss-report.csv"},
 		{key: "report.json", kind: kindString, def: ""},
 		{key: "report.html", kind: kindString, def: ""},
+		{key: "report.metrics_file", kind: kindString, def: ""},
 		{key: "audit.settle_timeout", kind: kindDuration, def: "60s"},
 		{key: "compare.pairs", kind: kindPairs, def: []any{}},
 		{key: "compare.match", kind: kindString, def: MatchRecord},
@@ -78,6 +79,9 @@ func keyDefs() []keyDef {
 		{key: "compare.grace", kind: kindDuration, def: "5m"},
 		{key: "compare.ledger", kind: kindString, def: ""},
 		{key: "compare.report_unexpected", kind: kindBool, def: false},
+		{key: "watch.interval", kind: kindDuration, def: "1m"},
+		{key: "watch.listen", kind: kindString, def: "127.0.0.1:9464"},
+		{key: "watch.log_format", kind: kindString, def: "text"},
 	}
 }
 

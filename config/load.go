@@ -131,8 +131,12 @@ func Load(opts LoadOptions) (*Config, error) {
 	c.Report.CSV = r.str("report.csv")
 	c.Report.JSON = r.str("report.json")
 	c.Report.HTML = r.str("report.html")
+	c.Report.MetricsFile = r.str("report.metrics_file")
 	c.Audit.SettleTimeout = r.duration("audit.settle_timeout")
 	readCompare(r, c)
+	c.Watch.Interval = r.duration("watch.interval")
+	c.Watch.Listen = r.str("watch.listen")
+	c.Watch.LogFormat = strings.ToLower(strings.TrimSpace(r.str("watch.log_format")))
 	if r.err != nil {
 		return nil, r.err
 	}

@@ -140,7 +140,8 @@ func TestDefaultsOfExtraKeys(t *testing.T) {
 	}
 	if c.Kafka.FetchMaxBytes != 52428800 || c.Kafka.PartitionMaxBytes != 1048576 || c.Kafka.Concurrency != 8 ||
 		c.Kafka.Timeout != 30*time.Second || c.Audit.SettleTimeout != 60*time.Second ||
-		c.Schema.SchemasTopic != "_schemas" || c.Report.JSON != "" || c.Kafka.TLS.Enabled || c.Kafka.SASL.Mechanism != "" {
+		c.Schema.SchemasTopic != "_schemas" || c.Report.JSON != "" || c.Kafka.TLS.Enabled || c.Kafka.SASL.Mechanism != "" ||
+		c.Report.MetricsFile != "" || c.Watch.Interval != time.Minute || c.Watch.Listen != "127.0.0.1:9464" || c.Watch.LogFormat != LogText {
 		t.Errorf("unexpected defaults:\n%s", c.Redacted())
 	}
 }
@@ -273,9 +274,9 @@ func TestBadInput(t *testing.T) {
 		{name: "unknown nested key", file: "kafka:\n  tls:\n    enabeld: true\n", key: "kafka.tls.enabeld",
 			want: "%F%:3: kafka.tls.enabeld: unknown key (did you mean kafka.tls.enabled?)"},
 		{name: "unknown key, nothing close", file: "report:\n  pdf: r.pdf\n", key: "report.pdf",
-			want: "%F%:2: report.pdf: unknown key; report takes csv, json, html"},
+			want: "%F%:2: report.pdf: unknown key; report takes csv, json, html, metrics_file"},
 		{name: "unknown section, nothing close", file: "metrics: {}\n", key: "metrics",
-			want: "%F%:1: metrics: unknown key; the sections are kafka, sink_kafka, schema, pipeline, window, store, report, audit, compare"},
+			want: "%F%:1: metrics: unknown key; the sections are kafka, sink_kafka, schema, pipeline, window, store, report, audit, compare, watch"},
 		{name: "scalar for a section", file: "kafka:\n  tls: true\n", key: "kafka.tls",
 			want: "%F%:2: kafka.tls: must be a mapping of enabled, ca_file, cert_file, key_file, insecure_skip_verify, not the value true"},
 		{name: "key set twice", file: "kafka:\n  timeout: 5s\n  concurrency: 2\n  timeout: 6s\n", key: "kafka.timeout",
@@ -294,6 +295,12 @@ func TestBadInput(t *testing.T) {
 			want: "%F%:3: pipeline.output: must be a single value, not a list"},
 		{name: "mapping in the broker list", file: "kafka:\n  brokers:\n    - h1:9092\n    - {host: h2}\n", key: "kafka.brokers[1]",
 			want: "%F%:4: kafka.brokers[1]: must be a single value, not a mapping"},
+		{name: "watch interval negative", file: "watch:\n  interval: -1m\n", key: "watch.interval",
+			want: "%F%:2: watch.interval: must be positive, is -1m0s"},
+		{name: "watch listen without a port", file: "watch:\n  listen: localhost\n", key: "watch.listen",
+			want: `%F%:2: watch.listen: "localhost" is not host:port (e.g. 127.0.0.1:9464)`},
+		{name: "watch log format", file: "watch:\n  log_format: yaml\n", key: "watch.log_format",
+			want: `%F%:2: watch.log_format: "yaml" is not text or json`},
 		{name: "bad YAML", file: "kafka: [\n", want: "%F%:1: invalid YAML: did not find expected node content"},
 		{name: "bad YAML indentation", file: "kafka:\n  brokers: [a:1]\n timeout: 5s\n", want: "%F%:2: invalid YAML: did not find expected key"}, // yaml.v3 names the line of the mapping it was parsing
 		{name: "tab in YAML", file: "kafka:\n\tbrokers: [a:1]\n", want: "%F%:2: invalid YAML: found character that cannot start any token"},

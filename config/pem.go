@@ -122,8 +122,12 @@ func (c *Config) Redacted() string {
 	line("report.csv", c.Report.CSV)
 	line("report.json", c.Report.JSON)
 	line("report.html", c.Report.HTML)
+	line("report.metrics_file", c.Report.MetricsFile)
 	line("audit.settle_timeout", c.Audit.SettleTimeout)
 	c.redactedCompare(line)
+	line("watch.interval", c.Watch.Interval)
+	line("watch.listen", c.Watch.Listen)
+	line("watch.log_format", c.Watch.LogFormat)
 	return b.String()
 }
 

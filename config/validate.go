@@ -66,6 +66,24 @@ func (c *Config) validate() error {
 	if c.Audit.SettleTimeout < 0 {
 		return errorf("audit.settle_timeout", "must not be negative, is %s", c.Audit.SettleTimeout)
 	}
+	return c.validateWatch(false)
+}
+
+// ValidateWatch checks the watch section for `lossaudit watch`, which
+// needs every key of it set.
+func (c *Config) ValidateWatch() error { return c.Locate(c.validateWatch(true)) }
+
+// validateWatch checks the watch keys that are set (all, with all).
+func (c *Config) validateWatch(all bool) error {
+	if c.Watch.Interval < 0 || (all && c.Watch.Interval == 0) {
+		return errorf("watch.interval", "must be positive, is %s", c.Watch.Interval)
+	}
+	if _, _, err := net.SplitHostPort(c.Watch.Listen); err != nil && (all || c.Watch.Listen != "") {
+		return errorf("watch.listen", "%q is not host:port (e.g. 127.0.0.1:9464)", c.Watch.Listen)
+	}
+	if c.Watch.LogFormat != LogText && c.Watch.LogFormat != LogJSON && (all || c.Watch.LogFormat != "") {
+		return errorf("watch.log_format", "%q is not %s or %s", c.Watch.LogFormat, LogText, LogJSON)
+	}
 	return nil
 }
 

@@ -189,7 +189,7 @@ func (c *collector) each(ctx context.Context, k Kafka, name string, rs []kread.R
 }
 
 func (c *collector) readSink(ctx context.Context, x int, p Pair) error {
-	rs, total := collect.Ranges(c.snap.sinks[x], nil)
+	rs, total := collect.Ranges(c.snap.sinks[x], nil, nil)
 	index := func(rec *kread.Record, d digest, buf []byte) ([]byte, error) {
 		return c.w.record(tagSink, x, d, rec.Partition, rec.Offset, rec.Timestamp, rec.Key, buf)
 	}
@@ -199,7 +199,7 @@ func (c *collector) readSink(ctx context.Context, x int, p Pair) error {
 // readSource reads pair x's source; lt, when not -1, is the ledger topic
 // it also is.
 func (c *collector) readSource(ctx context.Context, x int, p Pair, lt int) error {
-	rs, total := collect.Ranges(c.snap.sources[x], nil)
+	rs, total := collect.Ranges(c.snap.sources[x], nil, nil)
 	cnt := &c.sources[x]
 	return c.each(ctx, c.o.Source, "source "+p.Source, rs, total, cnt, func(part int32) (indexFn, func()) {
 		due := c.snap.dueBelow(x, part)
@@ -223,7 +223,7 @@ func (c *collector) readSource(ctx context.Context, x int, p Pair, lt int) error
 
 func (c *collector) readLedgerTopic(ctx context.Context, lt int) error {
 	t := c.snap.ledger[lt]
-	rs, total := collect.Ranges(t, nil)
+	rs, total := collect.Ranges(t, nil, nil)
 	index := func(rec *kread.Record, d digest, buf []byte) ([]byte, error) {
 		return c.w.claim(lt, d, rec.Partition, rec.Offset, kindCopy, 0, rec.Timestamp, rec.Key, buf)
 	}

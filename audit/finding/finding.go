@@ -103,6 +103,9 @@ type Row struct {
 	// Ledger, on ledger rows, names the ledger line and what the topic
 	// holds; nil on other rows.
 	Ledger *LedgerEvidence
+	// FirstSeen is when a reconciliation first reported the finding; zero
+	// for an audit's rows.
+	FirstSeen time.Time
 }
 
 // Witness is what the repartition topic holds of a lost update: when Seen,
@@ -352,6 +355,8 @@ type Summary struct {
 	// Timeline counts the audited and pending input records by timestamp;
 	// nil when the run did not keep one.
 	Timeline *Timeline
+	// Step describes a reconciliation step; nil for an audit.
+	Step *Step
 }
 
 // Pipeline describes the audited Kafka Streams pipeline: each input with
@@ -393,11 +398,41 @@ type IndexStats struct {
 	Entries     int64
 }
 
+// Step is what one step of a scheduled reconciliation did. Its per-input
+// counters (Summary.Inputs) are totals since the baseline, so that they
+// mean what one full audit's would; Read says what this step itself read.
+type Step struct {
+	// Number counts the steps on the state, 1 for the baseline.
+	Number int64
+	// Baseline is set on the first step of an empty state (a full audit,
+	// or the window's).
+	Baseline bool
+	// BaselineAt is when the baseline ran; Previous when the last
+	// committed step ran (zero on the baseline).
+	BaselineAt, Previous time.Time
+	// Read counts the records (committed and aborted) this step read, by
+	// the role of the topic: input, repartition, changelog, output.
+	Read map[string]int64
+	// KeysJudged counts the keys this step judged: those its reads touched,
+	// those pending at the second hop, and those with open findings.
+	KeysJudged int64
+	// Resolved counts the findings this step found fixed (Result.Resolved).
+	Resolved int64
+	// Rebuilt lists the downstream partitions read again from their log
+	// start because they were truncated.
+	Rebuilt []string
+}
+
 // Result is the whole outcome of one audit.
 type Result struct {
 	Summary Summary
-	// Rows are in report order (SortRows).
+	// Rows are in report order (SortRows). For a reconciliation step they
+	// are the findings open after it, new or not, with FirstSeen.
 	Rows []Row
+	// Resolved are the findings of earlier steps that this step found
+	// fixed (a later update or a replay arrived), as last reported, in
+	// report order; always empty for an audit.
+	Resolved []Row
 }
 
 // HasFindings reports whether the result has any per-key or partition-level

@@ -4,6 +4,7 @@ import (
 	"encoding/csv"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 
 	"github.com/lossaudit/lossaudit/audit/finding"
@@ -12,6 +13,10 @@ import (
 // CSVHeader is the header row of the loss report, in column order
 // (docs/reference.md, "Loss report (CSV)").
 var CSVHeader = []string{"finding", "stage", "input", "key", "topic", "partition", "offset", "timestamp", "expected_ts", "observed_ts", "detail"}
+
+// FirstSeenColumn is the column a reconciliation step's loss report adds
+// after CSVHeader's: when the finding was first reported.
+const FirstSeenColumn = "first_seen"
 
 // WriteCSV writes the loss report: the header, then one record per row in
 // the order given (a Result's rows are in report order, finding.SortRows). Keys are rendered by FormatKey, timestamps by FormatTS, and
@@ -24,13 +29,23 @@ var CSVHeader = []string{"finding", "stage", "input", "key", "topic", "partition
 // (cut, awk, grep) then see no stray CR on the last column; and encoding/csv
 // in CRLF mode would rewrite LF inside a quoted field to CRLF and drop bare
 // CRs, altering the detail text.
-func WriteCSV(w io.Writer, rows []finding.Row) error {
+func WriteCSV(w io.Writer, rows []finding.Row) error { return writeCSV(w, rows, false) }
+
+// WriteStepCSV writes the loss report of a reconciliation step: WriteCSV's
+// columns, then first_seen.
+func WriteStepCSV(w io.Writer, rows []finding.Row) error { return writeCSV(w, rows, true) }
+
+func writeCSV(w io.Writer, rows []finding.Row, firstSeen bool) error {
 	cw := csv.NewWriter(w)
 	cw.UseCRLF = false
-	if err := cw.Write(CSVHeader); err != nil {
+	header := CSVHeader
+	if firstSeen {
+		header = append(slices.Clone(CSVHeader), FirstSeenColumn)
+	}
+	if err := cw.Write(header); err != nil {
 		return fmt.Errorf("writing CSV header: %w", err)
 	}
-	rec := make([]string, len(CSVHeader))
+	rec := make([]string, len(header))
 	for i := range rows {
 		r := &rows[i]
 		rec[0] = string(r.Kind)
@@ -47,6 +62,9 @@ func WriteCSV(w io.Writer, rows []finding.Row) error {
 			rec[9] = FormatTS(r.ObservedTS)
 		}
 		rec[10] = Detail(r)
+		if firstSeen {
+			rec[11] = formatTime(r.FirstSeen)
+		}
 		if err := cw.Write(rec); err != nil {
 			return fmt.Errorf("writing CSV row %d: %w", i+1, err)
 		}
@@ -58,10 +76,11 @@ func WriteCSV(w io.Writer, rows []finding.Row) error {
 	return nil
 }
 
-// WriteResultCSV writes the rows of res as the loss report.
+// WriteResultCSV writes the rows of res as the loss report: WriteStepCSV's
+// for a reconciliation step, WriteCSV's otherwise.
 func WriteResultCSV(w io.Writer, res *finding.Result) error {
 	if res == nil {
 		return errNilResult
 	}
-	return WriteCSV(w, res.Rows)
+	return writeCSV(w, res.Rows, res.Summary.Step != nil)
 }

@@ -21,6 +21,7 @@ func TestWriteCSVGolden(t *testing.T) {
 	}{
 		{"findings", findingsResult(), "findings.csv"},
 		{"clean", cleanResult(), "clean.csv"},
+		{"step", stepResult(), "step.csv"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

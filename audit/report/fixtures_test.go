@@ -142,3 +142,21 @@ func inconclusiveResult() *finding.Result {
 	s.SchemaSources = []finding.SchemaSource{{Source: "schema registry http://registry:8081", Error: "connection refused", ServedBy: "schemas topic _schemas"}}
 	return &finding.Result{Summary: s}
 }
+
+// stepResult is a reconciliation step with open findings (some first seen
+// at earlier steps), resolved ones and a rebuilt partition.
+func stepResult() *finding.Result {
+	res := findingsResult()
+	base := time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC)
+	for i := range res.Rows {
+		res.Rows[i].FirstSeen = base.Add(time.Duration(i%3) * 10 * time.Minute)
+	}
+	res.Resolved = []finding.Row{
+		{Kind: finding.Missing, Stage: finding.StageChangelog, Input: "a", Key: []byte("cust-7"), Topic: "topicA", Partition: 2, Offset: 11,
+			Timestamp: ms(9, 0, 1, 0), ExpectedTS: ms(9, 0, 1, 0), Witness: &finding.Witness{Topic: "app-A-repartition"}, FirstSeen: base},
+	}
+	res.Summary.Step = &finding.Step{Number: 7, BaselineAt: base, Previous: started.Add(-time.Minute), KeysJudged: 812, Resolved: 1,
+		Read:    map[string]int64{"input": 10234, "repartition": 10400, "changelog": 5120, "output": 4096},
+		Rebuilt: []string{"myapp-KSTREAM-REDUCE-STATE-STORE-0000000002-changelog[1]"}}
+	return res
+}

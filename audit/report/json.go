@@ -95,6 +95,11 @@ func Verdict(res *finding.Result) string {
 //	    "ledger": {"sends": n, "acked": n, "failed": n, "verified": n,
 //	      "expired": n, "unsettled": n, "other_lines": n } },   // optional
 //	  "index": {"records_read": n, "entries": n},  // optional: evidence kept on disk
+//	  "step": {                            // reconcile only: what the step did
+//	    "number": n, "baseline": bool, "baseline_at": timestamp, "previous": timestamp,
+//	    "read": {"input": n, "repartition": n, "changelog": n, "output": n},
+//	    "keys_judged": n, "resolved": n, "rebuilt": [string] },
+//	  "resolved": [row],                   // reconcile only: findings this step found fixed
 //	  "row_count": n,                      // len(rows)
 //	  "rows": [{                           // same order and content as the CSV
 //	    "finding": "missing" | "stale" | "aborted",
@@ -103,7 +108,8 @@ func Verdict(res *finding.Result) string {
 //	    "topic": string, "partition": n, "offset": n,
 //	    "timestamp": timestamp, "expected_ts": timestamp,
 //	    "observed_ts": timestamp | null,   // null when missing at the stage
-//	    "detail": string }]
+//	    "detail": string,
+//	    "first_seen": timestamp }]         // reconcile only: when first reported
 //	}
 type jsonReport struct {
 	Version       int                `json:"version"`
@@ -124,6 +130,8 @@ type jsonReport struct {
 	Timings       map[string]string  `json:"timings,omitempty"`
 	Compare       *jsonCompare       `json:"compare,omitempty"`
 	Index         *jsonIndex         `json:"index,omitempty"`
+	Step          *jsonStep          `json:"step,omitempty"`
+	Resolved      *[]jsonRow         `json:"resolved,omitempty"`
 	RowCount      int                `json:"row_count"`
 	// "rows" follows, streamed by writeJSONStream.
 }
@@ -244,6 +252,33 @@ type jsonRow struct {
 	ExpectedTS string        `json:"expected_ts"`
 	ObservedTS *string       `json:"observed_ts"`
 	Detail     string        `json:"detail"`
+	FirstSeen  string        `json:"first_seen,omitempty"`
+}
+
+type jsonStep struct {
+	Number     int64            `json:"number"`
+	Baseline   bool             `json:"baseline"`
+	BaselineAt string           `json:"baseline_at"`
+	Previous   string           `json:"previous"`
+	Read       map[string]int64 `json:"read"`
+	KeysJudged int64            `json:"keys_judged"`
+	Resolved   int64            `json:"resolved"`
+	Rebuilt    []string         `json:"rebuilt"`
+}
+
+// jsonRowOf is the JSON form of a row.
+func jsonRowOf(r *finding.Row) jsonRow {
+	jr := jsonRow{
+		Finding: r.Kind, Stage: r.Stage, Input: r.Input, Key: FormatKey(r.Key),
+		Topic: r.Topic, Partition: r.Partition, Offset: r.Offset,
+		Timestamp: FormatTS(r.Timestamp), ExpectedTS: FormatTS(r.ExpectedTS), Detail: Detail(r),
+		FirstSeen: formatTime(r.FirstSeen),
+	}
+	if r.HasObserved {
+		obs := FormatTS(r.ObservedTS)
+		jr.ObservedTS = &obs
+	}
+	return jr
 }
 
 // WriteJSON writes res as the JSON report whose schema is documented on
@@ -315,6 +350,19 @@ func WriteJSON(w io.Writer, res *finding.Result) error {
 			rep.Timings[k] = Timing(d)
 		}
 	}
+	if st := s.Step; st != nil {
+		rep.Step = &jsonStep{Number: st.Number, Baseline: st.Baseline, BaselineAt: formatTime(st.BaselineAt),
+			Previous: formatTime(st.Previous), Read: map[string]int64{}, KeysJudged: st.KeysJudged, Resolved: st.Resolved,
+			Rebuilt: nonNil(st.Rebuilt)}
+		for _, role := range []string{"input", "repartition", "changelog", "output"} {
+			rep.Step.Read[role] = st.Read[role]
+		}
+		resolved := make([]jsonRow, 0, len(res.Resolved))
+		for i := range res.Resolved {
+			resolved = append(resolved, jsonRowOf(&res.Resolved[i]))
+		}
+		rep.Resolved = &resolved
+	}
 	return writeJSONStream(w, &rep, res.Rows)
 }
 
@@ -338,16 +386,7 @@ func writeJSONStream(w io.Writer, rep *jsonReport, rows []finding.Row) error {
 	renc.SetEscapeHTML(false)
 	renc.SetIndent("    ", "  ")
 	for i := range rows {
-		r := &rows[i]
-		jr := jsonRow{
-			Finding: r.Kind, Stage: r.Stage, Input: r.Input, Key: FormatKey(r.Key),
-			Topic: r.Topic, Partition: r.Partition, Offset: r.Offset,
-			Timestamp: FormatTS(r.Timestamp), ExpectedTS: FormatTS(r.ExpectedTS), Detail: Detail(r),
-		}
-		if r.HasObserved {
-			obs := FormatTS(r.ObservedTS)
-			jr.ObservedTS = &obs
-		}
+		jr := jsonRowOf(&rows[i])
 		rb.Reset()
 		if err := renc.Encode(&jr); err != nil {
 			return fmt.Errorf("writing JSON report row %d: %w", i+1, err)

@@ -19,6 +19,7 @@ func TestWriteJSONGolden(t *testing.T) {
 		{"partitions", partitionsResult(), "partitions.json"},
 		{"partial", partialResult(), "partial.json"},
 		{"inconclusive", inconclusiveResult(), "inconclusive.json"},
+		{"step", stepResult(), "step.json"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -92,6 +92,7 @@ func WriteSummary(w io.Writer, res *finding.Result, opt SummaryOptions) error {
 	b.WriteString("\nStages\n")
 	st := stageTable(s)
 	st.write(&b, "  ")
+	writeStep(&b, res)
 
 	pf := s.Partitions
 	if len(pf) == 0 {
@@ -445,11 +446,45 @@ func writeRows(b *strings.Builder, res *finding.Result, opt SummaryOptions) {
 		} else if w != nil {
 			note += "; not in the repartition topic (purged, or never written)"
 		}
+		if !r.FirstSeen.IsZero() {
+			note += "; first seen " + formatTime(r.FirstSeen)
+		}
 		notes = append(notes, note)
 	}
 	t.writeWithNotes(b, "  ", notes, "      ")
 	if limit < n {
 		fmt.Fprintf(b, "  ... and %s more, all %s\n", Thousands(int64(n-limit)), where)
+	}
+}
+
+// writeStep describes a reconciliation step: what it read, and the
+// findings it resolved.
+func writeStep(b *strings.Builder, res *finding.Result) {
+	st := res.Summary.Step
+	if st == nil {
+		return
+	}
+	b.WriteString("\n" + wrap("", StepText(st), "  "))
+	b.WriteString(wrap("  ", fmt.Sprintf("read %s input, %s repartition, %s changelog and %s output records; %s judged (the input counters above are totals since the baseline)",
+		Thousands(st.Read["input"]), Thousands(st.Read["repartition"]), Thousands(st.Read["changelog"]),
+		Thousands(st.Read["output"]), plural(st.KeysJudged, "key", "keys")), "    "))
+	for _, p := range st.Rebuilt {
+		b.WriteString(wrap("  ", safe(p)+" was truncated: read again from its start, its keys' state rebuilt", "    "))
+	}
+	n := len(res.Resolved)
+	if n == 0 {
+		b.WriteString("  resolved: none\n")
+		return
+	}
+	limit := min(n, DefaultMaxRows)
+	b.WriteString(wrap("  ", fmt.Sprintf("resolved: %s fixed since the previous step (a later update or a replay arrived)", plural(int64(n), "finding", "findings")), "    "))
+	t := table{header: []string{"FINDING", "STAGE", "INPUT", "KEY", "FIRST SEEN"}}
+	for _, r := range res.Resolved[:limit] {
+		t.add(safe(string(r.Kind)), safe(string(r.Stage)), safe(r.Input), truncate(safe(FormatKey(r.Key)), maxKeyWidth), formatTime(r.FirstSeen))
+	}
+	t.write(b, "    ")
+	if limit < n {
+		fmt.Fprintf(b, "    ... and %s more, all in the JSON report's \"resolved\"\n", Thousands(int64(n-limit)))
 	}
 }
 

@@ -30,6 +30,7 @@ func TestWriteSummaryGolden(t *testing.T) {
 		{"partial", partialResult(), SummaryOptions{CSVPath: "loss-report.csv.partial"}, "summary-partial.txt"},
 		{"partitions", partitionsResult(), SummaryOptions{}, "summary-partitions.txt"},
 		{"inconclusive", inconclusiveResult(), SummaryOptions{CSVPath: "loss-report.csv.partial"}, "summary-inconclusive.txt"},
+		{"step", stepResult(), SummaryOptions{CSVPath: "loss-report.csv"}, "summary-step.txt"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -161,3 +161,12 @@ func ReadIssueText(r *finding.ReadIssue) string {
 
 // Timing renders a phase duration as the reports show it (milliseconds).
 func Timing(d time.Duration) string { return d.Round(time.Millisecond).String() }
+
+// StepText says which step of a reconciliation a result is.
+func StepText(st *finding.Step) string {
+	if st.Baseline {
+		return fmt.Sprintf("Reconcile step 1: the baseline (a full audit), at %s; later steps read only what is new", formatTime(st.BaselineAt))
+	}
+	return fmt.Sprintf("Reconcile step %s: incremental since the step at %s (baseline at %s)",
+		Thousands(st.Number), formatTime(st.Previous), formatTime(st.BaselineAt))
+}

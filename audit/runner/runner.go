@@ -20,6 +20,7 @@ import (
 	"github.com/lossaudit/lossaudit/audit/index"
 	"github.com/lossaudit/lossaudit/audit/kread"
 	"github.com/lossaudit/lossaudit/audit/pipeline"
+	"github.com/lossaudit/lossaudit/audit/state"
 	"github.com/lossaudit/lossaudit/config"
 	"github.com/lossaudit/lossaudit/schema"
 )
@@ -178,6 +179,88 @@ type Options struct {
 	// Warnings receives non-fatal observations (model warnings) and, while
 	// the reader retries, what it waits for; nil to drop.
 	Warnings io.Writer
+	// StateHook is called at the points of a reconcile step's commit (the
+	// test bed kills the process there); nil for none.
+	StateHook state.Hook
+}
+
+// prepared is what every run of the engine is built from: the reader, the
+// schema sources, the pipeline model, the engine's options and the index
+// store. close releases them.
+type prepared struct {
+	client *kread.Client
+	reg    *schema.Registry
+	model  *pipeline.Model
+	opts   audit.Options
+	closes []func() error
+}
+
+func (p *prepared) close() {
+	for i := len(p.closes) - 1; i >= 0; i-- {
+		_ = p.closes[i]()
+	}
+}
+
+// prepare builds a run of the configured pipeline: everything but the
+// store a mode keeps across runs.
+func prepare(ctx context.Context, cfg *config.Config, o Options) (_ *prepared, err error) {
+	if err := cfg.ValidatePipeline(); err != nil {
+		return nil, err
+	}
+	p := &prepared{}
+	defer func() {
+		if err != nil {
+			p.close()
+		}
+	}()
+	if p.client, err = NewClient(cfg, waitLines(o.Warnings)); err != nil {
+		return nil, err
+	}
+	p.closes = append(p.closes, p.client.Close)
+	if p.reg, err = Schemas(cfg, p.client); err != nil {
+		return nil, err
+	}
+	if p.model, err = Model(ctx, cfg, p.client, SchemaMatcher(p.client, p.reg)); err != nil {
+		return nil, err
+	}
+	if o.Warnings != nil {
+		for _, w := range p.model.Warnings {
+			fmt.Fprintf(o.Warnings, "warning: %s\n", w)
+		}
+	}
+	inputs, outputKey, err := Inputs(ctx, cfg, p.model, p.reg)
+	if err != nil {
+		return nil, err
+	}
+	store, err := index.Open(cfg.Store.Dir, index.Options{})
+	if err != nil {
+		return nil, err
+	}
+	p.closes = append(p.closes, store.Close)
+	p.opts = audit.Options{
+		Kafka:         p.client,
+		Store:         store,
+		Group:         p.model.ApplicationID,
+		Inputs:        inputs,
+		Output:        p.model.Output,
+		OutputKey:     outputKey,
+		From:          cfg.Window.From,
+		To:            cfg.Window.To,
+		SettleTimeout: cfg.Audit.SettleTimeout,
+		Progress:      o.Progress,
+	}
+	return p, nil
+}
+
+// schemaSources adds to res how the schema sources fared.
+func (p *prepared) schemaSources(res *finding.Result) {
+	if p.reg == nil {
+		return
+	}
+	for _, st := range p.reg.Status() {
+		res.Summary.SchemaSources = append(res.Summary.SchemaSources, finding.SchemaSource{
+			Source: st.Source, Error: st.Error, ServedBy: strings.Join(st.ServedBy, ", ")})
+	}
 }
 
 // waitLines tells w, one line each, what a retrying reader waits for.
@@ -194,64 +277,95 @@ func waitLines(w io.Writer) func(*kread.Options) {
 // problems are *config.Error values; any other error means the audit could
 // not complete.
 func Run(ctx context.Context, cfg *config.Config, o Options) (*finding.Result, *pipeline.Model, error) {
-	if err := cfg.ValidatePipeline(); err != nil {
-		return nil, nil, err
-	}
-	client, err := NewClient(cfg, waitLines(o.Warnings))
+	p, err := prepare(ctx, cfg, o)
 	if err != nil {
 		return nil, nil, err
 	}
-	defer client.Close()
-	reg, err := Schemas(cfg, client)
-	if err != nil {
-		return nil, nil, err
-	}
-	model, err := Model(ctx, cfg, client, SchemaMatcher(client, reg))
-	if err != nil {
-		return nil, nil, err
-	}
-	if o.Warnings != nil {
-		for _, w := range model.Warnings {
-			fmt.Fprintf(o.Warnings, "warning: %s\n", w)
-		}
-	}
-	inputs, outputKey, err := Inputs(ctx, cfg, model, reg)
-	if err != nil {
-		return nil, nil, err
-	}
-	store, err := index.Open(cfg.Store.Dir, index.Options{})
-	if err != nil {
-		return nil, nil, err
-	}
-	defer store.Close()
+	defer p.close()
 	hist, err := history.Open(filepath.Join(cfg.Store.Dir, "history"))
 	if err != nil {
 		return nil, nil, err
 	}
 	defer hist.Close()
-	res, err := audit.Run(ctx, audit.Options{
-		Kafka:         client,
-		Store:         store,
-		Group:         model.ApplicationID,
-		Inputs:        inputs,
-		Output:        model.Output,
-		OutputKey:     outputKey,
-		From:          cfg.Window.From,
-		To:            cfg.Window.To,
-		SettleTimeout: cfg.Audit.SettleTimeout,
-		Progress:      o.Progress,
-		History:       hist,
-	})
+	ao := p.opts
+	ao.History = hist
+	res, err := audit.Run(ctx, ao)
 	if err != nil {
-		return nil, nil, runError(model, err)
+		return nil, nil, runError(p.model, err)
 	}
-	if reg != nil {
-		for _, st := range reg.Status() {
-			res.Summary.SchemaSources = append(res.Summary.SchemaSources, finding.SchemaSource{
-				Source: st.Source, Error: st.Error, ServedBy: strings.Join(st.ServedBy, ", ")})
+	p.schemaSources(res)
+	return res, p.model, nil
+}
+
+// StateDir is where a reconciliation keeps its state under store.dir.
+const StateDir = "reconcile"
+
+// Step is a reconcile step whose reports are to be written: Commit makes
+// its state the store's; Close releases everything (abandoning the step if
+// it was not committed).
+type Step struct {
+	Result *finding.Result
+	Model  *pipeline.Model
+	p      *prepared
+	st     *state.Store
+	step   *audit.Stepped
+	done   bool
+}
+
+// Commit commits the step's state and checkpoint.
+func (s *Step) Commit() error {
+	s.done = true
+	return s.step.Commit()
+}
+
+// Close abandons the step unless it was committed, and releases the
+// cluster connection and the stores.
+func (s *Step) Close() {
+	if !s.done {
+		s.step.Abort()
+	}
+	s.st.Close()
+	s.p.close()
+}
+
+// Reconcile performs one step of the scheduled reconciliation of the
+// configured pipeline, with its state in store.dir/reconcile. The caller
+// writes the reports, then commits the step, then closes it. Errors are as
+// for Run; a state recorded for another configuration is a
+// *config.Error about store.dir.
+func Reconcile(ctx context.Context, cfg *config.Config, o Options) (*Step, error) {
+	p, err := prepare(ctx, cfg, o)
+	if err != nil {
+		return nil, err
+	}
+	st, err := state.Open(filepath.Join(cfg.Store.Dir, StateDir), state.Options{Hook: o.StateHook})
+	if err != nil {
+		p.close()
+		return nil, err
+	}
+	sp, err := audit.Step(ctx, p.opts, audit.StepOptions{State: st, Describe: describeInputs(cfg)})
+	if err != nil {
+		st.Close()
+		p.close()
+		var me *audit.StateMismatchError
+		if errors.As(err, &me) {
+			return nil, &config.Error{Key: "store.dir", Msg: me.Error()}
 		}
+		return nil, runError(p.model, err)
 	}
-	return res, model, nil
+	p.schemaSources(sp.Result)
+	return &Step{Result: sp.Result, Model: p.model, p: p, st: st, step: sp}, nil
+}
+
+// describeInputs is the configuration of the inputs that changes what a
+// reconciliation's state means besides the topics and rekey paths the
+// engine knows: how keys and timestamps are read.
+func describeInputs(cfg *config.Config) string {
+	var parts []string
+	for _, in := range cfg.Pipeline.Inputs {
+		parts = append(parts, fmt.Sprintf("%s:key_format=%s,timestamp_field=%q", in.Name, in.KeyFormat, in.TimestampField))
+	}
+	return strings.Join(parts, " ")
 }
 
 // Spec is the pipeline section of cfg as the pipeline model takes it.

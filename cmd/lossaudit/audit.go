@@ -6,11 +6,13 @@ import (
 	"io"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/lossaudit/lossaudit/audit"
 	"github.com/lossaudit/lossaudit/audit/finding"
+	"github.com/lossaudit/lossaudit/audit/metrics"
 	"github.com/lossaudit/lossaudit/audit/progress"
 	"github.com/lossaudit/lossaudit/audit/report"
 	"github.com/lossaudit/lossaudit/audit/runner"
@@ -35,19 +37,21 @@ func newAuditCmd(g *globalFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if err := cfg.ValidatePipeline(); err != nil {
+			if err := checkRunConfig(cfg); err != nil {
 				return err
 			}
-			if err := checkReportPaths(cfg); err != nil {
-				return err
-			}
+			started := time.Now()
 			prog := newProgress(cmd.ErrOrStderr(), quiet)
 			res, _, err := runner.Run(cmd.Context(), cfg, runner.Options{Progress: prog, Warnings: prog.Log()})
 			prog.Stop()
 			if err != nil {
 				return auditError(err)
 			}
-			return finish(cmd.OutOrStdout(), cmd.ErrOrStderr(), cfg, res)
+			w := writeReports(cmd.OutOrStdout(), cmd.ErrOrStderr(), cfg, res)
+			if len(w.failed) == 0 {
+				w.writeMetrics(cfg, res, started)
+			}
+			return w.conclude(res)
 		},
 	}
 	cmd.Flags().BoolVarP(&quiet, "quiet", "q", false, "no progress output on stderr")
@@ -75,12 +79,24 @@ func reportKeys(cfg *config.Config) [][2]string {
 // nowhere to put it. The problem is a *config.Error naming the key.
 func checkReportPaths(cfg *config.Config) error {
 	for _, kp := range reportKeys(cfg) {
-		if kp[1] == "" || kp[1] == "-" {
+		if kp[1] == "-" {
 			continue
 		}
-		if err := report.CheckWritable(kp[1]); err != nil {
-			return &config.Error{Key: kp[0], Msg: err.Error()}
+		if err := checkOutputPath(kp[0], kp[1]); err != nil {
+			return err
 		}
+	}
+	return nil
+}
+
+// checkOutputPath fails with a *config.Error about key when the file path
+// it names ("" for none) cannot be written.
+func checkOutputPath(key, path string) error {
+	if path == "" {
+		return nil
+	}
+	if err := report.CheckWritable(path); err != nil {
+		return &config.Error{Key: key, Msg: err.Error()}
 	}
 	return nil
 }
@@ -91,40 +107,78 @@ func checkReportPaths(cfg *config.Config) error {
 // cost the verdict: the summary is printed all the same, and the exit code
 // (3) and a line on stderr say which report is missing.
 func finish(stdout, stderr io.Writer, cfg *config.Config, res *finding.Result) error {
-	out := stdout
-	var failed []string
-	opt := report.SummaryOptions{}
+	w := writeReports(stdout, stderr, cfg, res)
+	return w.conclude(res)
+}
+
+// written is where a run's reports went and what failed.
+type written struct {
+	// out receives the summary: stdout, or stderr when the CSV went to
+	// stdout.
+	out    io.Writer
+	opt    report.SummaryOptions
+	failed []string
+}
+
+// writeReports writes the configured report files (or the CSV to stdout).
+func writeReports(stdout, stderr io.Writer, cfg *config.Config, res *finding.Result) *written {
+	w := &written{out: stdout}
 	if cfg.Report.CSV == "-" {
-		out = stderr
+		w.out = stderr
 		if err := report.WriteResultCSV(stdout, res); err != nil {
-			failed = append(failed, fmt.Sprintf("the CSV report could not be written to stdout: %v", err))
+			w.failed = append(w.failed, fmt.Sprintf("the CSV report could not be written to stdout: %v", err))
 		}
 	} else if cfg.Report.CSV != "" {
 		p, err := report.WriteCSVFile(cfg.Report.CSV, res)
 		if err != nil {
-			failed = append(failed, fmt.Sprintf("the CSV report could not be written: %v", err))
+			w.failed = append(w.failed, fmt.Sprintf("the CSV report could not be written: %v", err))
 		}
-		opt.CSVPath = p
+		w.opt.CSVPath = p
 	}
 	if cfg.Report.JSON != "" {
 		p, err := report.WriteJSONFile(cfg.Report.JSON, res)
 		if err != nil {
-			failed = append(failed, fmt.Sprintf("the JSON report could not be written: %v", err))
+			w.failed = append(w.failed, fmt.Sprintf("the JSON report could not be written: %v", err))
 		}
-		opt.JSONPath = p
+		w.opt.JSONPath = p
 	}
 	if cfg.Report.HTML != "" {
-		hopt := report.HTMLOptions{CSVPath: opt.CSVPath, JSONPath: opt.JSONPath, Config: cfg.Redacted()}
+		hopt := report.HTMLOptions{CSVPath: w.opt.CSVPath, JSONPath: w.opt.JSONPath, Config: cfg.Redacted()}
 		p, err := report.WriteHTMLFile(cfg.Report.HTML, res, hopt)
 		if err != nil {
-			failed = append(failed, fmt.Sprintf("the HTML report could not be written: %v", err))
+			w.failed = append(w.failed, fmt.Sprintf("the HTML report could not be written: %v", err))
 		}
-		opt.HTMLPath = p
+		w.opt.HTMLPath = p
 	}
-	opt.Color = colorOK(out)
-	if err := report.WriteSummary(out, res, opt); err != nil {
-		failed = append(failed, fmt.Sprintf("printing the summary: %v", err))
+	return w
+}
+
+// writeMetrics writes the metrics of a run that completed, started at
+// started, to report.metrics_file when it is set. A run that did not
+// complete leaves the previous file, so that its
+// lossaudit_last_success_timestamp_seconds ages and alerts fire.
+func (w *written) writeMetrics(cfg *config.Config, res *finding.Result, started time.Time) {
+	if cfg.Report.MetricsFile == "" {
+		return
 	}
+	m := metrics.New()
+	m.Completed(res, started)
+	if err := m.WriteFile(cfg.Report.MetricsFile); err != nil {
+		w.failed = append(w.failed, fmt.Sprintf("the metrics file could not be written: %v", err))
+	}
+}
+
+// conclude prints the summary and returns the exit status of the result.
+func (w *written) conclude(res *finding.Result) error {
+	w.opt.Color = colorOK(w.out)
+	if err := report.WriteSummary(w.out, res, w.opt); err != nil {
+		w.failed = append(w.failed, fmt.Sprintf("printing the summary: %v", err))
+	}
+	return exitStatus(res, w.failed)
+}
+
+// exitStatus is the exit status of a result whose reports met failed.
+func exitStatus(res *finding.Result, failed []string) error {
 	switch {
 	case len(failed) > 0:
 		return withCode(exitIncomplete, fmt.Errorf("%s; the audit itself completed (verdict %s, see the summary)", strings.Join(failed, "; "), report.Verdict(res)))

@@ -328,3 +328,34 @@ pipeline:
 		})
 	}
 }
+
+// TestAuditMetricsFile: --metrics-file writes the audit's metrics for
+// node_exporter's textfile collector; an audit that does not complete
+// leaves the previous file as it was.
+func TestAuditMetricsFile(t *testing.T) {
+	clearEnv(t)
+	f := fixture(t)
+	cfg := f.yaml(t, nil)
+	prom := filepath.Join(t.TempDir(), "lossaudit.prom")
+	if code := run([]string{"audit", "-q", "-c", cfg, "--metrics-file", prom}, &bytes.Buffer{}, &bytes.Buffer{}); code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	b, err := os.ReadFile(prom)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`lossaudit_findings{kind="missing",stage="changelog"} 0`, "lossaudit_step_number 0",
+		`lossaudit_records_audited_total{input="a"} `, "lossaudit_last_success_timestamp_seconds "} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("metrics file lacks %q:\n%s", want, b)
+		}
+	}
+	t.Setenv("LOSSAUDIT_KAFKA_RETRY_TIMEOUT", "2s")
+	if code := run([]string{"audit", "-q", "-c", cfg, "--metrics-file", prom, "--brokers", "127.0.0.1:1"},
+		&bytes.Buffer{}, &bytes.Buffer{}); code == 0 {
+		t.Fatal("an audit of an unreachable cluster exited 0")
+	}
+	if after, _ := os.ReadFile(prom); string(after) != string(b) {
+		t.Error("a failed audit rewrote the metrics file")
+	}
+}

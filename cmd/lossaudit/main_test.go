@@ -123,13 +123,16 @@ func TestCommandFlags(t *testing.T) {
 			t.Errorf("commandFlags lists %q, which is not a command", name)
 		}
 	}
-	configFlags := []string{"config", "brokers", "command-config", "from", "to", "store-dir", "csv", "json"}
+	configFlags := []string{"config", "brokers", "command-config", "from", "to", "store-dir", "csv", "json", "metrics-file",
+		"interval", "listen", "log-format"}
 	want := map[string][]string{
-		"audit":    {"config", "brokers", "command-config", "from", "to", "store-dir", "csv", "json", "quiet"},
-		"scan":     {"config", "brokers", "command-config", "from", "to", "json", "quiet", "decode", "topic"},
-		"topology": {"config", "brokers", "command-config"},
-		"demo":     {"dir", "seed", "quiet"},
-		"version":  {},
+		"audit":     {"config", "brokers", "command-config", "from", "to", "store-dir", "csv", "json", "metrics-file", "quiet"},
+		"reconcile": {"config", "brokers", "command-config", "from", "to", "store-dir", "csv", "json", "metrics-file", "quiet"},
+		"watch":     {"config", "brokers", "command-config", "from", "to", "store-dir", "csv", "json", "interval", "listen", "log-format"},
+		"scan":      {"config", "brokers", "command-config", "from", "to", "json", "quiet", "decode", "topic"},
+		"topology":  {"config", "brokers", "command-config"},
+		"demo":      {"dir", "seed", "quiet"},
+		"version":   {},
 	}
 	for name, flags := range want {
 		c := byName[name]
@@ -148,7 +151,7 @@ func TestCommandFlags(t *testing.T) {
 	if f := byName["scan"].Flags().Lookup("json"); f == nil || f.Value.Type() != "bool" {
 		t.Errorf("scan --json is not a boolean")
 	}
-	for _, name := range []string{"audit", "scan", "demo"} {
+	for _, name := range []string{"audit", "reconcile", "scan", "demo"} {
 		if f := byName[name].Flags().ShorthandLookup("q"); f == nil || f.Name != "quiet" {
 			t.Errorf("%s has no -q", name)
 		}

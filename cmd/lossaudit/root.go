@@ -17,10 +17,12 @@ import (
 // flag set is one line here.
 func commandFlags() map[string][]string {
 	return map[string][]string{
-		"audit":    {"config", "brokers", "command-config", "from", "to", "store-dir", "csv", "json", "html"},
-		"compare":  {"config", "brokers", "command-config", "store-dir", "csv", "json", "html", "ledger"},
-		"scan":     {"config", "brokers", "command-config", "from", "to"},
-		"topology": {"config", "brokers", "command-config"},
+		"audit":     {"config", "brokers", "command-config", "from", "to", "store-dir", "csv", "json", "html", "metrics-file"},
+		"compare":   {"config", "brokers", "command-config", "store-dir", "csv", "json", "html", "ledger"},
+		"reconcile": {"config", "brokers", "command-config", "from", "to", "store-dir", "csv", "json", "html", "metrics-file"},
+		"watch":     {"config", "brokers", "command-config", "from", "to", "store-dir", "csv", "json", "html", "interval", "listen", "log-format"},
+		"scan":      {"config", "brokers", "command-config", "from", "to"},
+		"topology":  {"config", "brokers", "command-config"},
 	}
 }
 
@@ -61,7 +63,7 @@ func (g *globalFlags) locate(err error) error {
 // newRootCmd builds the lossaudit command tree writing to stdout and stderr.
 func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 	g := &globalFlags{}
-	return buildRoot(g, stdout, stderr, newScanCmd(g), newTopologyCmd(g), newAuditCmd(g), newCompareCmd(g), newDemoCmd(g), newVersionCmd())
+	return buildRoot(g, stdout, stderr, newScanCmd(g), newTopologyCmd(g), newAuditCmd(g), newCompareCmd(g), newReconcileCmd(g), newWatchCmd(g), newDemoCmd(g), newVersionCmd())
 }
 
 // buildRoot makes the root command with the given subcommands (which

@@ -50,8 +50,8 @@ func TestSmoke(t *testing.T) {
 	for _, in := range pipelineNames().inputs {
 		inputs += rep.Manifest.Topics[in].Records
 	}
-	if inputs != 30000 {
-		t.Errorf("inputs hold %d records, want 30000", inputs)
+	if inputs != 30000+rep.Manifest.Appended || rep.Manifest.Appended != 300 {
+		t.Errorf("inputs hold %d records, %d appended for the reconcile step, want 30000 + 300", inputs, rep.Manifest.Appended)
 	}
 	names := map[string]bool{}
 	for _, r := range rep.Results {
@@ -60,16 +60,27 @@ func TestSmoke(t *testing.T) {
 			t.Errorf("%s: wall %v, peak RSS %d: not measured", r.Name, r.Wall, r.MaxRSS)
 		}
 	}
-	for _, want := range []string{"franz-go", "lossaudit audit", "lossaudit audit --from (newest 5%)", "lossaudit compare (a and its copy)"} {
+	for _, want := range []string{"franz-go", "lossaudit audit", "lossaudit audit --from (newest 5%)", "lossaudit compare (a and its copy)",
+		"lossaudit reconcile (baseline)", "lossaudit reconcile (step after +1%)"} {
 		if !names[want] {
 			t.Errorf("no result for %s (have %v)", want, names)
 		}
 	}
-	if len(rep.Findings) != 3 || rep.Findings[0] != 0 || rep.Findings[1] != 0 || rep.Findings[2] != 0 {
-		t.Errorf("findings of the audits and the comparison = %v, want [0 0 0]", rep.Findings)
+	if len(rep.Findings) != 5 {
+		t.Errorf("findings of the audits, the comparison and the reconcile runs = %v, want [0 0 0 0 0]", rep.Findings)
+	}
+	for i, f := range rep.Findings {
+		if f != 0 {
+			t.Errorf("run %d reported %d findings on a consistent pipeline (all: %v)", i, f, rep.Findings)
+		}
 	}
 	if copies := rep.Manifest.Topics[pipelineNames().copied].Records; copies != rep.Manifest.Topics[pipelineNames().inputs[0]].Records {
 		t.Errorf("the copy of input a holds %d records, input a %d", copies, rep.Manifest.Topics[pipelineNames().inputs[0]].Records)
+	}
+	// The step reads what was added (300 input records and their
+	// downstream writes), not the 30,000 of the baseline.
+	if st := rep.Step; st == nil || st.New["input"] != 300 || st.Read["input"] != 300 || st.readRecords() > 2*st.newRecords() {
+		t.Errorf("reconcile step: %+v, want it to read the 300 new input records and at most twice the new records", st)
 	}
 	if !strings.Contains(rep.Markdown, "| lossaudit audit |") {
 		t.Errorf("markdown table lacks the audit row:\n%s", rep.Markdown)

@@ -90,6 +90,10 @@ type manifest struct {
 	Topics      map[string]topicCount `json:"topics"`
 	LoadSeconds float64               `json:"load_seconds"`
 	Loaded      time.Time             `json:"loaded"`
+	// Appended counts the input records added after the load (appendData),
+	// over the three inputs; Topics includes them and their downstream
+	// records.
+	Appended int64 `json:"appended,omitempty"`
 }
 
 // total sums the counts of the given topics.
@@ -172,6 +176,13 @@ type loader struct {
 	// per input table state, by key id: newest ts (0 = absent) and amount.
 	ts  [3][]int64
 	amt [3][]int64
+
+	// from is the position (per input) of the first record to produce:
+	// 0 for a load, the records already there for an append.
+	from int64
+	// repartTail is the share of the commits whose repartition copies are
+	// kept (spec.RepartTail for a load, all for an append).
+	repartTail float64
 }
 
 func (l *loader) count(topic string, key, value []byte) {
@@ -208,7 +219,7 @@ func load(ctx context.Context, brokers []string, spec loadSpec, logf func(string
 	// time finds the first batch, marker or not, at or after a time, so data
 	// stamped long before its markers would make every window start early.
 	l := &loader{spec: spec, n: n, brokers: brokers, keys: keys, perIn: perIn,
-		counts: map[string]topicCount{}, windowAt: perIn * 95 / 100}
+		counts: map[string]topicCount{}, windowAt: perIn * 95 / 100, repartTail: spec.RepartTail}
 	for x := range 3 {
 		l.ts[x] = make([]int64, keys)
 		l.amt[x] = make([]int64, keys)
@@ -224,6 +235,34 @@ func load(ctx context.Context, brokers []string, spec loadSpec, logf func(string
 	}
 	return &manifest{Spec: spec, Keys: keys, BaseMs: l.baseMs, SpanMs: l.lastMs - l.baseMs, WindowMs: l.windowMs, Topics: l.counts,
 		LoadSeconds: time.Since(started).Seconds(), Loaded: time.Now().UTC()}, nil
+}
+
+// appendData adds records input records (over the three inputs) to the
+// pipeline m describes, with what the application would write for them
+// (repartition copies, changelog and join results, in one transaction per
+// commit), commits the group's offsets past them, and returns what it
+// added per topic. The tables' earlier state is not known here: the new
+// records are the newest (wall-clock timestamps), so the changelogs take
+// their timestamps, and every changed key gets a join result as if it
+// were in the left table (an extra output record is never a finding).
+func appendData(ctx context.Context, brokers []string, m *manifest, records int64, logf func(string, ...any)) (map[string]topicCount, error) {
+	perIn := records / 3
+	l := &loader{spec: m.Spec, n: pipelineNames(), brokers: brokers, keys: m.Keys, perIn: perIn,
+		counts: map[string]topicCount{}, windowAt: -1, from: (m.Spec.Records + m.Appended) / 3, repartTail: 1}
+	for x := range 3 {
+		l.ts[x] = make([]int64, l.keys)
+		l.amt[x] = make([]int64, l.keys)
+	}
+	for k := range l.keys {
+		l.ts[0][k] = 1 // every key counts as in the left table
+	}
+	if err := l.produce(ctx, logf); err != nil {
+		return nil, err
+	}
+	if err := l.commitGroup(ctx); err != nil {
+		return nil, err
+	}
+	return l.counts, nil
 }
 
 func (l *loader) createTopics(ctx context.Context) error {
@@ -302,13 +341,15 @@ func (l *loader) produce(ctx context.Context, logf func(string, ...any)) error {
 		return fmt.Errorf("loader: transactional producer: %w", err)
 	}
 	defer txn.Close()
-	if err := plain.ProduceSync(ctx, l.schemaRecords()...).FirstErr(); err != nil {
-		return fmt.Errorf("loader: registering schemas: %w", err)
+	if l.from == 0 {
+		if err := plain.ProduceSync(ctx, l.schemaRecords()...).FirstErr(); err != nil {
+			return fmt.Errorf("loader: registering schemas: %w", err)
+		}
 	}
-	rng := rand.New(rand.NewPCG(l.spec.Seed, 0x10ad))
+	rng := rand.New(rand.NewPCG(l.spec.Seed, 0x10ad+uint64(l.from)))
 	B := int64(l.spec.CommitRecords)
 	commits := (l.perIn + B - 1) / B
-	tailFrom := int64(float64(commits) * (1 - l.spec.RepartTail))
+	tailFrom := int64(float64(commits) * (1 - l.repartTail))
 	cb := func(r *kgo.Record, err error) {
 		if err != nil {
 			l.fail(fmt.Errorf("producing to %s: %w", r.Topic, err))
@@ -330,7 +371,7 @@ func (l *loader) produce(ctx context.Context, logf func(string, ...any)) error {
 		touched := map[int]struct{}{}
 		for x := range 3 {
 			pos := map[int]int{}
-			for i := c * B; i < min((c+1)*B, l.perIn); i++ {
+			for i := l.from + c*B; i < l.from+min((c+1)*B, l.perIn); i++ {
 				k := rng.IntN(l.keys)
 				ts := l.tsOf(x, i)
 				amount := 100 + rng.Int64N(100000)

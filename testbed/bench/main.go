@@ -87,7 +87,8 @@ type benchOptions struct {
 	Compression   string
 	CommitRecords int
 	Repeat        int
-	Skip          string // comma-separated: kcat, franz, audit, window, compare
+	Skip          string  // comma-separated: kcat, franz, audit, window, compare, reconcile
+	StepShare     float64 // reconcile: input records added before the step, as a share of -n
 	KafkaVersion  string
 	Heap          string
 	Lossaudit     string // prebuilt binary; empty builds ./cmd/lossaudit
@@ -108,7 +109,8 @@ func (o *benchOptions) flags() *flag.FlagSet {
 	fs.StringVar(&o.Compression, "compression", "zstd", "producer compression: none, gzip, snappy, lz4, zstd")
 	fs.IntVar(&o.CommitRecords, "commit-records", 20000, "input records per input per simulated commit (one transaction downstream)")
 	fs.IntVar(&o.Repeat, "repeat", 1, "measure every reader this many times, interleaved")
-	fs.StringVar(&o.Skip, "skip", "", "readers to skip, comma-separated: kcat, franz, audit, window, compare")
+	fs.StringVar(&o.Skip, "skip", "", "readers to skip, comma-separated: kcat, franz, audit, window, compare, reconcile")
+	fs.Float64Var(&o.StepShare, "step-share", 0.01, "reconcile: input records added after the baseline and before the timed step, as a share of -n")
 	fs.StringVar(&o.KafkaVersion, "kafka-version", "", "Apache Kafka version (default: testbed/kafka's)")
 	fs.StringVar(&o.Heap, "heap", "1g", "broker JVM heap")
 	fs.StringVar(&o.Lossaudit, "lossaudit", "", "lossaudit binary to time (default: go build ./cmd/lossaudit into -dir)")
@@ -131,6 +133,8 @@ type report struct {
 	Manifest *manifest
 	Results  []result
 	Findings []int // rows + partition findings of each audit run
+	// Step is the reconcile step measured after the baseline, if any.
+	Step     *stepCost
 	Markdown string
 }
 
@@ -140,6 +144,9 @@ func bench(ctx context.Context, o benchOptions, stdout, stderr io.Writer) (*repo
 	}
 	if err := os.MkdirAll(o.Dir, 0o755); err != nil {
 		return nil, err
+	}
+	if o.StepShare <= 0 {
+		o.StepShare = 0.01
 	}
 	spec := loadSpec{Records: o.Records, Partitions: o.Partitions, RF: o.RF, Compression: o.Compression,
 		CommitRecords: o.CommitRecords, RepartTail: 0.01, NullKeyRate: 0.001, Seed: 1}
@@ -285,12 +292,21 @@ func bench(ctx context.Context, o benchOptions, stdout, stderr io.Writer) (*repo
 			rep.Findings = append(rep.Findings, findings)
 		}
 	}
+	if !o.skips("reconcile") {
+		step, err := measureStep(ctx, o, bin, cfgPath, brokers, man, manifestPath, logf)
+		if err != nil {
+			return nil, err
+		}
+		rep.Results = append(rep.Results, step.Baseline, step.Step)
+		rep.Findings = append(rep.Findings, step.Findings...)
+		rep.Step = step
+	}
 	if o.Profile != "" {
 		if err := profileRuns(ctx, o.Profile, cfgPath, man, logf); err != nil {
 			return nil, err
 		}
 	}
-	rep.Markdown = markdown(o, man, rep.Results)
+	rep.Markdown = markdown(o, man, rep.Results, rep.Step)
 	fmt.Fprint(stdout, rep.Markdown)
 	out := o.Out
 	if out == "" {

@@ -12,7 +12,7 @@ import (
 // Ratios compare runs of the same round (side by side on the same brokers
 // and page cache): audit throughput / raw throughput, and the windowed
 // audit's wall time / the full audit's.
-func markdown(o benchOptions, m *manifest, rs []result) string {
+func markdown(o benchOptions, m *manifest, rs []result, step *stepCost) string {
 	var b strings.Builder
 	n := pipelineNames()
 	all := m.total(n.audited())
@@ -26,7 +26,7 @@ func markdown(o benchOptions, m *manifest, rs []result) string {
 		"(inputs, repartition tails, changelogs, output); %d partitions per topic, replication factor %d, %s; loaded in %.0f s. Window: --from %s. Commit %s.\n\n",
 		inputs.Records, mib(inputs.Bytes), m.Keys, all.Records, mib(all.Bytes), len(n.audited()), m.Spec.Partitions, m.Spec.RF,
 		m.Spec.Compression, m.LoadSeconds, m.windowFrom().Format(time.RFC3339), gitRev())
-	fmt.Fprintf(&b, "| reader | wall s | records/s | MB/s | peak RSS MiB | audit/raw throughput vs kcat | vs franz-go | windowed / full | index entries / record read |\n")
+	fmt.Fprintf(&b, "| reader | wall s | records/s | MB/s | peak RSS MiB | audit/raw throughput vs kcat | vs franz-go | wall / full audit's | index entries / record read |\n")
 	fmt.Fprintf(&b, "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
 	var kcat, franz, full time.Duration
 	var fullRate float64
@@ -38,7 +38,7 @@ func markdown(o benchOptions, m *manifest, rs []result) string {
 			kcat = r.Wall
 		case strings.HasPrefix(r.Name, "franz-go"):
 			franz = r.Wall
-		case strings.Contains(r.Name, "--from"):
+		case strings.Contains(r.Name, "--from"), strings.HasPrefix(r.Name, "lossaudit reconcile"):
 			if full > 0 {
 				win = fmt.Sprintf("%.1f%%", 100*r.Wall.Seconds()/full.Seconds())
 			}
@@ -61,7 +61,10 @@ func markdown(o benchOptions, m *manifest, rs []result) string {
 	for _, c := range cmpNotes {
 		fmt.Fprintf(&b, "\nThroughput per record read, %s.\n", c)
 	}
-	fmt.Fprintf(&b, "\nrecords/s and MB/s count every record (key+value bytes) of the audited topics, also for the windowed audit (which reads about 5%% of them). Commands:\n\n")
+	if step != nil {
+		b.WriteString(step.markdown(full))
+	}
+	fmt.Fprintf(&b, "\nrecords/s and MB/s count every record (key+value bytes) of the audited topics, also for the windowed audit (which reads about 5%% of them) and the reconcile baseline; for the reconcile step, the records it read. Commands:\n\n")
 	seen := map[string]bool{}
 	for _, r := range rs {
 		base := strings.SplitN(r.Name, " #", 2)[0]

@@ -46,6 +46,9 @@ type Scenario struct {
 	// DropBeforeStore and DropBeforeOutput inject loss in the application (see streamsapp.Options).
 	DropBeforeStore  map[string][]string
 	DropBeforeOutput []string
+	// OnStart, if set, runs once the application is running, before the
+	// load starts (to start watching the pipeline).
+	OnStart func(ctx context.Context, env *Env) error
 	// FaultAfter is how long after the load starts Fault runs (concurrently with the load).
 	FaultAfter time.Duration
 	// Fault, if set, injects a failure (kill brokers, kill the app, ...).
@@ -67,6 +70,8 @@ type Env struct {
 	Cluster *kafka.Cluster
 	Admin   *kafka.Admin
 	App     *streamsapp.App
+	// Ledger is the load's ledger, filled while the load runs.
+	Ledger *loadgen.Ledger
 	// Timings of the phases, for the report.
 	Timings []Timing
 }
@@ -195,6 +200,12 @@ func RunScenario(t *testing.T, sc Scenario) *Result {
 		t.Fatal(err)
 	}
 	env.timed("streams "+app.Version()+" running", start)
+	env.Ledger = gen.Ledger()
+	if sc.OnStart != nil {
+		if err := sc.OnStart(ctx, env); err != nil {
+			t.Fatal(err)
+		}
+	}
 
 	start = time.Now()
 	loadErr := make(chan error, 1)

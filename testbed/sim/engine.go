@@ -59,6 +59,18 @@ type simLog struct {
 	rpStart [3][]int64
 	// hangs are the output partitions with an open transaction.
 	hangs []hang
+	// produced[x][p] is how many of in[x][p] are in the topic (Live);
+	// nil when all are.
+	produced [3][]int
+}
+
+// inputs returns the records of input x's partition p that are in the
+// topic.
+func (l *simLog) inputs(x int, p int) []*inRec {
+	if l.produced[x] == nil {
+		return l.in[x][p]
+	}
+	return l.in[x][p][:l.produced[x][p]]
 }
 
 // outRec is one record to produce inside a transaction; off, when set,
@@ -136,6 +148,9 @@ type engine struct {
 	stores  [3]map[string]agg
 	// events are noted for Truth.Injected (healthy retries).
 	events []Injection
+	// drain makes the first hop process every input record up to its
+	// limit in one round (after a replay).
+	drain bool
 }
 
 // totalRounds is the number of commit rounds: the first hop's plus one
@@ -228,29 +243,36 @@ func (e *engine) restore(s state) {
 	}
 }
 
-// run processes every round, then applies the end-of-run faults.
+// run processes every round.
 func (e *engine) run(ctx context.Context) error {
 	for r := 0; r < e.totalRounds(); r++ {
-		saved := e.save()
-		abort, err := e.attempt(ctx, r, 0)
-		if err != nil {
+		if err := e.round(ctx, r); err != nil {
 			return err
 		}
-		if abort {
-			e.restore(saved)
-			if e.healthy[r] {
-				e.events = append(e.events, Injection{Kind: KindHealthyRetry, Round: r,
-					Detail: fmt.Sprintf("transaction of round %d aborted after writing, then retried successfully", r)})
-			}
-			if _, err := e.attempt(ctx, r, 1); err != nil {
-				return err
-			}
+	}
+	return nil
+}
+
+// round runs round r: its transaction (aborted and retried when it is a
+// healthy retry's), then the purge when one is due.
+func (e *engine) round(ctx context.Context, r int) error {
+	saved := e.save()
+	abort, err := e.attempt(ctx, r, 0)
+	if err != nil {
+		return err
+	}
+	if abort {
+		e.restore(saved)
+		if e.healthy[r] {
+			e.events = append(e.events, Injection{Kind: KindHealthyRetry, Round: r,
+				Detail: fmt.Sprintf("transaction of round %d aborted after writing, then retried successfully", r)})
 		}
-		if e.sc.PurgeEvery > 0 && (r+1)%e.sc.PurgeEvery == 0 {
-			if err := e.purgeCommitted(ctx); err != nil {
-				return err
-			}
+		if _, err := e.attempt(ctx, r, 1); err != nil {
+			return err
 		}
+	}
+	if e.sc.PurgeEvery > 0 && (r+1)%e.sc.PurgeEvery == 0 {
+		return e.purgeCommitted(ctx)
 	}
 	return nil
 }
@@ -412,11 +434,15 @@ func (e *engine) attempt(ctx context.Context, r, n int) (bool, error) {
 		outs = append(outs, &outRec{topic: e.n.output, p: p, key: []byte(k), value: val, ts: ts, off: &kv.Off})
 		newOut = append(newOut, kv)
 	}
-	// First hop: the next batch of every input partition.
-	if r < e.sc.Rounds {
+	// First hop: the next batch of every input partition (after a replay,
+	// everything up to the limit).
+	if r < e.sc.Rounds || e.drain {
 		for x := 0; x < 3; x++ {
 			for p := 0; p < e.sc.Partitions; p++ {
 				end := (r + 1) * e.batch[x][p]
+				if e.drain {
+					end = len(e.log.in[x][p])
+				}
 				if lim := e.hop1Limit[x][p]; end > lim {
 					end = lim
 				}

@@ -282,12 +282,35 @@ func schemaRecords(n names) ([]*kgo.Record, error) {
 }
 
 // produceInputs creates every topic, registers the schemas and produces the
-// input records with a plain (idempotent, non-transactional) producer,
-// checking that each lands at the offset the simulator assigned.
+// input records, checking that each lands at the offset the simulator
+// assigned.
 func produceInputs(ctx context.Context, brokers []string, sc Scenario, n names, in [][][]*inRec) (int64, error) {
-	cl, err := newClient(brokers, kgo.ProducerLinger(0))
+	if err := createPipeline(ctx, brokers, sc, n); err != nil {
+		return 0, err
+	}
+	cl, err := newInputClient(brokers, sc)
 	if err != nil {
 		return 0, err
+	}
+	defer cl.Close()
+	var total int64
+	for x := 0; x < 3; x++ {
+		for p := range in[x] {
+			if err := produceRecs(ctx, cl, sc, n.inputs[x], in[x][p]); err != nil {
+				return 0, err
+			}
+			total += int64(len(in[x][p]))
+		}
+	}
+	return total, nil
+}
+
+// createPipeline creates every topic of the pipeline and registers the
+// schemas in _schemas.
+func createPipeline(ctx context.Context, brokers []string, sc Scenario, n names) error {
+	cl, err := newClient(brokers, kgo.ProducerLinger(0))
+	if err != nil {
+		return err
 	}
 	defer cl.Close()
 	P := int32(sc.Partitions)
@@ -298,40 +321,75 @@ func produceInputs(ctx context.Context, brokers []string, sc Scenario, n names, 
 			topicSpec{name: n.changelog[x], partitions: P, compact: true})
 	}
 	if err := createTopics(ctx, cl, specs); err != nil {
-		return 0, err
+		return err
 	}
 	recs, err := schemaRecords(n)
 	if err != nil {
-		return 0, err
+		return err
 	}
 	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
-		return 0, fmt.Errorf("registering schemas in %s: %w", SchemasTopic, err)
+		return fmt.Errorf("registering schemas in %s: %w", SchemasTopic, err)
 	}
+	return nil
+}
+
+// newInputClient returns the upstream producer of the inputs: plain
+// (idempotent) or, with Scenario.InputTxnSize, transactional.
+func newInputClient(brokers []string, sc Scenario) (*kgo.Client, error) {
 	if sc.InputTxnSize > 0 {
-		return produceInputsTxn(ctx, brokers, sc, n, in)
+		return newClient(brokers, kgo.TransactionalID(sc.AppID+"-sim-upstream"), kgo.ProducerLinger(0))
 	}
-	var total int64
-	for x := 0; x < 3; x++ {
-		var krs []*kgo.Record
-		var srcs []*inRec
-		for p := range in[x] {
-			for _, r := range in[x][p] {
-				krs = append(krs, &kgo.Record{Topic: n.inputs[x], Partition: r.P, Key: r.RKey, Value: r.Value, Timestamp: time.UnixMilli(r.TS)})
-				srcs = append(srcs, r)
+	return newClient(brokers, kgo.ProducerLinger(0))
+}
+
+// produceRecs produces recs, records of one input partition in offset
+// order (starting at a transaction boundary when the inputs are
+// transactional), with the upstream producer cl: one batch, or with
+// Scenario.InputTxnSize one transaction per InputTxnSize records,
+// committed or aborted as generate decided. It checks every offset.
+func produceRecs(ctx context.Context, cl *kgo.Client, sc Scenario, topic string, recs []*inRec) error {
+	size := len(recs)
+	if sc.InputTxnSize > 0 {
+		size = sc.InputTxnSize
+	}
+	for i := 0; i < len(recs); i += size {
+		chunk := recs[i:min(i+size, len(recs))]
+		if sc.InputTxnSize > 0 {
+			if err := cl.BeginTransaction(); err != nil {
+				return fmt.Errorf("upstream transaction on %s: %w", topic, err)
 			}
+		}
+		krs := make([]*kgo.Record, len(chunk))
+		for j, r := range chunk {
+			krs[j] = &kgo.Record{Topic: topic, Partition: r.P, Key: r.RKey, Value: r.Value, Timestamp: time.UnixMilli(r.TS)}
 		}
 		if err := cl.ProduceSync(ctx, krs...).FirstErr(); err != nil {
-			return 0, fmt.Errorf("producing input %s: %w", n.inputs[x], err)
+			if sc.InputTxnSize > 0 {
+				_ = cl.EndTransaction(ctx, kgo.TryAbort)
+			}
+			return fmt.Errorf("producing input %s: %w", topic, err)
 		}
-		for i, kr := range krs {
-			if kr.Offset != srcs[i].Off {
-				return 0, fmt.Errorf("input %s[%d]: record landed at offset %d, expected %d (topic not fresh?)",
-					n.inputs[x], kr.Partition, kr.Offset, srcs[i].Off)
+		for j, kr := range krs {
+			if kr.Offset != chunk[j].Off {
+				return fmt.Errorf("input %s[%d]: record landed at offset %d, expected %d (topic not fresh?)",
+					topic, kr.Partition, kr.Offset, chunk[j].Off)
 			}
 		}
-		total += int64(len(krs))
+		if sc.InputTxnSize == 0 {
+			continue
+		}
+		how := kgo.TryCommit
+		if chunk[0].Aborted {
+			how = kgo.TryAbort
+		}
+		if err := cl.EndTransaction(ctx, how); err != nil {
+			return fmt.Errorf("ending upstream transaction on %s: %w", topic, err)
+		}
+		if err := awaitMarkers(ctx, cl, map[tp]bool{{topic, chunk[0].P}: true}); err != nil {
+			return err
+		}
 	}
-	return total, nil
+	return nil
 }
 
 // settle waits until the cluster shows the end state the simulator
@@ -436,56 +494,6 @@ func unsettled(ctx context.Context, cl *kgo.Client, group string, want map[tp]in
 		}
 	}
 	return "", nil
-}
-
-// produceInputsTxn produces the inputs with a transactional upstream
-// producer: Scenario.InputTxnSize records of one partition per transaction,
-// committed or aborted as generate decided, checking every offset.
-func produceInputsTxn(ctx context.Context, brokers []string, sc Scenario, n names, in [][][]*inRec) (int64, error) {
-	txid := sc.AppID + "-sim-upstream"
-	cl, err := newClient(brokers, kgo.TransactionalID(txid), kgo.ProducerLinger(0))
-	if err != nil {
-		return 0, err
-	}
-	defer cl.Close()
-	var total int64
-	for x := 0; x < 3; x++ {
-		for p := range in[x] {
-			recs := in[x][p]
-			for i := 0; i < len(recs); i += sc.InputTxnSize {
-				chunk := recs[i:min(i+sc.InputTxnSize, len(recs))]
-				if err := cl.BeginTransaction(); err != nil {
-					return 0, fmt.Errorf("upstream transaction on %s[%d]: %w", n.inputs[x], p, err)
-				}
-				krs := make([]*kgo.Record, len(chunk))
-				for j, r := range chunk {
-					krs[j] = &kgo.Record{Topic: n.inputs[x], Partition: r.P, Key: r.RKey, Value: r.Value, Timestamp: time.UnixMilli(r.TS)}
-				}
-				if err := cl.ProduceSync(ctx, krs...).FirstErr(); err != nil {
-					_ = cl.EndTransaction(ctx, kgo.TryAbort)
-					return 0, fmt.Errorf("producing input %s[%d]: %w", n.inputs[x], p, err)
-				}
-				for j, kr := range krs {
-					if kr.Offset != chunk[j].Off {
-						return 0, fmt.Errorf("input %s[%d]: record landed at offset %d, expected %d (topic not fresh?)",
-							n.inputs[x], p, kr.Offset, chunk[j].Off)
-					}
-				}
-				how := kgo.TryCommit
-				if chunk[0].Aborted {
-					how = kgo.TryAbort
-				}
-				if err := cl.EndTransaction(ctx, how); err != nil {
-					return 0, fmt.Errorf("ending upstream transaction on %s[%d]: %w", n.inputs[x], p, err)
-				}
-				if err := awaitMarkers(ctx, cl, map[tp]bool{{n.inputs[x], int32(p)}: true}); err != nil {
-					return 0, err
-				}
-				total += int64(len(krs))
-			}
-		}
-	}
-	return total, nil
 }
 
 // awaitMarkers waits until every partition in parts has its LSO at its high

@@ -94,7 +94,7 @@ func oracle(sc Scenario, n names, l *simLog, w Window) Expectation {
 	for x := 0; x < 3; x++ {
 		var c finding.InputCounts
 		for p := 0; p < sc.Partitions; p++ {
-			recs := l.in[x][p]
+			recs := l.inputs(x, p)
 			start := 0
 			if w.From != 0 {
 				start = len(recs)
@@ -238,7 +238,7 @@ func oracle(sc Scenario, n names, l *simLog, w Window) Expectation {
 			if commit < 0 {
 				continue
 			}
-			for _, r := range l.in[x][p] {
+			for _, r := range l.inputs(x, p) {
 				if r.Aborted || r.Off < commit {
 					continue
 				}

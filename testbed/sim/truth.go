@@ -427,25 +427,11 @@ func demoFaults(ctx context.Context, sc Scenario, c *codecs, in [][][]*inRec, pl
 // the Truth records).
 func Run(ctx context.Context, brokers []string, sc Scenario) (*Truth, error) {
 	start := time.Now()
-	sc = sc.withDefaults()
-	if err := sc.validate(); err != nil {
-		return nil, err
-	}
-	c, err := newCodecs()
+	t, c, in, err := newTruth(sc)
 	if err != nil {
 		return nil, err
 	}
-	in, err := generate(sc, c)
-	if err != nil {
-		return nil, err
-	}
-	n := newNames(sc)
-	t := &Truth{Scenario: sc, AppID: sc.AppID, Output: n.output, SchemasTopic: SchemasTopic, n: n,
-		Topology: describe(n)}
-	for x := 0; x < 3; x++ {
-		t.Inputs = append(t.Inputs, InputSpec{Name: inputName(x), Topic: n.inputs[x], Rekey: "customerId",
-			KeyFormat: "string", Store: n.stores[x], RepartitionTopic: n.repart[x], ChangelogTopic: n.changelog[x]})
-	}
+	sc, n := t.Scenario, t.n
 	rng := newRand(sc.Seed)
 	pl := basePlan(sc, rng)
 	if sc.LastUpdateOnly {
@@ -491,6 +477,31 @@ func Run(ctx context.Context, brokers []string, sc Scenario) (*Truth, error) {
 	t.Injected = append(t.Injected, injections(sc, n, e, pl, purged, exp)...)
 	t.Stats.Elapsed = time.Since(start)
 	return t, nil
+}
+
+// newTruth checks the scenario (defaults filled in), generates its input
+// records and describes the pipeline.
+func newTruth(sc Scenario) (*Truth, *codecs, [][][]*inRec, error) {
+	sc = sc.withDefaults()
+	if err := sc.validate(); err != nil {
+		return nil, nil, nil, err
+	}
+	c, err := newCodecs()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	in, err := generate(sc, c)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	n := newNames(sc)
+	t := &Truth{Scenario: sc, AppID: sc.AppID, Output: n.output, SchemasTopic: SchemasTopic, n: n,
+		Topology: describe(n)}
+	for x := 0; x < 3; x++ {
+		t.Inputs = append(t.Inputs, InputSpec{Name: inputName(x), Topic: n.inputs[x], Rekey: "customerId",
+			KeyFormat: "string", Store: n.stores[x], RepartitionTopic: n.repart[x], ChangelogTopic: n.changelog[x]})
+	}
+	return t, c, in, nil
 }
 
 // injections lists the keyed faults, purged records, lag and retries, each

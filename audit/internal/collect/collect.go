@@ -34,11 +34,12 @@ type Phase interface {
 	Done()
 }
 
-// Ranges returns the ranges [start, LSO) of every partition of t that has
+// Ranges returns the ranges [start, end) of every partition of t that has
 // something to read, and their total offsets. A partition missing from
 // start is read from its log start; start below the log start is raised
-// to it.
-func Ranges(t snapshot.Topic, start map[int32]int64) ([]kread.Range, int64) {
+// to it. A partition missing from end is read to its LSO; end above the
+// LSO is lowered to it.
+func Ranges(t snapshot.Topic, start, end map[int32]int64) ([]kread.Range, int64) {
 	var rs []kread.Range
 	var total int64
 	for _, p := range t.Parts {
@@ -47,9 +48,13 @@ func Ranges(t snapshot.Topic, start map[int32]int64) ([]kread.Range, int64) {
 		if !ok || from < of.LogStart {
 			from = of.LogStart
 		}
-		if from < of.LSO {
-			rs = append(rs, kread.Range{Topic: t.Name, Partition: p, From: from, To: of.LSO})
-			total += of.LSO - from
+		to, ok := end[p]
+		if !ok || to > of.LSO {
+			to = of.LSO
+		}
+		if from < to {
+			rs = append(rs, kread.Range{Topic: t.Name, Partition: p, From: from, To: to})
+			total += to - from
 		}
 	}
 	return rs, total
@@ -84,6 +89,19 @@ func (s *Stats) add(m map[kread.TP]kread.Stats) {
 		old.Next = st.Next
 		s.m[tp] = old
 	}
+}
+
+// TopicRecords returns the records (committed and aborted) read from topic.
+func (s *Stats) TopicRecords(topic string) int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var n int64
+	for tp, st := range s.m {
+		if tp.Topic == topic {
+			n += st.Committed + st.Aborted
+		}
+	}
+	return n
 }
 
 // Issues lists the partitions whose reads met gaps or retries, ordered by

@@ -36,6 +36,9 @@ type InputState struct {
 	// copy is still in the unprocessed tail (pending at the second hop).
 	Candidates int64
 	Pending    int64
+	// PendingRecords are the candidates counted in Pending, in the order
+	// they were added: what an incremental step must judge again later.
+	PendingRecords []InputRecord
 }
 
 // StageState is what one changelog, or the output, holds for a key.
@@ -50,6 +53,10 @@ type StageState struct {
 	// newest aborted timestamp.
 	HasAborted bool
 	AbortedTS  int64
+	// Partition is the partition of the stage's records of the key (all of
+	// one key's records are in one partition); meaningful when Has or
+	// HasAborted.
+	Partition int32
 }
 
 type recID struct {
@@ -126,6 +133,7 @@ func (e *KeyEvidence) AddCandidate(x int, r InputRecord) {
 	in.Candidates++
 	if _, pending := e.tails[x][recID{r.TS, r.FP}]; pending {
 		in.Pending++
+		in.PendingRecords = append(in.PendingRecords, r)
 		return
 	}
 	if !in.Has || r.newer(in.Evidence) {
@@ -133,33 +141,57 @@ func (e *KeyEvidence) AddCandidate(x int, r InputRecord) {
 	}
 }
 
-func (s *StageState) addCommitted(ts, offset int64, tombstone bool) {
+func (s *StageState) addCommitted(partition int32, ts, offset int64, tombstone bool) {
 	if !s.Has || ts > s.TS || (ts == s.TS && offset > s.Offset) {
 		s.Has, s.TS, s.Offset, s.Tombstone = true, ts, offset, tombstone
 	}
+	s.Partition = partition
 }
 
-func (s *StageState) addAborted(ts int64) {
+func (s *StageState) addAborted(partition int32, ts int64) {
 	if !s.HasAborted || ts > s.AbortedTS {
 		s.HasAborted, s.AbortedTS = true, ts
 	}
+	s.Partition = partition
 }
 
-// AddChangelog records a committed record of input x's changelog.
-func (e *KeyEvidence) AddChangelog(x int, ts, offset int64, tombstone bool) {
-	e.Changelogs[x].addCommitted(ts, offset, tombstone)
+// Add folds st (what is known of the stage from elsewhere, an earlier
+// step) into s, as if its records had been added one by one.
+func (s *StageState) Add(st StageState) {
+	if st.Has {
+		s.addCommitted(st.Partition, st.TS, st.Offset, st.Tombstone)
+	}
+	if st.HasAborted {
+		s.addAborted(st.Partition, st.AbortedTS)
+	}
+}
+
+// AddChangelog records a committed record of input x's changelog, in
+// partition.
+func (e *KeyEvidence) AddChangelog(x int, partition int32, ts, offset int64, tombstone bool) {
+	e.Changelogs[x].addCommitted(partition, ts, offset, tombstone)
 }
 
 // AddChangelogAborted records an aborted record of input x's changelog.
-func (e *KeyEvidence) AddChangelogAborted(x int, ts int64) { e.Changelogs[x].addAborted(ts) }
+func (e *KeyEvidence) AddChangelogAborted(x int, partition int32, ts int64) {
+	e.Changelogs[x].addAborted(partition, ts)
+}
 
 // AddOutput records a committed record of the output topic.
-func (e *KeyEvidence) AddOutput(ts, offset int64, tombstone bool) {
-	e.Output.addCommitted(ts, offset, tombstone)
+func (e *KeyEvidence) AddOutput(partition int32, ts, offset int64, tombstone bool) {
+	e.Output.addCommitted(partition, ts, offset, tombstone)
 }
 
 // AddOutputAborted records an aborted record of the output topic.
-func (e *KeyEvidence) AddOutputAborted(ts int64) { e.Output.addAborted(ts) }
+func (e *KeyEvidence) AddOutputAborted(partition int32, ts int64) { e.Output.addAborted(partition, ts) }
+
+// Copy returns where input x's repartition topic holds the processed copy
+// of the evidence (the first by partition and offset), if it does.
+func (e *KeyEvidence) Copy(x int) (partition int32, offset int64, ok bool) {
+	ev := e.Inputs[x].Evidence
+	c, ok := e.copies[x][recID{ev.TS, ev.FP}]
+	return c.partition, c.offset, ok && e.Inputs[x].Has
+}
 
 // witness returns what input x's repartition topic holds of the evidence.
 func (e *KeyEvidence) witness(x int, topic string) *finding.Witness {

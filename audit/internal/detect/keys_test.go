@@ -22,13 +22,15 @@ func tail(x int, ts int64, fp uint64) fact { return func(e *KeyEvidence) { e.Add
 func copyOf(x int, ts int64, fp uint64, p int32, off int64) fact {
 	return func(e *KeyEvidence) { e.AddCopy(x, ts, fp, p, off) }
 }
-func cl(x int, ts, off int64) fact { return func(e *KeyEvidence) { e.AddChangelog(x, ts, off, false) } }
-func clTomb(x int, ts, off int64) fact {
-	return func(e *KeyEvidence) { e.AddChangelog(x, ts, off, true) }
+func cl(x int, ts, off int64) fact {
+	return func(e *KeyEvidence) { e.AddChangelog(x, 0, ts, off, false) }
 }
-func clAborted(x int, ts int64) fact { return func(e *KeyEvidence) { e.AddChangelogAborted(x, ts) } }
-func out(ts, off int64) fact         { return func(e *KeyEvidence) { e.AddOutput(ts, off, false) } }
-func outAborted(ts int64) fact       { return func(e *KeyEvidence) { e.AddOutputAborted(ts) } }
+func clTomb(x int, ts, off int64) fact {
+	return func(e *KeyEvidence) { e.AddChangelog(x, 0, ts, off, true) }
+}
+func clAborted(x int, ts int64) fact { return func(e *KeyEvidence) { e.AddChangelogAborted(x, 0, ts) } }
+func out(ts, off int64) fact         { return func(e *KeyEvidence) { e.AddOutput(0, ts, off, false) } }
+func outAborted(ts int64) fact       { return func(e *KeyEvidence) { e.AddOutputAborted(0, ts) } }
 
 func rowText(r finding.Row) string {
 	obs := "-"
@@ -205,5 +207,34 @@ func TestKeysWithholdsRowsOfStuckPartitions(t *testing.T) {
 	}
 	if kc.Withheld != 1 {
 		t.Errorf("withheld = %d, want 1 (a's output row)", kc.Withheld)
+	}
+}
+
+func TestKeyEvidenceKeepsWhatAStepStores(t *testing.T) {
+	e := NewKeyEvidence(1)
+	e.Reset([]byte("k"))
+	for _, f := range []fact{tail(0, 300, 33), copyOf(0, 200, 22, 1, 9), copyOf(0, 200, 22, 1, 4),
+		cand(0, 300, 2, 9, 33), cand(0, 200, 0, 2, 22), cand(0, 100, 0, 1, 11)} {
+		f(e)
+	}
+	if in := e.Inputs[0]; len(in.PendingRecords) != 1 || in.PendingRecords[0] != (InputRecord{TS: 300, Partition: 2, Offset: 9, FP: 33}) {
+		t.Errorf("pending records %+v, want the one whose copy is in the tail", in.PendingRecords)
+	}
+	if p, off, ok := e.Copy(0); !ok || p != 1 || off != 4 {
+		t.Errorf("copy of the evidence = %d@%d %v, want the first copy 1@4", p, off, ok)
+	}
+	var s StageState
+	s.Add(StageState{Has: true, TS: 5, Offset: 2, Partition: 3})
+	s.Add(StageState{Has: true, TS: 5, Offset: 7, Tombstone: true, HasAborted: true, AbortedTS: 9, Partition: 3})
+	s.Add(StageState{Has: true, TS: 4, Offset: 9, Partition: 3})
+	if s != (StageState{Has: true, TS: 5, Offset: 7, Tombstone: true, HasAborted: true, AbortedTS: 9, Partition: 3}) {
+		t.Errorf("folded stage %+v, want the newest by timestamp then offset, the newest aborted", s)
+	}
+	e.Reset([]byte("j"))
+	if len(e.Inputs[0].PendingRecords) != 0 {
+		t.Error("Reset kept pending records")
+	}
+	if _, _, ok := e.Copy(0); ok {
+		t.Error("a key without evidence has a copy")
 	}
 }

@@ -1,0 +1,182 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/lossaudit/lossaudit/audit"
+	"github.com/lossaudit/lossaudit/audit/finding"
+	"github.com/lossaudit/lossaudit/audit/runner"
+	"github.com/lossaudit/lossaudit/config"
+)
+
+// newReconcileCmd returns `lossaudit reconcile`: one step of a scheduled
+// reconciliation.
+func newReconcileCmd(g *globalFlags) *cobra.Command {
+	var quiet bool
+	cmd := &cobra.Command{
+		Use:   "reconcile",
+		Short: "One incremental step of a scheduled reconciliation",
+		Long: "Audits what is new since the last step on the same store.dir: the input records processed\n" +
+			"since, the repartition tails, and the changelog and output records written since, keeping\n" +
+			"per key what earlier steps learnt (in store.dir/reconcile). The first step on an empty\n" +
+			"store is a full audit (or window.from's) and records the baseline. The reports list the\n" +
+			"findings open after the step, with when each was first seen, and those it resolved.\n" +
+			"Exit codes as for audit; run it from cron, a Kubernetes CronJob or a systemd timer, or use\n" +
+			"`lossaudit watch` (docs/reconcile.md).",
+		Example: "  lossaudit reconcile -c audit.yaml\n  lossaudit reconcile -c audit.yaml --metrics-file /var/lib/node_exporter/lossaudit.prom",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cfg, err := g.load(cmd)
+			if err != nil {
+				return err
+			}
+			if err := checkRunConfig(cfg); err != nil {
+				return err
+			}
+			fp := failpointsFromEnv(cmd.Context())
+			prog := newProgress(cmd.ErrOrStderr(), quiet)
+			out, err := reconcileStep(cmd.Context(), cfg, runner.Options{Progress: fp.progress(prog), Warnings: prog.Log(), StateHook: fp.at},
+				cmd.OutOrStdout(), cmd.ErrOrStderr(), fp, prog.Stop)
+			if err != nil {
+				return err
+			}
+			return out.conclude(out.res)
+		},
+	}
+	cmd.Flags().BoolVarP(&quiet, "quiet", "q", false, "no progress output on stderr")
+	return cmd
+}
+
+// checkRunConfig checks, before anything is read, the pipeline and that
+// every configured output file can be written.
+func checkRunConfig(cfg *config.Config) error {
+	if err := cfg.ValidatePipeline(); err != nil {
+		return err
+	}
+	if err := checkReportPaths(cfg); err != nil {
+		return err
+	}
+	return checkOutputPath("report.metrics_file", cfg.Report.MetricsFile)
+}
+
+// stepOutcome is a reconcile step whose reports were written and whose
+// state was committed.
+type stepOutcome struct {
+	*written
+	res *finding.Result
+}
+
+// reconcileStep runs one reconcile step: the step, its reports, then the
+// commit of its state (only once the reports are written, so that a step
+// whose reports are missing is repeated), then the metrics file. stop is
+// called when the step's reading is over (the progress display ends).
+// Errors are the command's (exit codes as for audit).
+func reconcileStep(ctx context.Context, cfg *config.Config, o runner.Options, stdout, stderr io.Writer, fp *failpoints, stop func()) (*stepOutcome, error) {
+	started := time.Now()
+	step, err := runner.Reconcile(ctx, cfg, o)
+	if stop != nil {
+		stop()
+	}
+	if err != nil {
+		return nil, auditError(err)
+	}
+	defer step.Close()
+	res := step.Result
+	fp.at("stepped")
+	w := writeReports(stdout, stderr, cfg, res)
+	if len(w.failed) > 0 {
+		w.failed = append(w.failed, "the step was not committed: the next one repeats it")
+		return &stepOutcome{written: w, res: res}, nil
+	}
+	// The reports are written: the step is committed even if a signal
+	// came meanwhile, so that state and reports agree (a second signal
+	// kills the process, and the next step completes the commit).
+	fp.at("reported")
+	if err := step.Commit(); err != nil {
+		return nil, withCode(exitIncomplete, fmt.Errorf("the step's reports were written but its state could not be committed (the next step repeats it): %w", err))
+	}
+	w.writeMetrics(cfg, res, started)
+	return &stepOutcome{written: w, res: res}, nil
+}
+
+// failpoints stop a reconcile step at a named point, for the test bed's
+// interruption tests: LOSSAUDIT_TESTBED_CRASH_AT=point kills the process
+// there with SIGKILL (as kill -9 does), LOSSAUDIT_TESTBED_INTERRUPT_AT=point
+// sends it SIGINT (as Ctrl-C does) and waits for the command to see it.
+// The points: reading (the first input records arrive), stepped (the step
+// is judged, nothing written), reported (the reports are written, the
+// state not committed), and the state store's staged, committed, applying
+// and applied (audit/state).
+type failpoints struct {
+	ctx              context.Context
+	crash, interrupt string
+	once             sync.Once
+}
+
+func failpointsFromEnv(ctx context.Context) *failpoints {
+	return &failpoints{ctx: ctx, crash: os.Getenv("LOSSAUDIT_TESTBED_CRASH_AT"), interrupt: os.Getenv("LOSSAUDIT_TESTBED_INTERRUPT_AT")}
+}
+
+// at stops the process at point when the environment names it; only once
+// (a second SIGINT would kill the process).
+func (f *failpoints) at(point string) {
+	switch point {
+	case "":
+	case f.crash:
+		_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+		select {} // the signal is on its way
+	case f.interrupt:
+		f.once.Do(func() {
+			_ = syscall.Kill(os.Getpid(), syscall.SIGINT)
+			select {
+			case <-f.ctx.Done():
+			case <-time.After(30 * time.Second):
+			}
+		})
+	}
+}
+
+// progress wraps p so that the "reading" point is reached with the first
+// input records a step reads.
+func (f *failpoints) progress(p audit.Progress) audit.Progress {
+	if f.crash != "reading" && f.interrupt != "reading" {
+		return p
+	}
+	return pointProgress{p: p, f: f}
+}
+
+type pointProgress struct {
+	p audit.Progress
+	f *failpoints
+}
+
+// Phase starts a phase; an input's reports its first records to the point.
+func (pp pointProgress) Phase(name string, total int64) audit.Phase {
+	ph := pp.p.Phase(name, total)
+	if !strings.HasPrefix(name, "input ") {
+		return ph
+	}
+	return pointPhase{Phase: ph, f: pp.f}
+}
+
+type pointPhase struct {
+	audit.Phase
+	f *failpoints
+}
+
+// Add counts progress and reaches the "reading" point with the first records.
+func (p pointPhase) Add(records, bytes int64) {
+	p.Phase.Add(records, bytes)
+	if records > 0 {
+		p.f.at("reading")
+	}
+}
