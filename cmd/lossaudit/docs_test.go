@@ -152,7 +152,7 @@ func TestDocLinksResolve(t *testing.T) {
 			return nil
 		}
 		switch filepath.Ext(p) {
-		case ".go", ".md", ".sh":
+		case ".go", ".md", ".sh", ".java", ".xml", ".yaml", ".yml":
 		default:
 			return nil
 		}

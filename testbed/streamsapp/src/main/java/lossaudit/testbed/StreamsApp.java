@@ -31,7 +31,7 @@ import org.apache.kafka.streams.kstream.Produced;
 import org.apache.kafka.streams.kstream.Reducer;
 
 /**
- * The Kafka Streams application of seeds/001:
+ * The Kafka Streams application of the audited pipeline (docs/topology.md):
  * A, B, C --selectKey(customerId)--> groupByKey --> reduce --> tA, tB, tC;
  * tA.leftJoin(tB).leftJoin(tC).toStream().to(OUTPUT).
  *

@@ -25,7 +25,7 @@ import org.apache.kafka.streams.kstream.Produced;
 import org.apache.kafka.streams.state.KeyValueStore;
 
 /**
- * Builds the seeds/001 pipeline (three inputs, each selectKey -> groupByKey ->
+ * Builds the audited pipeline of docs/topology.md (three inputs, each selectKey -> groupByKey ->
  * reduce, then tA.leftJoin(tB).leftJoin(tC).toStream().to(output)) in several
  * code orders and naming variants and writes Topology#describe() of each to
  * DIR/<variant>-<kafka version>.txt. Serdes are Strings: describe() does not
