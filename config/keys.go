@@ -3,6 +3,8 @@ package config
 import (
 	"sort"
 	"strings"
+
+	"github.com/lossaudit/lossaudit/config/typo"
 )
 
 // kind is how a key's text is read.
@@ -146,7 +148,7 @@ func contains(list []string, s string) bool {
 func nearest(name string, candidates []string) string {
 	best, bestD := "", 3
 	for _, c := range candidates {
-		d := editDistance(strings.ToLower(name), strings.ToLower(c))
+		d := typo.Distance(name, c)
 		if d < bestD || (d == bestD && best != "" && c < best) {
 			best, bestD = c, d
 		}
@@ -155,27 +157,6 @@ func nearest(name string, candidates []string) string {
 		return ""
 	}
 	return best
-}
-
-// editDistance is the Levenshtein distance between a and b.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
 
 // sortedKeys returns the keys of m in order.

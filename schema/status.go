@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"sort"
+
+	"github.com/lossaudit/lossaudit/config/typo"
 )
 
 // SourceStatus says how one schema source fared during a run: Error is why
@@ -79,7 +81,7 @@ func (r *Registry) NearestFields(ctx context.Context, id uint32, path string, n 
 	}
 	cs := make([]cand, 0, len(paths))
 	for _, p := range paths {
-		cs = append(cs, cand{p, editDistance(path, p)})
+		cs = append(cs, cand{p, typo.Distance(path, p)})
 	}
 	sort.Slice(cs, func(i, j int) bool {
 		if cs[i].d != cs[j].d {
@@ -92,35 +94,6 @@ func (r *Registry) NearestFields(ctx context.Context, id uint32, path string, n 
 		out = append(out, c.p)
 	}
 	return out
-}
-
-// editDistance is the Levenshtein distance between a and b, with a change
-// of letter case costing nothing (customerID is meant as customerId).
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] || lower(a[i-1]) == lower(b[j-1]) {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
-}
-
-func lower(c byte) byte {
-	if 'A' <= c && c <= 'Z' {
-		return c + 'a' - 'A'
-	}
-	return c
 }
 
 // ErrRejected is wrapped by errors of a schema registry that rejected the
