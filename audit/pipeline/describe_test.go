@@ -30,7 +30,7 @@ var variants = []struct {
 	{"optimized", [3]want{{st02 + "-repartition", st02}, {st09 + "-repartition", st09}, {st16 + "-repartition", st16}}},
 }
 
-var versions = []string{"3.6.2", "4.0.0"}
+var versions = []string{"3.6.2", "4.0.0", "4.4.0"}
 
 func parseFile(t *testing.T, name string) *Topology {
 	t.Helper()

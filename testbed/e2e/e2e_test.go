@@ -167,17 +167,22 @@ func notUTF8Keys(t *testing.T, obs *Observed) {
 	}
 }
 
-// TestKafka4 runs the clean scenario on the 4.x line (brokers and Kafka
-// Streams 4.1.2) whatever the environment selects, so every run covers both lines.
+// TestKafka4 runs the clean scenario on each 4.x release of Kafka4
+// (brokers and Kafka Streams of that release) whatever the environment
+// selects, so every run covers the 3.x line, 4.1 and the newest 4.x.
 func TestKafka4(t *testing.T) {
-	res := RunScenario(t, Scenario{KafkaVersion: Kafka4, StreamsVersion: Kafka4})
-	if got := res.Env.Cluster.Version(); got != Kafka4 {
-		t.Fatalf("cluster runs %s, want %s", got, Kafka4)
+	for _, v := range Kafka4 {
+		t.Run(v, func(t *testing.T) {
+			res := RunScenario(t, Scenario{KafkaVersion: v, StreamsVersion: v})
+			if got := res.Env.Cluster.Version(); got != v {
+				t.Fatalf("cluster runs %s, want %s", got, v)
+			}
+			if len(res.Truth.StreamsVersions) != 1 || res.Truth.StreamsVersions[0] != v {
+				t.Fatalf("app reported Kafka Streams %v, want %s", res.Truth.StreamsVersions, v)
+			}
+			notUTF8Keys(t, verify(t, res, nil))
+		})
 	}
-	if len(res.Truth.StreamsVersions) != 1 || res.Truth.StreamsVersions[0] != Kafka4 {
-		t.Fatalf("app reported Kafka Streams %v, want %s", res.Truth.StreamsVersions, Kafka4)
-	}
-	notUTF8Keys(t, verify(t, res, nil))
 }
 
 // TestLagDraining stops the application cleanly in the middle of the load:

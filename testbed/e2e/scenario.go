@@ -29,8 +29,9 @@ const (
 	SchemasTopic  = "_schemas"
 )
 
-// Kafka4 is the 4.x release TestKafka4 runs (brokers and Kafka Streams).
-const Kafka4 = "4.1.2"
+// Kafka4 lists the 4.x releases TestKafka4 runs (brokers and Kafka Streams
+// of the same release): the 4.1 line and the newest release served.
+var Kafka4 = []string{"4.1.2", "4.4.0"}
 
 // Inputs are the input topics in join order (a, b, c).
 var Inputs = [3]string{"in-a", "in-b", "in-c"}

@@ -1,7 +1,7 @@
 // Command install downloads the Apache Kafka broker jars and builds the Kafka
 // Streams test application into the testbed cache (see ../install.sh).
 //
-// Usage: go run ./testbed/scripts/install [-kafka 3.9.2,4.1.2] [-streams 3.6.2,4.1.2]
+// Usage: go run ./testbed/scripts/install [-kafka 3.9.2,4.1.2,4.4.0] [-streams 3.6.2,4.1.2,4.4.0]
 package main
 
 import (
@@ -18,9 +18,11 @@ import (
 )
 
 func main() {
-	// The e2e suite runs the selected versions plus the 4.x line (TestKafka4).
-	kv := flag.String("kafka", kafka.Version()+","+e2e.Kafka4, "comma-separated Apache Kafka broker versions to install")
-	sv := flag.String("streams", streamsapp.Version()+","+e2e.Kafka4, "comma-separated Kafka Streams versions to build the application for")
+	// The e2e suite runs the selected versions plus the 4.x releases
+	// (TestKafka4).
+	k4 := strings.Join(e2e.Kafka4, ",")
+	kv := flag.String("kafka", kafka.Version()+","+k4, "comma-separated Apache Kafka broker versions to install")
+	sv := flag.String("streams", streamsapp.Version()+","+k4, "comma-separated Kafka Streams versions to build the application for")
 	flag.Parse()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()

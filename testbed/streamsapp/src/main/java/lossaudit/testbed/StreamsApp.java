@@ -2,6 +2,8 @@ package lossaudit.testbed;
 
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import java.io.IOException;
+import java.io.InputStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -17,7 +19,6 @@ import java.util.concurrent.CountDownLatch;
 import org.apache.avro.generic.GenericData;
 import org.apache.avro.generic.GenericRecord;
 import org.apache.kafka.common.serialization.Serdes;
-import org.apache.kafka.common.utils.AppInfoParser;
 import org.apache.kafka.streams.KafkaStreams;
 import org.apache.kafka.streams.KeyValue;
 import org.apache.kafka.streams.StreamsBuilder;
@@ -151,6 +152,22 @@ public final class StreamsApp {
         return builder.build();
     }
 
+    /**
+     * The Kafka release on the classpath, from the version file every
+     * kafka-clients jar carries (AppInfoParser, which reads it, moved to an
+     * internal package in 4.4).
+     */
+    static String kafkaVersion() throws IOException {
+        try (InputStream in = KafkaStreams.class.getResourceAsStream("/kafka/kafka-version.properties")) {
+            if (in == null) {
+                return "unknown";
+            }
+            Properties p = new Properties();
+            p.load(in);
+            return p.getProperty("version", "unknown").trim();
+        }
+    }
+
     public static void main(String[] args) throws Exception {
         String bootstrap = cfg("BOOTSTRAP_SERVERS", "127.0.0.1:9092");
         String appId = cfg("APPLICATION_ID", "lossaudit-tb");
@@ -182,7 +199,7 @@ public final class StreamsApp {
         }
 
         ObjectNode start = truth.node("start");
-        start.put("streams_version", AppInfoParser.getVersion());
+        start.put("streams_version", kafkaVersion());
         start.put("application_id", appId);
         ObjectNode dbs = start.putObject("drop_before_store");
         dropBeforeStore.forEach((k, v) -> {
