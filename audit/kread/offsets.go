@@ -210,30 +210,41 @@ func (c *Client) OffsetsForTime(ctx context.Context, topic string, t time.Time) 
 }
 
 // GroupOffsets reads the committed offsets of group for every partition of
-// topics with a single OffsetFetch (sent to the group's coordinator). It
-// never joins the group and never commits. Partitions without a committed
-// offset are absent from the result.
+// topics (sent to the group's coordinator). It never joins the group and
+// never commits. Partitions without a committed offset are absent from the
+// result.
 //
-// It first waits until the transactions committing the group's offsets at
-// the time of the call are decided (see awaitStableOffsets): under
-// exactly-once, Kafka Streams' commitTransaction returns, and repartition
-// topics are purged, before the commit marker makes the new offsets
-// visible, so an unstable read would show a purge past the committed offset
-// that is not there.
+// The offsets are stable: under exactly-once, Kafka Streams'
+// commitTransaction returns, and repartition topics are purged, before the
+// commit makes the new offsets visible, so an unstable read would show a
+// purge past the committed offset that is not there. Against Kafka 2.5 and
+// later it asks OffsetFetch v7 with require_stable, retrying while the
+// coordinator answers UNSTABLE_OFFSET_COMMIT (see groupOffsetsStable);
+// against older brokers it first waits until the transactions committing
+// the group's offsets at the time of the call are decided (see
+// awaitStableOffsets), then asks OffsetFetch v5. Either wait is bounded by
+// Options.StableWait and ends in ErrUnstableOffsets.
 func (c *Client) GroupOffsets(ctx context.Context, group string, topics []string) (map[TP]int64, error) {
+	parts := map[string][]int32{}
+	for _, t := range topics {
+		ps, err := c.Partitions(ctx, t)
+		if err != nil {
+			return nil, err
+		}
+		parts[t] = ps
+	}
+	if len(parts) == 0 {
+		return map[TP]int64{}, nil
+	}
+	if out, ok, err := c.groupOffsetsStable(ctx, group, parts); ok || err != nil {
+		return out, err
+	}
 	if _, err := c.awaitStableOffsets(ctx, group, c.o.StableWait); err != nil {
 		return nil, err
 	}
 	req := &offsetfetch.Request{GroupID: group}
 	for _, t := range topics {
-		parts, err := c.Partitions(ctx, t)
-		if err != nil {
-			return nil, err
-		}
-		req.Topics = append(req.Topics, offsetfetch.RequestTopic{Name: t, PartitionIndexes: parts})
-	}
-	if len(req.Topics) == 0 {
-		return map[TP]int64{}, nil
+		req.Topics = append(req.Topics, offsetfetch.RequestTopic{Name: t, PartitionIndexes: parts[t]})
 	}
 	out := map[TP]int64{}
 	err := c.retry(ctx, fmt.Sprintf("the committed offsets of group %q", group), func(ctx context.Context) error {

@@ -37,11 +37,12 @@ func offsetsPartition(group string, partitions int) int32 {
 // awaitStableOffsets waits until every transaction holding offset commits
 // in the group's __consumer_offsets partition when it is called has been
 // decided: that partition's last stable offset reaches the high watermark
-// it had at the start. Transactional offset commits become visible to
-// OffsetFetch only when their commit marker lands, which happens after the
-// producer's commitTransaction has returned; the OffsetFetch require_stable
-// flag (v7) exists for this, but kafka-go speaks OffsetFetch up to v5. This
-// wait gives the same guarantee with any broker version.
+// it had at the start. It is GroupOffsets' fallback for brokers older than
+// Kafka 2.5, which cannot be asked OffsetFetch with require_stable (v7).
+// It is weaker: a 3.x coordinator applies a transaction's offsets a moment
+// after its marker is in the log, so right after the marker an OffsetFetch
+// can still show the offsets committed before it (older offsets: records
+// counted as pending, never as lost).
 //
 // (listOffsets asks the partition's leader directly: kafka-go's routing
 // table leaves internal topics out.) It reports whether it could check: a cluster

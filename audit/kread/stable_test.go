@@ -11,6 +11,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
 
 	tkafka "github.com/lossaudit/lossaudit/testbed/kafka"
 )
@@ -59,7 +60,9 @@ func TestRealKafkaGroupOffsetsWaitForStable(t *testing.T) {
 	// brokers: kafka-go does not route requests for internal topics, so a
 	// request not sent to the leader explicitly fails with NOT_LEADER and
 	// GroupOffsets would stall in retries.
-	plain, err := kgo.NewClient(kgo.SeedBrokers(cl.Bootstrap()...))
+	// Requests by topic name (OffsetCommit v10 of Kafka 4.4 names topics by
+	// id): the 3.6 protocol versions.
+	plain, err := kgo.NewClient(kgo.SeedBrokers(cl.Bootstrap()...), kgo.MaxVersions(kversion.V3_6_0()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +116,7 @@ func TestRealKafkaGroupOffsetsWaitForStable(t *testing.T) {
 	}
 	const group = "stable-app"
 	prod, err := kgo.NewClient(kgo.SeedBrokers(cl.Bootstrap()...), kgo.TransactionalID("stable-txn"),
-		kgo.DefaultProduceTopic("in"), kgo.TransactionTimeout(2*time.Minute))
+		kgo.DefaultProduceTopic("in"), kgo.TransactionTimeout(2*time.Minute), kgo.MaxVersions(kversion.V3_6_0()))
 	if err != nil {
 		t.Fatal(err)
 	}
