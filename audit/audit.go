@@ -32,8 +32,8 @@ func Run(ctx context.Context, o Options) (*finding.Result, error) {
 	timer := phase.New(o.Now)
 	timed, timings := timer.Run, timer.Timings
 
-	// 1. Snapshot: committed offsets, then the topics' bounds in the order
-	// that makes the audit sound, settling the downstream partitions.
+	// 1. Snapshot, first half: committed offsets, the bounds of the inputs
+	// and repartition topics.
 	var snap *pipelineSnapshot
 	if err := timed("snapshot", func() (err error) { snap, err = takeSnapshot(ctx, o); return err }); err != nil {
 		return nil, err
@@ -45,13 +45,22 @@ func Run(ctx context.Context, o Options) (*finding.Result, error) {
 		}
 	}
 
-	// 2. Collect: read every topic into the index, classifying input records.
+	// 2. Collect: the repartition tails, then the second half of the
+	// snapshot (the downstream partitions, settled), then every other
+	// topic, into the index, classifying input records.
 	if err := o.Store.Reset(); err != nil {
 		return nil, err
 	}
 	w := o.Store.NewWriter()
 	col := newCollector(o, snap, nil, entryWriter{w})
-	if err := timed("read", func() error { return col.readAll(ctx) }); err != nil {
+	err = timed("read", func() error { return col.readTails(ctx) })
+	if err == nil {
+		err = timed("snapshot", func() error { return snap.settleDownstream(ctx, o) })
+	}
+	if err == nil {
+		err = timed("read", func() error { return col.readRest(ctx) })
+	}
+	if err != nil {
 		w.Cancel()
 		return nil, err
 	}

@@ -24,6 +24,12 @@ type fakeKafka struct {
 	reads  []string                 // topics in the order Read was called
 	offset []string                 // topics in the order Offsets was called
 	stats  map[kread.TP]kread.Stats // what Read reports for a partition
+	// events lists the Offsets and Read calls in order ("offsets T",
+	// "read T").
+	events []string
+	// beforeRead, when set, runs before Read reads a range of a topic: the
+	// application acting while the audit reads.
+	beforeRead func(topic string)
 	// members is the number of members the group has.
 	members int
 }
@@ -75,6 +81,7 @@ func (f *fakeKafka) Partitions(_ context.Context, t string) ([]int32, error) {
 
 func (f *fakeKafka) Offsets(_ context.Context, t string) (map[int32]kread.Offsets, error) {
 	f.offset = append(f.offset, t)
+	f.events = append(f.events, "offsets "+t)
 	m := map[int32]kread.Offsets{}
 	for p, fp := range f.parts[t] {
 		hw := int64(len(fp.recs))
@@ -117,6 +124,10 @@ func (f *fakeKafka) Read(_ context.Context, ranges []kread.Range, o kread.ReadOp
 	stats := map[kread.TP]kread.Stats{}
 	for _, rg := range ranges {
 		f.reads = append(f.reads, rg.Topic)
+		f.events = append(f.events, "read "+rg.Topic)
+		if f.beforeRead != nil {
+			f.beforeRead(rg.Topic)
+		}
 		fp := f.parts[rg.Topic][rg.Partition]
 		var out []kread.Record
 		for _, r := range fp.recs[max(rg.From, fp.logStart):rg.To] {
@@ -256,12 +267,65 @@ func TestRunSnapshotOrder(t *testing.T) {
 	tp := newTestPipeline(t)
 	tp.process(0, 0, "k", 1, "v", false, false)
 	tp.run(t)
-	// Group offsets are read before any Offsets call; then the downstream
-	// high watermarks; then inputs, repartition topics, changelogs, output.
-	want := []string{"app-storeA-changelog", "app-storeB-changelog", "out", "inA", "inB",
-		"app-repA-repartition", "app-repB-repartition", "app-storeA-changelog", "app-storeB-changelog", "out"}
-	if got := tp.f.offset; strings.Join(got, ",") != strings.Join(want, ",") {
-		t.Errorf("Offsets order = %v, want %v", got, want)
+	// Group offsets are read before any Offsets call; then the bounds of
+	// the inputs and repartition topics; then the repartition tails are
+	// read; only then the downstream high watermarks, and the downstream
+	// partitions settled; then the inputs, changelogs and output are read.
+	want := []string{"offsets inA", "offsets inB", "offsets app-repA-repartition", "offsets app-repB-repartition",
+		"read app-repA-repartition", // B's repartition topic is empty: nothing to read
+		"offsets app-storeA-changelog", "offsets app-storeB-changelog", "offsets out",
+		"offsets app-storeA-changelog", "offsets app-storeB-changelog", "offsets out",
+		"read inA", "read app-storeA-changelog", "read out"}
+	var got []string
+	for i, e := range tp.f.events {
+		if i == 0 || e != tp.f.events[i-1] { // one line per run of ranges
+			got = append(got, e)
+		}
+	}
+	if strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Errorf("calls in order = %v, want %v", got, want)
+	}
+}
+
+// TestRunTailPurgedWhileReading: the application commits and purges a
+// repartition tail after the audit read the group's offsets and before it
+// reads that tail (Kafka Streams purges after every commit, every
+// repartition.purge.interval.ms). The record the purged copy carried was
+// processed by that commit, whose changelog and output writes the audit
+// must then see: it is neither lost nor pending.
+func TestRunTailPurgedWhileReading(t *testing.T) {
+	tp := newTestPipeline(t)
+	f := tp.f
+	in := tp.opt.Inputs[0]
+	// Processed at the first hop only: the copy is the repartition tail.
+	off := f.add(in.Topic, 0, []byte("orig"), []byte("k|v"), 5, kread.Committed)
+	f.group[kread.TP{Topic: in.Topic, Partition: 0}] = off + 1
+	rp := partitionFor([]byte("k"), 2)
+	roff := f.add(in.RepartitionTopic, rp, []byte("k"), []byte("k|v"), 5, kread.Committed)
+	rtp := kread.TP{Topic: in.RepartitionTopic, Partition: rp}
+	f.group[rtp] = roff
+	done := false
+	f.beforeRead = func(topic string) {
+		if topic != in.RepartitionTopic || done {
+			return
+		}
+		done = true
+		// The second hop commits: changelog and output writes, the
+		// repartition offset past the copy, then the purge.
+		f.add(in.ChangelogTopic, rp, []byte("k"), []byte("k|v"), 5, kread.Committed)
+		f.add("out", rp, []byte("k"), []byte("k|v"), 5, kread.Committed)
+		f.group[rtp] = roff + 1
+		f.parts[in.RepartitionTopic][rp].logStart = roff + 1
+	}
+	res := tp.run(t)
+	if !done {
+		t.Fatal("the repartition tail was never read")
+	}
+	if len(res.Rows) != 0 || len(res.Summary.Partitions) != 0 {
+		t.Fatalf("rows %v, partition findings %+v: the record was processed before the tail was read", rowsString(res.Rows), res.Summary.Partitions)
+	}
+	if a := res.Summary.Inputs["a"]; a.Audited != 1 || a.Pending != 0 {
+		t.Errorf("input a: %+v, want the record audited, nothing pending", *a)
 	}
 }
 

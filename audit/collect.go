@@ -169,15 +169,21 @@ func newCollector(o Options, snap *pipelineSnapshot, plan *readPlan, w entryWrit
 	return c
 }
 
-// readAll reads the repartition topics first (their tails decide which
-// input records are pending at the second hop), then the inputs, the
-// changelogs and the output.
-func (c *collector) readAll(ctx context.Context) error {
+// readTails reads the repartition topics: their tails decide which input
+// records are pending at the second hop. It runs between the two halves
+// of the snapshot (settleDownstream says why).
+func (c *collector) readTails(ctx context.Context) error {
 	for x := range c.o.Inputs {
 		if err := c.readRepartition(ctx, x); err != nil {
 			return err
 		}
 	}
+	return nil
+}
+
+// readRest reads, after the snapshot is complete, the inputs, the
+// changelogs and the output.
+func (c *collector) readRest(ctx context.Context) error {
 	for x := range c.o.Inputs {
 		if err := c.readInput(ctx, x); err != nil {
 			return err

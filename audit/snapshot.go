@@ -51,25 +51,23 @@ func (e *MissingTopicError) Error() string {
 
 func (e *MissingTopicError) Unwrap() error { return e.Err }
 
-// takeSnapshot reads, in this order, the group's committed offsets, the
-// high watermarks downstream, the bounds of inputs and repartition topics,
-// then waits for the downstream partitions to settle and snapshots them.
-// Every later snapshot then holds every transaction an earlier one does
-// (docs/design.md, "Snapshot order").
+// takeSnapshot reads, in this order, the group's committed offsets and the
+// bounds of the inputs and repartition topics: the first half of the
+// snapshot. The caller reads the repartition tails, then completes it with
+// settleDownstream. Every later snapshot then holds every transaction an
+// earlier one does (docs/design.md, "Snapshot order").
 func takeSnapshot(ctx context.Context, o Options) (*pipelineSnapshot, error) {
 	type named struct {
 		topic, role string
 		input       int
 	}
 	var all []named
-	var groupTopics, down []string
+	var groupTopics []string
 	for i, in := range o.Inputs {
 		all = append(all, named{in.Topic, RoleInput, i}, named{in.RepartitionTopic, RoleRepartition, i}, named{in.ChangelogTopic, RoleChangelog, i})
 		groupTopics = append(groupTopics, in.Topic, in.RepartitionTopic)
-		down = append(down, in.ChangelogTopic)
 	}
 	all = append(all, named{o.Output, RoleOutput, -1})
-	down = append(down, o.Output)
 	// Resolve every topic first, so a missing one fails before anything is read.
 	for _, t := range all {
 		if _, err := o.Kafka.Partitions(ctx, t.topic); err != nil {
@@ -94,11 +92,6 @@ func takeSnapshot(ctx context.Context, o Options) (*pipelineSnapshot, error) {
 	} else {
 		s.groupActive = members > 0
 	}
-	for _, t := range down {
-		if s.startHW[t], err = snapshot.HighWatermarks(ctx, o.Kafka, t); err != nil {
-			return nil, fmt.Errorf("audit: %w", err)
-		}
-	}
 	read := func(topics []string) ([]snapshot.Topic, error) {
 		var out []snapshot.Topic
 		for _, t := range topics {
@@ -121,11 +114,39 @@ func takeSnapshot(ctx context.Context, o Options) (*pipelineSnapshot, error) {
 	if s.reparts, err = read(reparts); err != nil {
 		return nil, err
 	}
+	return s, nil
+}
+
+// settleDownstream completes the snapshot, after the repartition tails
+// have been read: the high watermarks of the changelogs and the output,
+// then each of their partitions once its LSO has reached that mark.
+//
+// The tails must be read first: Kafka Streams purges a repartition
+// partition up to its committed offset after every commit, so a
+// transaction committed after the group offsets were read can process a
+// tail copy at the second hop and purge it before the audit reads the
+// tail. Its changelog and output writes are then below high watermarks
+// read after the tails, and the record is judged with them; marks read
+// before the tails would miss them, and the record would look lost.
+func (s *pipelineSnapshot) settleDownstream(ctx context.Context, o Options) error {
+	var down []string
+	for _, in := range o.Inputs {
+		down = append(down, in.ChangelogTopic)
+	}
+	down = append(down, o.Output)
+	for _, t := range down {
+		hw, err := snapshot.HighWatermarks(ctx, o.Kafka, t)
+		if err != nil {
+			return fmt.Errorf("audit: %w", err)
+		}
+		s.startHW[t] = hw
+	}
+	s.changelogs = s.changelogs[:0]
 	deadline := o.Now().Add(o.SettleTimeout)
 	for _, t := range down {
 		st, err := snapshot.Settle(ctx, o.Kafka, t, s.startHW[t], deadline, o.SettlePoll, o.Now)
 		if err != nil {
-			return nil, fmt.Errorf("audit: %w", err)
+			return fmt.Errorf("audit: %w", err)
 		}
 		if t == o.Output {
 			s.output = st
@@ -133,7 +154,7 @@ func takeSnapshot(ctx context.Context, o Options) (*pipelineSnapshot, error) {
 			s.changelogs = append(s.changelogs, st)
 		}
 	}
-	return s, nil
+	return nil
 }
 
 // partitions lists what the snapshot saw of every audited partition, with

@@ -196,7 +196,9 @@ func Step(ctx context.Context, o Options, so StepOptions) (*Stepped, error) {
 	if err := timed("snapshot", func() (err error) { snap, err = takeSnapshot(ctx, o); return err }); err != nil {
 		return nil, err
 	}
-	plan, rebuild := planStep(o, snap, cp)
+	// The plan of the inputs and repartition topics, for the tails; the
+	// downstream part once the snapshot is complete.
+	plan, _ := planStep(o, snap, cp)
 
 	// Collect what is new, and touch the keys to judge again.
 	if err := o.Store.Reset(); err != nil {
@@ -207,18 +209,27 @@ func Step(ctx context.Context, o Options, so StepOptions) (*Stepped, error) {
 	reader := so.State.NewReader()
 	defer reader.Close()
 	col := newCollector(o, snap, plan, ew)
-	err = timed("read", func() error {
-		if err := touchKeys(o, reader, ew, rebuild); err != nil {
-			return err
-		}
-		if err := col.readAll(ctx); err != nil {
-			return err
-		}
-		if !snap.groupActive && o.From.IsZero() {
-			return col.readNext(ctx)
-		}
-		return nil
-	})
+	var rebuild map[kread.TP]bool
+	err = timed("read", func() error { return col.readTails(ctx) })
+	if err == nil {
+		err = timed("snapshot", func() error { return snap.settleDownstream(ctx, o) })
+	}
+	if err == nil {
+		plan, rebuild = planStep(o, snap, cp)
+		col.plan = plan
+		err = timed("read", func() error {
+			if err := touchKeys(o, reader, ew, rebuild); err != nil {
+				return err
+			}
+			if err := col.readRest(ctx); err != nil {
+				return err
+			}
+			if !snap.groupActive && o.From.IsZero() {
+				return col.readNext(ctx)
+			}
+			return nil
+		})
+	}
 	if err != nil {
 		w.Cancel()
 		return nil, err

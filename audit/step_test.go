@@ -333,6 +333,47 @@ func TestStepLagIsNeverLoss(t *testing.T) {
 	sameAsAudit(t, "after processing", r, s.audit(t))
 }
 
+// TestStepTailPurgedWhileReading: between the step's read of the group
+// offsets and its read of a repartition tail, the application processes
+// the tail at the second hop and purges it: the step judges the records
+// with what that commit wrote, like a full audit would, and reports
+// nothing.
+func TestStepTailPurgedWhileReading(t *testing.T) {
+	tp := newTestPipeline(t)
+	m := newModel(tp)
+	s := newStepper(t, tp)
+	m.produce(0, 0, "k", 100, "1")
+	m.hop1(0, 0)
+	m.hop2(0, partitionFor([]byte("k"), 2), nil)
+	if r := s.step(t); len(r.Rows) != 0 {
+		t.Fatalf("baseline: rows %v", fullRows(r.Rows))
+	}
+	m.produce(0, 0, "k", 200, "2")
+	m.produce(0, 0, "j", 150, "1")
+	m.hop1(0, 0) // both copies are in the tails now
+	in := tp.opt.Inputs[0]
+	done := false
+	tp.f.beforeRead = func(topic string) {
+		if topic != in.RepartitionTopic || done {
+			return
+		}
+		done = true
+		for p := range int32(2) {
+			m.hop2(0, p, nil)
+			tp.f.parts[in.RepartitionTopic][p].logStart = tp.f.group[kread.TP{Topic: in.RepartitionTopic, Partition: p}]
+		}
+	}
+	r := s.step(t)
+	tp.f.beforeRead = nil
+	if !done {
+		t.Fatal("the step never read the repartition topic")
+	}
+	if len(r.Rows) != 0 || r.Summary.Inputs["a"].Pending != 0 {
+		t.Fatalf("rows %v pending %d, want none: the second hop committed before the tails were read", fullRows(r.Rows), r.Summary.Inputs["a"].Pending)
+	}
+	sameAsAudit(t, "after the purge", r, s.audit(t))
+}
+
 // TestStepOffsetResetNeitherReauditsNorSkips: committed offsets moving
 // back are reported once, the records already audited are not read again,
 // and what comes after is read once the application is past them.

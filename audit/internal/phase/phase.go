@@ -16,11 +16,11 @@ func New(now func() time.Time) *Timer {
 	return &Timer{now: now, Timings: map[string]time.Duration{}}
 }
 
-// Run runs fn as the phase name and records its duration, also when it
-// fails.
+// Run runs fn as the phase name and adds its duration to the phase's
+// (a phase may run in several parts), also when it fails.
 func (t *Timer) Run(name string, fn func() error) error {
 	start := t.now()
 	err := fn()
-	t.Timings[name] = t.now().Sub(start)
+	t.Timings[name] += t.now().Sub(start)
 	return err
 }
