@@ -26,6 +26,7 @@ import (
 	"github.com/lossaudit/lossaudit/audit/runner"
 	"github.com/lossaudit/lossaudit/audit/state"
 	"github.com/lossaudit/lossaudit/config"
+	"github.com/lossaudit/lossaudit/testbed/poll"
 	"github.com/lossaudit/lossaudit/testbed/sim"
 )
 
@@ -361,21 +362,18 @@ func TestWatchServesTheLastStep(t *testing.T) {
 		b, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, string(b)
 	}
-	deadline := time.Now().Add(90 * time.Second)
-	for {
-		code, body := get("/metrics")
-		if code == 200 && strings.Contains(body, "lossaudit_step_number 3") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("watch did not reach step 3: %d\n%s\nstderr:\n%s", code, body, stderr.String())
-		}
-		time.Sleep(50 * time.Millisecond)
+	var code int
+	var body string
+	if err := poll.Until(context.Background(), 90*time.Second, 50*time.Millisecond, "watch at step 3", func() bool {
+		code, body = get("/metrics")
+		return code == 200 && strings.Contains(body, "lossaudit_step_number 3")
+	}); err != nil {
+		t.Fatalf("%v: /metrics %d\n%s\nstderr:\n%s", err, code, body, stderr.String())
 	}
 	if code, body := get("/healthz"); code != 200 {
 		t.Errorf("/healthz %d %s", code, body)
 	}
-	code, body := get("/report.json")
+	code, body = get("/report.json")
 	if code != 200 || !strings.Contains(body, `"resolved": [`) || !strings.Contains(body, `"first_seen"`) {
 		t.Errorf("/report.json %d:\n%s", code, body)
 	}
