@@ -28,6 +28,7 @@ import (
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
+	"github.com/lossaudit/lossaudit/testbed/poll"
 )
 
 // InstallHint says how to get Chromium for the browser tests.
@@ -235,18 +236,15 @@ func Eval[T any](p *Page, expr string) T {
 // the test after Timeout.
 func (p *Page) WaitFor(cond string) {
 	p.t.Helper()
-	deadline := time.Now().Add(Timeout)
-	for {
+	var err error
+	if perr := poll.Until(p.ctx, Timeout, 50*time.Millisecond, cond+" in "+p.URL, func() bool {
 		ctx, cancel := context.WithTimeout(p.ctx, Timeout)
-		ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool]("Boolean("+cond+")"))
-		cancel()
-		if err == nil && ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			p.t.Fatalf("waiting for %s in %s: still false after %s (last error: %v)", cond, p.URL, Timeout, err)
-		}
-		time.Sleep(50 * time.Millisecond)
+		defer cancel()
+		var ok bool
+		ok, err = chromedp.Run(ctx, chromedp.Evaluate[bool]("Boolean("+cond+")"))
+		return err == nil && ok
+	}); perr != nil {
+		p.t.Fatalf("waiting for %v (last error: %v)", perr, err)
 	}
 }
 
