@@ -125,6 +125,11 @@ type Pipeline struct {
 	Output string
 	// Inputs in join order: the first is the left side of the leftJoins.
 	Inputs []Input
+	// Join is the type of the KTable-KTable joins: left, inner or outer.
+	Join string
+	// Nodes declares the kinds of topology nodes whose names do not show
+	// them: node name to kind (pipeline.nodes).
+	Nodes map[string]string
 }
 
 // Input is one source topic of the pipeline.

@@ -20,6 +20,7 @@ const (
 	kindList
 	kindInputs
 	kindPairs
+	kindNodes
 )
 
 // keyDef is one configuration key with its default, as Defaults shows it.
@@ -67,6 +68,8 @@ func keyDefs() []keyDef {
 		{key: "pipeline.topology_file", kind: kindString, def: ""},
 		{key: "pipeline.output", kind: kindString, def: ""},
 		{key: "pipeline.inputs", kind: kindInputs, def: []any{}},
+		{key: "pipeline.join", kind: kindString, def: "left"},
+		{key: "pipeline.nodes", kind: kindNodes, def: map[string]string{}},
 		{key: "window.from", kind: kindTime, def: ""},
 		{key: "window.to", kind: kindTime, def: ""},
 		{key: "store.dir", kind: kindString, def: "./lossaudit-data"},

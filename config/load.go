@@ -101,7 +101,7 @@ func Load(opts LoadOptions) (*Config, error) {
 			v = value{list: list, isList: true}
 		} else {
 			v = value{text: fmt.Sprint(d.def)}
-			if d.kind == kindInputs || d.kind == kindPairs {
+			if d.kind == kindInputs || d.kind == kindPairs || d.kind == kindNodes {
 				v.text = ""
 			}
 		}
@@ -125,6 +125,8 @@ func Load(opts LoadOptions) (*Config, error) {
 	c.Pipeline.TopologyFile = r.str("pipeline.topology_file")
 	c.Pipeline.Output = r.str("pipeline.output")
 	c.Pipeline.Inputs = r.inputs("pipeline.inputs")
+	c.Pipeline.Join = strings.ToLower(strings.TrimSpace(r.str("pipeline.join")))
+	c.Pipeline.Nodes = r.nodes("pipeline.nodes")
 	c.Window.From = r.time("window.from")
 	c.Window.To = r.time("window.to")
 	c.Store.Dir = r.str("store.dir")
@@ -414,6 +416,72 @@ func (r *reader) inputs(key string) []Input {
 	return out
 }
 
+// structured returns the YAML value of a key holding a list or mapping:
+// the file's node (fromFile), or the variable's text parsed as YAML (or
+// JSON) flow text; nil when unset or after recording an error.
+func (r *reader) structured(key string) (n *yaml.Node, fromFile bool) {
+	v := r.vals[key]
+	if v.node != nil {
+		return v.node, true
+	}
+	if strings.TrimSpace(v.text) == "" {
+		return nil, false
+	}
+	var doc yaml.Node
+	if err := yaml.Unmarshal([]byte(v.text), &doc); err != nil {
+		if r.err == nil {
+			e := yamlError("", EnvName(key), err)
+			e.Key = key
+			r.err = e
+		}
+		return nil, false
+	}
+	n = resolve(&doc)
+	if n.Kind == yaml.DocumentNode && len(n.Content) > 0 {
+		n = resolve(n.Content[0])
+	}
+	return n, false
+}
+
+// nodes decodes pipeline.nodes: a YAML mapping of node names to kinds,
+// or, from the environment, the same mapping written as YAML (or JSON)
+// flow text ({my-node: suppress}). The kinds are checked against the
+// topology by the pipeline model, which knows them.
+func (r *reader) nodes(key string) map[string]string {
+	n, fromFile := r.structured(key)
+	if isNull(n) {
+		return nil
+	}
+	if n.Kind != yaml.MappingNode {
+		r.fail(key, "must be a mapping of node names to kinds ({my-node: suppress}), not %s", describeNode(n))
+		return nil
+	}
+	out := map[string]string{}
+	seen := map[string]int{}
+	for j := 0; j+1 < len(n.Content); j += 2 {
+		k, fv := resolve(n.Content[j]), resolve(n.Content[j+1])
+		if k.Kind != yaml.ScalarNode || isNull(k) {
+			r.fail(key, "a node name must be a single value, not %s", describeNode(k))
+			return nil
+		}
+		fkey := key + "." + k.Value
+		if fromFile {
+			r.prov.keys[fkey] = source{file: r.prov.file, line: k.Line}
+		}
+		switch {
+		case seen[k.Value] > 0:
+			r.fail(fkey, "set twice (first on line %d)", seen[k.Value])
+			return nil
+		case fv.Kind != yaml.ScalarNode || isNull(fv):
+			r.fail(fkey, "must be a node kind, not %s", describeNode(fv))
+			return nil
+		}
+		seen[k.Value] = max(k.Line, 1)
+		out[k.Value] = strings.ToLower(strings.TrimSpace(fv.Value))
+	}
+	return out
+}
+
 // entries decodes a key holding a list of mappings of known names to
 // single values (pipeline.inputs, compare.pairs): a YAML list from the
 // file, or, from the environment, the same list written as YAML (or JSON)
@@ -421,27 +489,7 @@ func (r *reader) inputs(key string) []Input {
 // messages. It returns nil after recording an error; a null value is
 // absent from its entry's map.
 func (r *reader) entries(key, list, entry string, known []string) []map[string]string {
-	v := r.vals[key]
-	n := v.node
-	fromFile := n != nil
-	if n == nil {
-		if strings.TrimSpace(v.text) == "" {
-			return nil
-		}
-		var doc yaml.Node
-		if err := yaml.Unmarshal([]byte(v.text), &doc); err != nil {
-			if r.err == nil {
-				e := yamlError("", EnvName(key), err)
-				e.Key = key
-				r.err = e
-			}
-			return nil
-		}
-		n = resolve(&doc)
-		if n.Kind == yaml.DocumentNode && len(n.Content) > 0 {
-			n = resolve(n.Content[0])
-		}
-	}
+	n, fromFile := r.structured(key)
 	if isNull(n) {
 		return nil
 	}

@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 )
 
@@ -115,6 +116,15 @@ func (c *Config) Redacted() string {
 	for i, in := range c.Pipeline.Inputs {
 		fmt.Fprintf(&b, "pipeline.inputs[%d] = {name: %s, topic: %s, rekey: %s, key_format: %s, timestamp_field: %s, store: %s, repartition_topic: %s, changelog_topic: %s}\n",
 			i, in.Name, in.Topic, in.Rekey, in.KeyFormat, in.TimestampField, in.Store, in.RepartitionTopic, in.ChangelogTopic)
+	}
+	line("pipeline.join", c.Pipeline.Join)
+	nodeNames := make([]string, 0, len(c.Pipeline.Nodes))
+	for n := range c.Pipeline.Nodes {
+		nodeNames = append(nodeNames, n)
+	}
+	sort.Strings(nodeNames)
+	for _, n := range nodeNames {
+		fmt.Fprintf(&b, "pipeline.nodes.%s = %s\n", n, c.Pipeline.Nodes[n])
 	}
 	line("window.from", ts(c.Window.From, c.Window.From.Format("2006-01-02T15:04:05.000Z07:00")))
 	line("window.to", ts(c.Window.To, c.Window.To.Format("2006-01-02T15:04:05.000Z07:00")))

@@ -108,8 +108,8 @@ func (c *Config) validatePipeline() error {
 	if strings.TrimSpace(p.ApplicationID) == "" {
 		return missing("pipeline.application_id", "must be set to the Kafka Streams application.id")
 	}
-	if strings.TrimSpace(p.Output) == "" {
-		return missing("pipeline.output", "must name the output topic")
+	if strings.TrimSpace(p.Output) == "" && p.TopologyFile == "" {
+		return missing("pipeline.output", "must name the output topic (or set pipeline.topology_file, whose sink names it)")
 	}
 	if len(p.Inputs) == 0 {
 		return missing("pipeline.inputs", "must list at least one input")

@@ -149,12 +149,17 @@ func TestStagesErrors(t *testing.T) {
 		})
 	}
 	// A pattern source is followed when the input matches it.
-	st, out, err := pg.Stages("app", []string{"topicA", "topicB"}, "joined")
+	st, out, err := pg.Stages("app", []string{"topicA"}, "joined")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if out != "joined" || st[0].Store != st02 || st[1].Store != st02 || st[0].RepartitionTopic != "app-"+st02+"-repartition" {
+	if out != "joined" || st[0].Store != st02 || st[0].RepartitionTopic != "app-"+st02+"-repartition" {
 		t.Errorf("pattern stages %+v output %q", st, out)
+	}
+	// Two inputs through one pattern source share the reduce: refused,
+	// naming both topics and the reduce.
+	if _, _, err := pg.Stages("app", []string{"topicA", "topicB"}, "joined"); err == nil || !strings.Contains(err.Error(), "line 17: input topics topicA and topicB reach the same reduce KSTREAM-REDUCE-0000000003 (store "+st02+")") {
+		t.Errorf("error %v, want the shared reduce named", err)
 	}
 }
 
@@ -270,7 +275,14 @@ func TestParseOtherForms(t *testing.T) {
 	if src.Pattern != "topic-a.*" || dyn.Extractor != "com.example.Router@1b2c3d" || dyn.Topics != nil {
 		t.Fatalf("source %+v, sink %+v", src, dyn)
 	}
-	_, _, err = top.Stages("app", []string{"topic-a1"}, "joined")
+	// reduce-a and to-stream are names the user gave: their kinds must be
+	// declared.
+	decl := Declarations{Nodes: map[string]string{"reduce-a": "reduce", "to-stream": "to-stream"}}
+	var ue *UnsupportedError
+	if _, _, err = top.Stages("app", []string{"topic-a1"}, "joined"); !errors.As(err, &ue) || ue.Node != "reduce-a" || ue.Kind != KindUnknown || ue.Line != 5 {
+		t.Fatalf("error %v, want reduce-a's kind unknown", err)
+	}
+	_, err = top.Derive("app", []string{"topic-a1"}, "joined", decl)
 	if err == nil || !strings.Contains(err.Error(), "line 13: sink sink-dyn chooses its topic dynamically") {
 		t.Fatalf("error %v, want the dynamic sink named", err)
 	}
@@ -281,15 +293,16 @@ func TestParseOtherForms(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, out, err := top.Stages("app", []string{"topic-a1"}, "")
+	d, err := top.Derive("app", []string{"topic-a1"}, "", decl)
 	if err != nil {
 		t.Fatal(err)
 	}
+	st, out := d.Stages, d.Output
 	if out != "joined" || st[0].Store != "store-a" || st[0].RepartitionTopic != "" || st[0].Reducer != "reduce-a" {
 		t.Fatalf("stages %+v output %q", st, out)
 	}
 	// topic-b is not matched by the pattern.
-	if _, _, err := top.Stages("app", []string{"topic-b"}, "joined"); err == nil || !strings.Contains(err.Error(), "input topic topic-b is not read by any source of the topology (sources read: pattern topic-a.*)") {
+	if _, err := top.Derive("app", []string{"topic-b"}, "joined", decl); err == nil || !strings.Contains(err.Error(), "input topic topic-b is not read by any source of the topology (sources read: pattern topic-a.*)") {
 		t.Fatalf("error %v", err)
 	}
 }

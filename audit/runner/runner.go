@@ -371,7 +371,7 @@ func describeInputs(cfg *config.Config) string {
 // Spec is the pipeline section of cfg as the pipeline model takes it.
 func Spec(cfg *config.Config) pipeline.Spec {
 	p := cfg.Pipeline
-	s := pipeline.Spec{ApplicationID: p.ApplicationID, TopologyFile: p.TopologyFile, Output: p.Output}
+	s := pipeline.Spec{ApplicationID: p.ApplicationID, TopologyFile: p.TopologyFile, Output: p.Output, Join: p.Join, Nodes: p.Nodes}
 	for _, in := range p.Inputs {
 		s.Inputs = append(s.Inputs, pipeline.InputSpec{Name: in.Name, Topic: in.Topic, Store: in.Store,
 			RepartitionTopic: in.RepartitionTopic, ChangelogTopic: in.ChangelogTopic})
@@ -381,7 +381,8 @@ func Spec(cfg *config.Config) pipeline.Spec {
 
 // Model derives the pipeline model of cfg, listing topics with lister and
 // matching discovered changelogs with match (nil: no evidence). Problems
-// the user can fix are *config.Error.
+// the user can fix are *config.Error; a node the audit does not support is
+// a *pipeline.UnsupportedError, which the CLI reports with exit code 2.
 func Model(ctx context.Context, cfg *config.Config, lister pipeline.TopicLister, match pipeline.Matcher) (*pipeline.Model, error) {
 	var opts []pipeline.Option
 	if match != nil {

@@ -102,6 +102,8 @@ func TestConfigurationDocsGiveEveryDefault(t *testing.T) {
 			want = strings.Join(d, ",")
 		case []any:
 			want = "[]"
+		case map[string]string:
+			want = "{}"
 		case string:
 			want = d
 			if d == "" {

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 
+	"github.com/lossaudit/lossaudit/audit/pipeline"
 	"github.com/lossaudit/lossaudit/config"
 )
 
@@ -48,7 +49,8 @@ func (e *usageError) Error() string { return e.err.Error() }
 func (e *usageError) Unwrap() error { return e.err }
 
 // exitCode maps the error a command returned to the process exit code:
-// nil -> 0; withCode -> its code; *config.Error or a usage error -> 2;
+// nil -> 0; withCode -> its code; *config.Error, a usage error or a
+// topology node the audit does not support (*pipeline.UnsupportedError) -> 2;
 // anything else -> 3 (the audit could not complete).
 func exitCode(err error) int {
 	if err == nil {
@@ -64,6 +66,10 @@ func exitCode(err error) int {
 	}
 	var ue *usageError
 	if errors.As(err, &ue) {
+		return exitUsage
+	}
+	var unsupported *pipeline.UnsupportedError
+	if errors.As(err, &unsupported) {
 		return exitUsage
 	}
 	return exitIncomplete

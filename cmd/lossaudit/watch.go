@@ -15,6 +15,7 @@ import (
 
 	"github.com/lossaudit/lossaudit/audit/finding"
 	"github.com/lossaudit/lossaudit/audit/metrics"
+	"github.com/lossaudit/lossaudit/audit/pipeline"
 	"github.com/lossaudit/lossaudit/audit/report"
 	"github.com/lossaudit/lossaudit/audit/runner"
 	"github.com/lossaudit/lossaudit/config"
@@ -96,6 +97,13 @@ func watch(ctx context.Context, cfg *config.Config, stderr io.Writer) error {
 		if ctx.Err() != nil {
 			log.Info("stopped", "reason", context.Cause(ctx).Error())
 			return ctx.Err()
+		}
+		var unsupported *pipeline.UnsupportedError
+		if errors.As(err, &unsupported) {
+			// The topology holds a node the audit does not support: no
+			// later step can succeed, so watch stops (exit 2).
+			log.Error("step failed", "error", err.Error())
+			return err
 		}
 		if err == nil && len(out.failed) > 0 {
 			err = errors.New(out.failed[0])
