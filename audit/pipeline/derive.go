@@ -183,7 +183,7 @@ func (t *Topology) Derive(app string, inputTopics []string, output string, decl 
 		}
 		for _, h := range hits {
 			if c := kinds[h.n.Name]; c.Kind != KindReduce {
-				return nil, unsupported(h.n, fmt.Sprintf("it is the first node with a state store (%s) after the input", strings.Join(h.n.Stores, ", ")))
+				return nil, unsupported(h.n, fmt.Sprintf("the first node with a state store (%s) after the input", strings.Join(h.n.Stores, ", ")))
 			}
 		}
 		switch len(hits) {

@@ -186,7 +186,7 @@ func supported() string {
 	for i, k := range supportedKinds {
 		ks[i] = string(k)
 	}
-	return "lossaudit audits each input through selectKey -> groupByKey -> reduce, then KTable left joins into the output (kinds " + strings.Join(ks, ", ") + ")"
+	return "supported: selectKey -> groupByKey -> reduce per input, then KTable left joins into the output (kinds " + strings.Join(ks, ", ") + ")"
 }
 
 // KindOrigin says how a node's kind was found.
@@ -203,7 +203,7 @@ const (
 	// FromDeclaration: pipeline.nodes.
 	FromDeclaration KindOrigin = "pipeline.nodes"
 	// FromNowhere: no prefix matched and nothing declared it.
-	FromNowhere KindOrigin = "name matches no generated prefix and pipeline.nodes does not declare it"
+	FromNowhere KindOrigin = "name matches no generated prefix of Kafka Streams"
 )
 
 // kindOfName returns the kind of a generated name's prefix.
@@ -374,13 +374,19 @@ func (e *UnsupportedError) Error() string {
 	} else {
 		fmt.Fprintf(&b, "line %d: ", e.Line)
 	}
-	if e.Kind == KindUnknown {
-		fmt.Fprintf(&b, "node %s on the path of input topic %s has an unknown kind (its %s): declare it in pipeline.nodes", e.Node, e.Input, e.Origin)
-	} else {
-		fmt.Fprintf(&b, "node %s on the path of input topic %s is a %s (from its %s), which lossaudit does not audit", e.Node, e.Input, e.Kind, e.Origin)
+	switch {
+	case e.Kind == KindUnknown:
+		fmt.Fprintf(&b, "node %s on the path of input topic %s is of unknown kind (its %s)", e.Node, e.Input, e.Origin)
+	case slices.Contains(supportedKinds, e.Kind):
+		fmt.Fprintf(&b, "node %s (kind %s, from its %s) on the path of input topic %s cannot be audited where it stands", e.Node, e.Kind, e.Origin, e.Input)
+	default:
+		fmt.Fprintf(&b, "node %s on the path of input topic %s is of kind %s (from its %s), which lossaudit does not audit yet", e.Node, e.Input, e.Kind, e.Origin)
 	}
 	if e.Detail != "" {
-		b.WriteString("; " + e.Detail)
+		b.WriteString(": " + e.Detail)
+	}
+	if e.Kind == KindUnknown {
+		b.WriteString("; lossaudit never guesses a kind: declare it in pipeline.nodes")
 	}
 	b.WriteString("; " + supported())
 	return b.String()

@@ -1,0 +1,200 @@
+// Command corpus runs lossaudit's topology derivation on every
+// Topology#describe() text of a directory (by default ../shared/topologies
+// relative to the repository root: describe() texts written by others,
+// which are not part of the repository) and prints one row per file: its
+// verdict (accepted or rejected) and the message, as `lossaudit topology`
+// would give it.
+//
+// Each file gets the most charitable minimal configuration a user could
+// write: the topics its sources read that no sink of the topology writes
+// are the candidate inputs, tried in every order and each alone; the
+// output is the one topic a sink writes that no source reads back, else
+// left to the topology file. A file is accepted when any of these
+// configurations is; the row then names it. No file should be accepted
+// with a wrong model (docs/topology.md#what-lossaudit-audits).
+//
+// Usage: go run ./testbed/scripts/corpus [-v] [DIR]
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/lossaudit/lossaudit/audit/pipeline"
+)
+
+func main() {
+	verbose := flag.Bool("v", false, "print the configuration tried for every file")
+	flag.Parse()
+	dir := filepath.Join("..", "shared", "topologies")
+	if flag.NArg() > 0 {
+		dir = flag.Arg(0)
+	}
+	files, err := filepath.Glob(filepath.Join(dir, "*.txt"))
+	if err != nil || len(files) == 0 {
+		fmt.Fprintf(os.Stderr, "corpus: no *.txt in %s (run from the repository root, or name the directory)\n", dir)
+		os.Exit(2)
+	}
+	slices.Sort(files)
+	accepted := 0
+	fmt.Println("| file | verdict | message |")
+	fmt.Println("| --- | --- | --- |")
+	for _, f := range files {
+		verdict, msg, tried := judge(f)
+		if verdict == "accepted" {
+			accepted++
+		}
+		fmt.Printf("| %s | %s | %s |\n", filepath.Base(f), verdict, strings.ReplaceAll(msg, "|", `\|`))
+		if *verbose {
+			fmt.Printf("|  | tried | %s |\n", strings.Join(tried, "; "))
+		}
+	}
+	fmt.Printf("\n%d files, %d accepted, %d rejected\n", len(files), accepted, len(files)-accepted)
+}
+
+// judge derives the model of file with each candidate configuration and
+// returns the verdict, the message (the first rejection's, or the
+// accepted model) and the configurations tried.
+func judge(file string) (verdict, msg string, tried []string) {
+	f, err := os.Open(file)
+	if err != nil {
+		return "rejected", err.Error(), nil
+	}
+	top, err := pipeline.ParseTopology(f)
+	f.Close()
+	if err != nil {
+		return "rejected", "pipeline.topology_file: " + err.Error(), nil
+	}
+	inputs, output := endpoints(top)
+	if len(inputs) == 0 {
+		return "rejected", "no source reads a topic that the topology does not write itself: no input to configure", nil
+	}
+	var first error
+	for _, ins := range candidates(inputs) {
+		spec := pipeline.Spec{ApplicationID: "app", TopologyFile: file, Output: output}
+		for i, in := range ins {
+			spec.Inputs = append(spec.Inputs, pipeline.InputSpec{Name: fmt.Sprintf("in%d", i), Topic: in})
+		}
+		tried = append(tried, fmt.Sprintf("inputs %s output %q", strings.Join(ins, ","), output))
+		m, err := pipeline.Build(context.Background(), spec, nil)
+		if err == nil {
+			return "accepted", describe(m), tried
+		}
+		if first == nil {
+			first = err
+		}
+	}
+	return "rejected", message(first), tried
+}
+
+// message is what `lossaudit topology` prints for err (after "lossaudit: ").
+func message(err error) string {
+	var ue *pipeline.UnsupportedError
+	var pe *pipeline.Error
+	switch {
+	case errors.As(err, &ue):
+		ue.File = filepath.Base(ue.File)
+		return ue.Error()
+	case errors.As(err, &pe):
+		return pe.Key + ": " + pe.Msg
+	}
+	return err.Error()
+}
+
+// endpoints returns the topics read by non-global sources that no sink
+// writes (in text order), and the one topic written by sinks that no
+// source reads, "" unless there is exactly one.
+func endpoints(top *pipeline.Topology) (inputs []string, output string) {
+	written, read := map[string]bool{}, map[string]bool{}
+	for _, st := range top.SubTopologies {
+		for _, n := range st.Nodes {
+			switch n.Kind {
+			case pipeline.Sink:
+				for _, t := range n.Topics {
+					written[t] = true
+				}
+			case pipeline.Source:
+				for _, t := range n.Topics {
+					read[t] = true
+				}
+			}
+		}
+	}
+	var outs []string
+	for _, st := range top.SubTopologies {
+		for _, n := range st.Nodes {
+			if n.Kind == pipeline.Source && !st.Global {
+				for _, t := range n.Topics {
+					if !written[t] && !slices.Contains(inputs, t) {
+						inputs = append(inputs, t)
+					}
+				}
+			}
+			if n.Kind == pipeline.Sink {
+				for _, t := range n.Topics {
+					if !read[t] && !slices.Contains(outs, t) {
+						outs = append(outs, t)
+					}
+				}
+			}
+		}
+	}
+	if len(outs) == 1 {
+		output = outs[0]
+	}
+	return inputs, output
+}
+
+// candidates are the input lists tried: every order of all inputs (up to
+// five of them), then each input alone.
+func candidates(inputs []string) [][]string {
+	var out [][]string
+	if len(inputs) <= 5 {
+		out = permutations(inputs)
+	} else {
+		out = [][]string{inputs}
+	}
+	if len(inputs) > 1 {
+		for _, in := range inputs {
+			out = append(out, []string{in})
+		}
+	}
+	return out
+}
+
+func permutations(xs []string) [][]string {
+	if len(xs) <= 1 {
+		return [][]string{slices.Clone(xs)}
+	}
+	var out [][]string
+	for i := range xs {
+		rest := slices.Concat(xs[:i:i], xs[i+1:])
+		for _, p := range permutations(rest) {
+			out = append(out, append([]string{xs[i]}, p...))
+		}
+	}
+	return out
+}
+
+// describe renders an accepted model in one line.
+func describe(m *pipeline.Model) string {
+	var parts []string
+	for _, s := range m.Stages {
+		rp := s.RepartitionTopic
+		if rp == "" {
+			rp = "(no repartition)"
+		}
+		parts = append(parts, fmt.Sprintf("%s -> %s -> store %s", s.Input.Topic, rp, s.Store))
+	}
+	msg := strings.Join(parts, " leftJoin ") + " -> " + m.Output
+	if len(m.Warnings) > 0 {
+		msg += " (warnings: " + strings.Join(m.Warnings, "; ") + ")"
+	}
+	return msg
+}
