@@ -217,6 +217,11 @@ func kindOfName(name string) (Kind, bool) {
 			return p.kind, true
 		}
 	}
+	// The parts of a foreign-key join share one prefix
+	// (KTABLE-FK-JOIN-SUBSCRIPTION-REGISTRATION-, ...-RESPONSE-, ...).
+	if strings.HasPrefix(m[1], "KTABLE-FK-JOIN-") {
+		return KindFKJoin, true
+	}
 	return "", false
 }
 

@@ -86,7 +86,10 @@ func judge(file string) (verdict, msg string, tried []string) {
 		if err == nil {
 			return "accepted", describe(m), tried
 		}
-		if first == nil {
+		// The message a user needs most: a node the audit does not
+		// support, else the first configuration's.
+		var ue *pipeline.UnsupportedError
+		if first == nil || (errors.As(err, &ue) && !errors.As(first, &ue)) {
 			first = err
 		}
 	}

@@ -15,20 +15,28 @@ import org.apache.kafka.common.utils.Bytes;
 import org.apache.kafka.streams.StreamsBuilder;
 import org.apache.kafka.streams.StreamsConfig;
 import org.apache.kafka.streams.Topology;
+import java.time.Duration;
+
 import org.apache.kafka.streams.kstream.Consumed;
 import org.apache.kafka.streams.kstream.Grouped;
+import org.apache.kafka.streams.kstream.JoinWindows;
 import org.apache.kafka.streams.kstream.KGroupedStream;
 import org.apache.kafka.streams.kstream.KStream;
 import org.apache.kafka.streams.kstream.KTable;
 import org.apache.kafka.streams.kstream.Materialized;
+import org.apache.kafka.streams.kstream.Named;
 import org.apache.kafka.streams.kstream.Produced;
+import org.apache.kafka.streams.kstream.Suppressed;
+import org.apache.kafka.streams.kstream.TimeWindows;
+import org.apache.kafka.streams.kstream.WindowedSerdes;
 import org.apache.kafka.streams.state.KeyValueStore;
 
 /**
  * Builds the audited pipeline of docs/topology.md (three inputs, each selectKey -> groupByKey ->
  * reduce, then tA.leftJoin(tB).leftJoin(tC).toStream().to(output)) in several
- * code orders and naming variants and writes Topology#describe() of each to
- * DIR/<variant>-<kafka version>.txt. Serdes are Strings: describe() does not
+ * code orders and naming variants, and topologies of the kinds lossaudit must refuse
+ * (unsupported-*: one per kind of docs/topology.md's table), and writes Topology#describe()
+ * of each to DIR/<variant>-<kafka version>.txt. Serdes are Strings: describe() does not
  * depend on them.
  */
 public final class Main {
@@ -63,6 +71,110 @@ public final class Main {
         KTable<String, String> tC = table(b, C, nc);
         sink(tA.leftJoin(tB, (x, y) -> x + "|" + y).leftJoin(tC, (x, y) -> x + "|" + y));
         return b.build();
+    }
+
+    static KStream<String, String> rekeyed(StreamsBuilder b, String topic) {
+        return b.stream(topic, Consumed.with(Serdes.String(), Serdes.String()))
+                .selectKey((k, v) -> v.split(",")[0]);
+    }
+
+    static void out(KStream<String, ?> s) {
+        s.mapValues(v -> String.valueOf(v)).to(OUT, Produced.with(Serdes.String(), Serdes.String()));
+    }
+
+    /**
+     * Topologies that lossaudit must refuse (audit/pipeline's tests): each holds one kind of
+     * node the audit does not support, on the path of input topicA, in the shape a user
+     * writes it. Some print exactly like the supported family (a windowed reduce, an inner
+     * join): only a declaration tells them apart.
+     */
+    static void unsupported(Map<String, Supplier<Topology>> variants) {
+        // A windowed count: KSTREAM-AGGREGATE, printed exactly like a plain count.
+        variants.put("unsupported-windowed-count", () -> {
+            StreamsBuilder b = new StreamsBuilder();
+            b.stream(A, Consumed.with(Serdes.String(), Serdes.String()))
+                    .groupByKey()
+                    .windowedBy(TimeWindows.ofSizeWithNoGrace(Duration.ofMinutes(1)))
+                    .count()
+                    .toStream((wk, v) -> wk.key())
+                    .mapValues(v -> String.valueOf(v))
+                    .to(OUT, Produced.with(Serdes.String(), Serdes.String()));
+            return b.build();
+        });
+        // A windowed reduce after selectKey, written with the windowed serde: prints exactly
+        // like the audited reduce.
+        variants.put("unsupported-windowed-reduce", () -> {
+            StreamsBuilder b = new StreamsBuilder();
+            rekeyed(b, A).groupByKey()
+                    .windowedBy(TimeWindows.ofSizeWithNoGrace(Duration.ofMinutes(1)))
+                    .reduce((x, y) -> y)
+                    .toStream()
+                    .to(OUT, Produced.with(WindowedSerdes.timeWindowedSerdeFrom(String.class, 60_000L), Serdes.String()));
+            return b.build();
+        });
+        // A reduce with suppress before the sink (generated names).
+        variants.put("unsupported-suppress", () -> {
+            StreamsBuilder b = new StreamsBuilder();
+            rekeyed(b, A).groupByKey().reduce((x, y) -> y)
+                    .suppress(Suppressed.untilTimeLimit(Duration.ofSeconds(1), Suppressed.BufferConfig.unbounded()))
+                    .toStream().to(OUT, Produced.with(Serdes.String(), Serdes.String()));
+            return b.build();
+        });
+        // The same with the names a user gives: the suppress is "hold", the reduce "latest".
+        variants.put("unsupported-suppress-named", () -> {
+            StreamsBuilder b = new StreamsBuilder();
+            rekeyed(b, A).groupByKey(Grouped.as("by-id"))
+                    .reduce((x, y) -> y, Named.as("latest"),
+                            Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as("latest-store"))
+                    .suppress(Suppressed.untilTimeLimit(Duration.ofSeconds(1), Suppressed.BufferConfig.unbounded())
+                            .withName("hold"))
+                    .toStream().to(OUT, Produced.with(Serdes.String(), Serdes.String()));
+            return b.build();
+        });
+        // An inner KTable-KTable join of two reduces: prints exactly like the left join.
+        variants.put("unsupported-inner-join", () -> {
+            StreamsBuilder b = new StreamsBuilder();
+            KTable<String, String> tA = table(b, A, Naming.NONE);
+            KTable<String, String> tB = table(b, B, Naming.NONE);
+            sink(tA.join(tB, (x, y) -> x + "|" + y));
+            return b.build();
+        });
+        // A foreign-key join of two reduces (the value of A holds B's key).
+        variants.put("unsupported-fk-join", () -> {
+            StreamsBuilder b = new StreamsBuilder();
+            KTable<String, String> tA = table(b, A, Naming.NONE);
+            KTable<String, String> tB = table(b, B, Naming.NONE);
+            sink(tA.leftJoin(tB, (String v) -> v.split(",")[1], (x, y) -> x + "|" + y));
+            return b.build();
+        });
+        // A KStream-KStream join of the re-keyed inputs.
+        variants.put("unsupported-stream-stream-join", () -> {
+            StreamsBuilder b = new StreamsBuilder();
+            KStream<String, String> sA = rekeyed(b, A);
+            KStream<String, String> sB = rekeyed(b, B);
+            out(sA.join(sB, (x, y) -> x + "|" + y, JoinWindows.ofTimeDifferenceWithNoGrace(Duration.ofMinutes(1))));
+            return b.build();
+        });
+        // A user filter between selectKey and the reduce.
+        variants.put("unsupported-filter", () -> {
+            StreamsBuilder b = new StreamsBuilder();
+            rekeyed(b, A).filter((k, v) -> !v.isEmpty()).groupByKey().reduce((x, y) -> y)
+                    .toStream().to(OUT, Produced.with(Serdes.String(), Serdes.String()));
+            return b.build();
+        });
+        // A KStream-KTable left join: input A enriched by the reduce of B.
+        variants.put("unsupported-stream-table-join", () -> {
+            StreamsBuilder b = new StreamsBuilder();
+            KTable<String, String> tB = table(b, B, Naming.NONE);
+            out(rekeyed(b, A).leftJoin(tB, (x, y) -> x + "|" + y));
+            return b.build();
+        });
+        // A count by a new key (supported in a later version; refused today).
+        variants.put("unsupported-count", () -> {
+            StreamsBuilder b = new StreamsBuilder();
+            out(rekeyed(b, A).groupByKey().count().toStream());
+            return b.build();
+        });
     }
 
     public static void main(String[] args) throws IOException {
@@ -118,6 +230,8 @@ public final class Main {
             b.globalTable("globalTopic", Consumed.with(Serdes.String(), Serdes.String()));
             return b.build();
         });
+
+        unsupported(variants);
 
         for (Map.Entry<String, Supplier<Topology>> e : variants.entrySet()) {
             String text = e.getValue().get().describe().toString();
