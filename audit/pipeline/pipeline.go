@@ -158,21 +158,8 @@ func Build(ctx context.Context, p Spec, topics TopicLister, opts ...Option) (*Mo
 	if len(p.Inputs) == 0 {
 		return nil, &Error{Key: "pipeline.inputs", Msg: "no inputs configured"}
 	}
-	switch p.Join {
-	case "", JoinLeft:
-	case JoinInner, JoinOuter:
-		if p.TopologyFile == "" {
-			return nil, &Error{Key: "pipeline.join", Msg: fmt.Sprintf("%s joins are not audited yet: lossaudit audits chains of KTable left joins", p.Join)}
-		}
-	default:
-		msg := fmt.Sprintf("%q is not a join type: write left, inner or outer", p.Join)
-		if near := nearestName(p.Join, []string{JoinLeft, JoinInner, JoinOuter}); near != "" {
-			msg = fmt.Sprintf("%q is not a join type (did you mean %s?)", p.Join, near)
-		}
-		return nil, &Error{Key: "pipeline.join", Msg: msg}
-	}
-	if len(p.Nodes) > 0 && p.TopologyFile == "" {
-		return nil, &Error{Key: "pipeline.nodes", Msg: "declares kinds of nodes of pipeline.topology_file, which is not set"}
+	if err := checkDeclared(p); err != nil {
+		return nil, err
 	}
 	m := &Model{ApplicationID: app, Output: p.Output, OutputOrigin: FromConfig}
 	for i, in := range p.Inputs {
@@ -210,36 +197,85 @@ func Build(ctx context.Context, p Spec, topics TopicLister, opts ...Option) (*Mo
 	return m, nil
 }
 
-// fromTopology fills the fields not overridden from the topology file.
-func (m *Model) fromTopology(p Spec) error {
+// deriveFile parses the topology file and derives the stages of p's
+// inputs with p's declarations. Problems are *Error naming the key to fix,
+// or an *UnsupportedError naming the file.
+func deriveFile(p Spec) (*Derivation, error) {
 	const key = "pipeline.topology_file"
 	f, err := os.Open(p.TopologyFile)
 	if err != nil {
-		return &Error{Key: key, Msg: fmt.Sprintf("cannot read %s: %v", p.TopologyFile, err)}
+		return nil, &Error{Key: key, Msg: fmt.Sprintf("cannot read %s: %v", p.TopologyFile, err)}
 	}
 	defer f.Close()
 	top, err := ParseTopology(f)
 	if err != nil {
-		return &Error{Key: key, Msg: fmt.Sprintf("%s: %v", p.TopologyFile, err)}
+		return nil, &Error{Key: key, Msg: fmt.Sprintf("%s: %v", p.TopologyFile, err)}
 	}
 	inputs := make([]string, len(p.Inputs))
 	for i, in := range p.Inputs {
 		inputs[i] = in.Topic
 	}
-	d, err := top.Derive(m.ApplicationID, inputs, p.Output, Declarations{Nodes: p.Nodes, Join: p.Join})
+	d, err := top.Derive(p.ApplicationID, inputs, p.Output, Declarations{Nodes: p.Nodes, Join: p.Join})
 	var ue *UnsupportedError
 	var de *DeclarationError
 	switch {
 	case errors.As(err, &ue):
 		ue.File = p.TopologyFile
-		return ue
+		return nil, ue
 	case errors.As(err, &de):
-		return &Error{Key: "pipeline.nodes." + de.Node, Msg: de.Msg}
+		return nil, &Error{Key: "pipeline.nodes." + de.Node, Msg: de.Msg}
 	case err != nil:
-		return &Error{Key: key, Msg: fmt.Sprintf("%s: %v", p.TopologyFile, err)}
+		return nil, &Error{Key: key, Msg: fmt.Sprintf("%s: %v", p.TopologyFile, err)}
 	}
 	if (p.Join == JoinInner || p.Join == JoinOuter) && d.Joins == 0 {
-		return &Error{Key: "pipeline.join", Msg: fmt.Sprintf("declares %s joins, but in %s the inputs reach no KTable-KTable join", p.Join, p.TopologyFile)}
+		return nil, &Error{Key: "pipeline.join", Msg: fmt.Sprintf("declares %s joins, but in %s the inputs reach no KTable-KTable join", p.Join, p.TopologyFile)}
+	}
+	return d, nil
+}
+
+// checkDeclared checks pipeline.join and pipeline.nodes on their own.
+func checkDeclared(p Spec) error {
+	switch p.Join {
+	case "", JoinLeft:
+	case JoinInner, JoinOuter:
+		if p.TopologyFile == "" {
+			return &Error{Key: "pipeline.join", Msg: fmt.Sprintf("%s joins are not audited yet: lossaudit audits chains of KTable left joins", p.Join)}
+		}
+	default:
+		msg := fmt.Sprintf("%q is not a join type: write left, inner or outer", p.Join)
+		if near := nearestName(p.Join, []string{JoinLeft, JoinInner, JoinOuter}); near != "" {
+			msg = fmt.Sprintf("%q is not a join type (did you mean %s?)", p.Join, near)
+		}
+		return &Error{Key: "pipeline.join", Msg: msg}
+	}
+	if len(p.Nodes) > 0 && p.TopologyFile == "" {
+		return &Error{Key: "pipeline.nodes", Msg: "declares kinds of nodes of pipeline.topology_file, which is not set"}
+	}
+	return nil
+}
+
+// Check checks, without a cluster, what the configuration says about the
+// topology: pipeline.join, pipeline.nodes and, when a topology file is
+// given, that every node on the inputs' paths is of a kind the audit
+// supports. The commands call it before connecting, so that a topology
+// the audit cannot model stops them before anything is read. Problems are
+// *Error values or an *UnsupportedError.
+func Check(p Spec) error {
+	if err := checkDeclared(p); err != nil {
+		return err
+	}
+	if p.TopologyFile == "" {
+		return nil
+	}
+	_, err := deriveFile(p)
+	return err
+}
+
+// fromTopology fills the fields not overridden from the topology file.
+func (m *Model) fromTopology(p Spec) error {
+	d, err := deriveFile(p)
+	if err != nil {
+		return err
 	}
 	stages, out := d.Stages, d.Output
 	m.Warnings = append(m.Warnings, d.Warnings...)

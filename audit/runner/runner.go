@@ -379,6 +379,19 @@ func Spec(cfg *config.Config) pipeline.Spec {
 	return s
 }
 
+// CheckTopology checks, before connecting, pipeline.join, pipeline.nodes
+// and the kinds of the nodes on the inputs' paths in the topology file.
+// Problems the user can fix are *config.Error; a node the audit does not
+// support is a *pipeline.UnsupportedError (exit 2 both).
+func CheckTopology(cfg *config.Config) error {
+	err := pipeline.Check(Spec(cfg))
+	var pe *pipeline.Error
+	if errors.As(err, &pe) {
+		return &config.Error{Key: pe.Key, Msg: pe.Msg}
+	}
+	return err
+}
+
 // Model derives the pipeline model of cfg, listing topics with lister and
 // matching discovered changelogs with match (nil: no evidence). Problems
 // the user can fix are *config.Error; a node the audit does not support is

@@ -13,6 +13,7 @@ import (
 	"github.com/lossaudit/lossaudit/audit"
 	"github.com/lossaudit/lossaudit/audit/finding"
 	"github.com/lossaudit/lossaudit/audit/metrics"
+	"github.com/lossaudit/lossaudit/audit/pipeline"
 	"github.com/lossaudit/lossaudit/audit/progress"
 	"github.com/lossaudit/lossaudit/audit/report"
 	"github.com/lossaudit/lossaudit/audit/runner"
@@ -59,10 +60,15 @@ func newAuditCmd(g *globalFlags) *cobra.Command {
 }
 
 // auditError maps an error of a run to its exit code: configuration
-// problems exit 2, everything else 3 (the audit could not complete).
+// problems and a topology the audit does not support exit 2, everything
+// else 3 (the audit could not complete).
 func auditError(err error) error {
 	var ce *config.Error
 	if errors.As(err, &ce) {
+		return err
+	}
+	var ue *pipeline.UnsupportedError
+	if errors.As(err, &ue) {
 		return err
 	}
 	return withCode(exitIncomplete, fmt.Errorf("the audit could not complete: %w", err))

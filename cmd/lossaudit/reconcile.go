@@ -62,6 +62,9 @@ func checkRunConfig(cfg *config.Config) error {
 	if err := cfg.ValidatePipeline(); err != nil {
 		return err
 	}
+	if err := runner.CheckTopology(cfg); err != nil {
+		return err
+	}
 	if err := checkReportPaths(cfg); err != nil {
 		return err
 	}

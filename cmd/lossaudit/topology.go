@@ -43,6 +43,9 @@ func newTopologyCmd(g *globalFlags) *cobra.Command {
 			if err := cfg.ValidatePipeline(); err != nil {
 				return err
 			}
+			if err := runner.CheckTopology(cfg); err != nil {
+				return err
+			}
 			client, err := newReader(cfg, withWait(cmd.ErrOrStderr(), nil))
 			if err != nil {
 				return err

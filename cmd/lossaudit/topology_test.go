@@ -182,3 +182,73 @@ pipeline:
 		t.Errorf("stderr %q, want prefix %q", stderr.String(), want)
 	}
 }
+
+// TestUnsupportedTopologyExits2: a topology holding a node the audit does
+// not support stops topology, audit, reconcile and watch with exit 2 and one line
+// naming the node, its kind, its line in the topology file and what is
+// supported; a mistaken pipeline.nodes entry is exit 2 naming the line of
+// the configuration that holds it. pipeline.output is left to the
+// topology file.
+func TestUnsupportedTopologyExits2(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "topicA", "joined"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	dir := t.TempDir()
+	config := func(topology, nodes string) string {
+		abs, err := filepath.Abs("../../audit/pipeline/testdata/" + topology)
+		if err != nil {
+			t.Fatal(err)
+		}
+		file := filepath.Join(dir, "audit.yaml")
+		yaml := `kafka:
+  brokers: ["` + c.ListenAddrs()[0] + `"]
+pipeline:
+  application_id: app
+  topology_file: "` + abs + `"
+  inputs:
+    - {name: a, topic: topicA}
+` + nodes + `store:
+  dir: "` + filepath.Join(dir, "store") + `"
+report:
+  csv: ""
+`
+		if err := os.WriteFile(file, []byte(yaml), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return file
+	}
+	cases := []struct {
+		name, topology, nodes string
+		want                  []string
+	}{
+		{"generated suppress", "unsupported-suppress-4.4.0.txt", "",
+			[]string{"unsupported-suppress-4.4.0.txt:20: node KTABLE-SUPPRESS-0000000007 on the path of input topic topicA is of kind suppress (from its generated name), which lossaudit does not audit yet", "supported: selectKey -> groupByKey -> reduce per input"}},
+		{"named suppress, undeclared", "unsupported-suppress-named-4.4.0.txt", "  nodes: {latest: reduce}\n",
+			[]string{"unsupported-suppress-named-4.4.0.txt:20: node hold on the path of input topic topicA is of unknown kind", "declare it in pipeline.nodes"}},
+		{"named suppress, declared", "unsupported-suppress-named-4.4.0.txt", "  nodes:\n    latest: reduce\n    hold: suppress\n",
+			[]string{"unsupported-suppress-named-4.4.0.txt:20: node hold on the path of input topic topicA is of kind suppress (from its pipeline.nodes)"}},
+		{"kind typo", "unsupported-suppress-named-4.4.0.txt", "  nodes:\n    latest: reduce\n    hold: supress\n",
+			[]string{"audit.yaml:10: pipeline.nodes.hold: \"supress\" is not a node kind (did you mean suppress?)"}},
+	}
+	for _, tc := range cases {
+		for _, cmd := range [][]string{{"topology"}, {"audit"}, {"reconcile"}, {"watch", "--listen", "127.0.0.1:0", "--interval", "1h"}} {
+			t.Run(tc.name+"/"+cmd[0], func(t *testing.T) {
+				file := config(tc.topology, tc.nodes)
+				var stdout, stderr bytes.Buffer
+				code := run(append(cmd, "-c", file), &stdout, &stderr)
+				lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
+				last := lines[len(lines)-1]
+				if code != exitUsage || !strings.HasPrefix(last, "lossaudit: ") {
+					t.Fatalf("exit %d, want 2\nstdout:\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
+				}
+				for _, w := range tc.want {
+					if !strings.Contains(last, w) {
+						t.Errorf("stderr %q lacks %q", last, w)
+					}
+				}
+			})
+		}
+	}
+}
