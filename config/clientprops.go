@@ -135,7 +135,7 @@ func applyClientProperties(c *Config, sec, path string, explicit map[string]bool
 		if len(brokers) == 0 {
 			return at("bootstrap.servers", "no broker address given")
 		}
-		k.Brokers = brokers
+		*k.Brokers = brokers
 		from(sec+".brokers", "bootstrap.servers")
 	}
 
@@ -265,16 +265,24 @@ func applyClientProperties(c *Config, sec, path string, explicit map[string]bool
 	return nil
 }
 
-// The sections holding a cluster's connection settings.
+// The sections holding a cluster's connection settings, and compare's.
 const (
 	sectionKafka     = "kafka"
 	sectionSinkKafka = "sink_kafka"
+	sectionCompare   = "compare"
 )
 
+// conn points at the connection settings of one section.
+type conn struct {
+	Brokers *[]string
+	TLS     *TLS
+	SASL    *SASL
+}
+
 // section returns the connection settings of section sec.
-func (c *Config) section(sec string) *Kafka {
+func (c *Config) section(sec string) conn {
 	if sec == sectionSinkKafka {
-		return &c.SinkKafka
+		return conn{&c.SinkKafka.Brokers, &c.SinkKafka.TLS, &c.SinkKafka.SASL}
 	}
-	return &c.Kafka
+	return conn{&c.Kafka.Brokers, &c.Kafka.TLS, &c.Kafka.SASL}
 }

@@ -10,25 +10,27 @@ import (
 // topics, how records are identified, what makes a source record due, and
 // an optional producer ledger.
 type Compare struct {
-	Pairs []Pair
+	Pairs []Pair `mapstructure:"pairs" list:"a list of pairs (- {name: ..., source: ..., sink: ...})" entry:"a pair"`
 	// Match is record, key, field:<avro path> or header:<name> (see
 	// MatchRecord etc.).
-	Match string
+	Match string `mapstructure:"match" default:"record"`
 	// Group, when set, is the consumer group whose committed offsets on
 	// the sources say which records have been processed (are due).
-	Group string
+	Group string `mapstructure:"group"`
 	// Grace: without a group, source records older than the snapshot time
 	// minus Grace are due.
-	Grace time.Duration
+	Grace time.Duration `mapstructure:"grace" default:"5m" check:"nonnegative"`
 	// Ledger is the path of a producer ledger, "" for none.
-	Ledger string
+	Ledger string `mapstructure:"ledger" flag:"ledger" usage:"producer ledger to check against its topic"`
 	// ReportUnexpected also reports sink records with no source record.
-	ReportUnexpected bool
+	ReportUnexpected bool `mapstructure:"report_unexpected"`
 }
 
 // Pair is one compared source topic and its sink topic.
 type Pair struct {
-	Name, Source, Sink string
+	Name   string `mapstructure:"name"`
+	Source string `mapstructure:"source"`
+	Sink   string `mapstructure:"sink"`
 }
 
 // The match rules of compare.match (MatchField and MatchHeader are
@@ -42,31 +44,6 @@ const (
 
 // DefaultGrace is compare.grace's default.
 const DefaultGrace = 5 * time.Minute
-
-// readCompare reads the sink_kafka and compare sections into c. Any
-// sink_kafka key given (in the file, the environment or a flag) makes the
-// sink another cluster.
-func readCompare(r *reader, c *Config) {
-	c.SinkKafka = r.connection(sectionSinkKafka)
-	for k := range r.prov.keys {
-		if strings.HasPrefix(k, sectionSinkKafka+".") {
-			c.HasSinkKafka = true
-		}
-	}
-	cp := &c.Compare
-	for _, e := range r.entries("compare.pairs", "a list of pairs (- {name: ..., source: ..., sink: ...})", "a pair", pairKeyNames()) {
-		p := Pair{Name: e["name"], Source: e["source"], Sink: e["sink"]}
-		if strings.TrimSpace(p.Name) == "" {
-			p.Name = p.Source
-		}
-		cp.Pairs = append(cp.Pairs, p)
-	}
-	cp.Match = strings.TrimSpace(r.str("compare.match"))
-	cp.Group = r.str("compare.group")
-	cp.Grace = r.duration("compare.grace")
-	cp.Ledger = r.str("compare.ledger")
-	cp.ReportUnexpected = r.bool("compare.report_unexpected")
-}
 
 // Sink returns the connection settings of the sink cluster: sink_kafka's
 // brokers, client properties, TLS and SASL with kafka's tuning (fetch
@@ -136,8 +113,8 @@ func (c *Config) validateCompare() error {
 	if _, _, err := ParseMatch(cp.Match); err != nil {
 		return errorf("compare.match", "%v", err)
 	}
-	if cp.Grace < 0 {
-		return errorf("compare.grace", "must not be negative, is %s", cp.Grace)
+	if err := c.checkBounds(func(key string) bool { return strings.HasPrefix(key, sectionCompare+".") }); err != nil {
+		return err
 	}
 	if cp.Ledger != "" {
 		if err := checkReadable("compare.ledger", cp.Ledger); err != nil {
@@ -155,37 +132,9 @@ func (c *Config) validateCompare() error {
 		if len(c.SinkKafka.Brokers) == 0 {
 			return errorf("sink_kafka.brokers", "no broker address given (sink_kafka is set, so the sink is another cluster)")
 		}
-		if err := validateConnection(sectionSinkKafka, c.SinkKafka); err != nil {
+		if err := validateConnection(sectionSinkKafka, c.Sink()); err != nil {
 			return err
 		}
 	}
 	return nil
-}
-
-// redactedConnection adds the connection keys of section sec (kafka or
-// sink_kafka) to Redacted, with the password masked.
-func redactedConnection(line func(key string, v any), sec string, k Kafka) {
-	line(sec+".brokers", strings.Join(k.Brokers, ","))
-	line(sec+".client_properties", k.ClientProperties)
-	line(sec+".tls.enabled", k.TLS.Enabled)
-	line(sec+".tls.ca_file", k.TLS.CAFile)
-	line(sec+".tls.cert_file", k.TLS.CertFile)
-	line(sec+".tls.key_file", k.TLS.KeyFile)
-	line(sec+".tls.insecure_skip_verify", k.TLS.InsecureSkipVerify)
-	line(sec+".sasl.mechanism", k.SASL.Mechanism)
-	line(sec+".sasl.username", k.SASL.Username)
-	line(sec+".sasl.password", mask(k.SASL.Password))
-}
-
-// redactedCompare adds the compare keys to Redacted.
-func (c *Config) redactedCompare(line func(key string, v any)) {
-	cp := c.Compare
-	for i, p := range cp.Pairs {
-		line(fmt.Sprintf("compare.pairs[%d]", i), fmt.Sprintf("{name: %s, source: %s, sink: %s}", p.Name, p.Source, p.Sink))
-	}
-	line("compare.match", cp.Match)
-	line("compare.group", cp.Group)
-	line("compare.grace", cp.Grace)
-	line("compare.ledger", cp.Ledger)
-	line("compare.report_unexpected", cp.ReportUnexpected)
 }

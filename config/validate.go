@@ -5,8 +5,10 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"reflect"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Validate checks everything but the pipeline section and returns the first
@@ -16,27 +18,11 @@ func (c *Config) Validate() error {
 }
 
 func (c *Config) validate() error {
-	k := c.Kafka
-	if err := validateConnection(sectionKafka, k); err != nil {
+	if err := validateConnection(sectionKafka, c.Kafka); err != nil {
 		return err
 	}
-	if k.FetchMaxBytes <= 0 {
-		return errorf("kafka.fetch_max_bytes", "must be positive, is %d", k.FetchMaxBytes)
-	}
-	if k.PartitionMaxBytes <= 0 {
-		return errorf("kafka.partition_max_bytes", "must be positive, is %d", k.PartitionMaxBytes)
-	}
-	if k.Concurrency <= 0 {
-		return errorf("kafka.concurrency", "must be at least 1, is %d", k.Concurrency)
-	}
-	if k.Timeout <= 0 {
-		return errorf("kafka.timeout", "must be positive, is %s", k.Timeout)
-	}
-	if k.ConnectTimeout <= 0 {
-		return errorf("kafka.connect_timeout", "must be positive, is %s", k.ConnectTimeout)
-	}
-	if k.RetryTimeout <= 0 {
-		return errorf("kafka.retry_timeout", "must be positive, is %s", k.RetryTimeout)
+	if err := c.checkBounds(func(key string) bool { return !strings.HasPrefix(key, sectionCompare+".") }); err != nil {
+		return err
 	}
 
 	s := c.Schema
@@ -60,13 +46,42 @@ func (c *Config) validate() error {
 		return errorf("window.from", "%s is not before window.to %s",
 			c.Window.From.Format("2006-01-02T15:04:05.000Z07:00"), c.Window.To.Format("2006-01-02T15:04:05.000Z07:00"))
 	}
-	if strings.TrimSpace(c.Store.Dir) == "" {
-		return errorf("store.dir", "must not be empty")
-	}
-	if c.Audit.SettleTimeout < 0 {
-		return errorf("audit.settle_timeout", "must not be negative, is %s", c.Audit.SettleTimeout)
-	}
 	return c.validateWatch(false)
+}
+
+// checkBounds checks the bound each key that keep accepts declares in its
+// `check` tag (positive, atleast1, nonnegative, nonempty), in declaration
+// order.
+func (c *Config) checkBounds(keep func(key string) bool) error {
+	cv := reflect.ValueOf(c).Elem()
+	for _, s := range keySpecs() {
+		if s.check == "" || !keep(s.key) {
+			continue
+		}
+		v := cv.FieldByIndex(s.index)
+		var n int64
+		var shown any
+		switch x := v.Interface().(type) {
+		case time.Duration:
+			n, shown = int64(x), x
+		case int, int32:
+			n, shown = v.Int(), x
+		case string:
+			if s.check == "nonempty" && strings.TrimSpace(x) == "" {
+				return errorf(s.key, "must not be empty")
+			}
+			continue
+		}
+		switch {
+		case s.check == "positive" && n <= 0:
+			return errorf(s.key, "must be positive, is %v", shown)
+		case s.check == "atleast1" && n < 1:
+			return errorf(s.key, "must be at least 1, is %v", shown)
+		case s.check == "nonnegative" && n < 0:
+			return errorf(s.key, "must not be negative, is %v", shown)
+		}
+	}
+	return nil
 }
 
 // ValidateWatch checks the watch section for `lossaudit watch`, which
