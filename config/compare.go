@@ -86,53 +86,54 @@ func (c *Config) ValidateCompare() error {
 }
 
 func (c *Config) validateCompare() error {
-	cp := c.Compare
+	cp := &c.Compare
 	if len(cp.Pairs) == 0 && cp.Ledger == "" {
 		if c.prov != nil && c.prov.file == "" {
-			return &Error{Msg: "no configuration file was given (pass one with -c compare.yaml); compare.pairs is not set"}
+			return &Error{Msg: fmt.Sprintf("no configuration file was given (pass one with -c compare.yaml); %s is not set", c.keyOf(&cp.Pairs))}
 		}
-		return errorf("compare.pairs", "must list at least one {name, source, sink} pair (or set compare.ledger to check a ledger alone)")
+		return errorf(c.keyOf(&cp.Pairs), "must list at least one {name, source, sink} pair (or set %s to check a ledger alone)", c.keyOf(&cp.Ledger))
 	}
 	seen := map[string]int{}
-	for i, p := range cp.Pairs {
-		at := fmt.Sprintf("compare.pairs[%d]", i)
+	for i := range cp.Pairs {
+		p := &cp.Pairs[i]
 		if strings.TrimSpace(p.Source) == "" {
-			return errorf(at+".source", "must name the source topic")
+			return errorf(c.keyOf(&p.Source), "must name the source topic")
 		}
 		if strings.TrimSpace(p.Sink) == "" {
-			return errorf(at+".sink", "must name the sink topic")
+			return errorf(c.keyOf(&p.Sink), "must name the sink topic")
 		}
 		if p.Source == p.Sink && !c.HasSinkKafka {
-			return errorf(at+".sink", "%q is the source topic on the same cluster; name the copy's topic (or set sink_kafka for another cluster)", p.Sink)
+			return errorf(c.keyOf(&p.Sink), "%q is the source topic on the same cluster; name the copy's topic (or set %s for another cluster)", p.Sink, sectionSinkKafka)
 		}
 		if j, dup := seen[p.Name]; dup {
-			return errorf(at+".name", "%q is already the name of compare.pairs[%d]", p.Name, j)
+			return errorf(c.keyOf(&p.Name), "%q is already the name of %s", p.Name, c.keyOf(&cp.Pairs[j]))
 		}
 		seen[p.Name] = i
 	}
 	if _, _, err := ParseMatch(cp.Match); err != nil {
-		return errorf("compare.match", "%v", err)
+		return errorf(c.keyOf(&cp.Match), "%v", err)
 	}
 	if err := c.checkBounds(func(key string) bool { return strings.HasPrefix(key, sectionCompare+".") }); err != nil {
 		return err
 	}
 	if cp.Ledger != "" {
-		if err := checkReadable("compare.ledger", cp.Ledger); err != nil {
+		if err := checkReadable(c.keyOf(&cp.Ledger), cp.Ledger); err != nil {
 			return err
 		}
 	}
 	if !c.Window.From.IsZero() || !c.Window.To.IsZero() {
-		key := "window.from"
+		from, to := c.keyOf(&c.Window.From), c.keyOf(&c.Window.To)
+		key := from
 		if c.Window.From.IsZero() {
-			key = "window.to"
+			key = to
 		}
-		return errorf(key, "compare reads the whole topics and takes no window; remove window.from and window.to")
+		return errorf(key, "compare reads the whole topics and takes no window; remove %s and %s", from, to)
 	}
 	if c.HasSinkKafka {
 		if len(c.SinkKafka.Brokers) == 0 {
-			return errorf("sink_kafka.brokers", "no broker address given (sink_kafka is set, so the sink is another cluster)")
+			return errorf(c.keyOf(&c.SinkKafka.Brokers), "no broker address given (%s is set, so the sink is another cluster)", sectionSinkKafka)
 		}
-		if err := validateConnection(sectionSinkKafka, c.Sink()); err != nil {
+		if err := c.validateConnection(sectionSinkKafka); err != nil {
 			return err
 		}
 	}

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"reflect"
 	"sort"
 	"strings"
@@ -200,4 +201,53 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// keyOf returns the key of the field ptr points at in c (a field of a
+// section, or of an entry of a list of mappings), e.g. "kafka.tls.ca_file"
+// or "pipeline.inputs[1].name", so that code about a value names its key
+// from the declaration. A pointer that is not into c is a programming
+// error: keyOf panics (the tests reach every call).
+func (c *Config) keyOf(ptr any) string {
+	p := reflect.ValueOf(ptr)
+	want, typ := p.Pointer(), p.Type().Elem()
+	var find func(v reflect.Value, prefix string) (string, bool)
+	find = func(v reflect.Value, prefix string) (string, bool) {
+		t := v.Type()
+		for i := 0; i < t.NumField(); i++ {
+			f := t.Field(i)
+			name := f.Tag.Get("mapstructure")
+			if name == "" || name == "-" {
+				continue
+			}
+			key := name
+			if prefix != "" {
+				key = prefix + "." + name
+			}
+			fv := v.Field(i)
+			if fv.Addr().Pointer() == want && f.Type == typ {
+				return key, true
+			}
+			switch {
+			case f.Type.Kind() == reflect.Struct && !isLeafStruct(f.Type):
+				if k, ok := find(fv, key); ok {
+					return k, true
+				}
+			case f.Type.Kind() == reflect.Slice && f.Type.Elem().Kind() == reflect.Struct:
+				for j := 0; j < fv.Len(); j++ {
+					at := fmt.Sprintf("%s[%d]", key, j)
+					if ev := fv.Index(j); ev.Addr().Pointer() == want && ev.Type() == typ {
+						return at, true
+					} else if k, ok := find(ev, at); ok {
+						return k, true
+					}
+				}
+			}
+		}
+		return "", false
+	}
+	if k, ok := find(reflect.ValueOf(c).Elem(), ""); ok {
+		return k
+	}
+	panic(fmt.Sprintf("config: keyOf: %s is not a field of the configuration", typ))
 }

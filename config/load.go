@@ -60,6 +60,35 @@ type LoadOptions struct {
 // the provenance of every value (the file's line from readYAML, the
 // variable, the flag), decided in the same order, for messages.
 func Load(opts LoadOptions) (*Config, error) {
+	c, err := decodeLayers(opts)
+	if err != nil {
+		return nil, err
+	}
+	explicit := map[string]bool{}
+	for k := range c.prov.keys {
+		explicit[k] = true
+	}
+	if c.Kafka.ClientProperties != "" {
+		if err := applyClientProperties(c, sectionKafka, c.Kafka.ClientProperties, explicit); err != nil {
+			return nil, c.Locate(err)
+		}
+	}
+	if c.HasSinkKafka && c.SinkKafka.ClientProperties != "" {
+		if err := applyClientProperties(c, sectionSinkKafka, c.SinkKafka.ClientProperties, explicit); err != nil {
+			return nil, c.Locate(err)
+		}
+	}
+	c.Kafka.SASL.Mechanism = strings.ToUpper(strings.TrimSpace(c.Kafka.SASL.Mechanism))
+	c.SinkKafka.SASL.Mechanism = strings.ToUpper(strings.TrimSpace(c.SinkKafka.SASL.Mechanism))
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// decodeLayers is Load up to the decoded values and their provenance:
+// without client.properties and validation.
+func decodeLayers(opts LoadOptions) (*Config, error) {
 	specs := keySpecs()
 	now := time.Now
 	if opts.Now != nil {
@@ -114,26 +143,6 @@ func Load(opts LoadOptions) (*Config, error) {
 		return nil, prov.decodeError(err)
 	}
 	c.normalize()
-
-	explicit := map[string]bool{}
-	for k := range prov.keys {
-		explicit[k] = true
-	}
-	if c.Kafka.ClientProperties != "" {
-		if err := applyClientProperties(c, sectionKafka, c.Kafka.ClientProperties, explicit); err != nil {
-			return nil, c.Locate(err)
-		}
-	}
-	if c.HasSinkKafka && c.SinkKafka.ClientProperties != "" {
-		if err := applyClientProperties(c, sectionSinkKafka, c.SinkKafka.ClientProperties, explicit); err != nil {
-			return nil, c.Locate(err)
-		}
-	}
-	c.Kafka.SASL.Mechanism = strings.ToUpper(strings.TrimSpace(c.Kafka.SASL.Mechanism))
-	c.SinkKafka.SASL.Mechanism = strings.ToUpper(strings.TrimSpace(c.SinkKafka.SASL.Mechanism))
-	if err := c.Validate(); err != nil {
-		return nil, err
-	}
 	return c, nil
 }
 
