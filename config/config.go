@@ -7,6 +7,10 @@
 // file (kafka.client_properties); any value set in the YAML file, the
 // environment or a flag wins over that file.
 //
+// Every key is declared once, by a field of Config and its struct tags
+// (see Config). Viper merges the layers and decodes them into Config; the
+// package keeps beside it where each value came from.
+//
 // Every problem with the configuration is reported as an *Error that names
 // the offending key and where its value was written (file and line,
 // environment variable or flag); the CLI maps it to exit code 2.
@@ -15,10 +19,7 @@
 // are built by audit/kread from these values.
 package config
 
-import (
-	"fmt"
-	"time"
-)
+import "time"
 
 // Config is the whole lossaudit configuration.
 //
@@ -103,9 +104,7 @@ type SASL struct {
 
 // String renders the SASL settings without the password, so that printing a
 // Config with %v never leaks it.
-func (s SASL) String() string {
-	return fmt.Sprintf("{Mechanism:%s Username:%s Password:%s}", s.Mechanism, s.Username, mask(s.Password))
-}
+func (s SASL) String() string { return redactedStruct(s) }
 
 // GoString is like String, for %#v.
 func (s SASL) GoString() string { return "config.SASL" + s.String() }
@@ -125,10 +124,7 @@ type Schema struct {
 
 // String renders the schema settings without the registry password (or a
 // password embedded in the registry URL).
-func (s Schema) String() string {
-	return fmt.Sprintf("{RegistryURL:%s RegistryUsername:%s RegistryPassword:%s SchemasTopic:%s AvscDir:%s}",
-		redactURL(s.RegistryURL), s.RegistryUsername, mask(s.RegistryPassword), s.SchemasTopic, s.AvscDir)
-}
+func (s Schema) String() string { return redactedStruct(s) }
 
 // GoString is like String, for %#v.
 func (s Schema) GoString() string { return "config.Schema" + s.String() }

@@ -69,6 +69,13 @@ func TestEachKeyDeclaredOnce(t *testing.T) {
 			t.Errorf("Redacted does not mask %s:\n%s", s.key, r)
 		}
 	}
+	// Printing the configuration masks them too: a struct holding a secret
+	// has String and GoString methods (return redactedStruct(s)).
+	for _, format := range []string{"%v", "%+v", "%#v"} {
+		if out := fmt.Sprintf(format, c); strings.Contains(out, "s3cr3t") {
+			t.Errorf("%s of a Config shows a secret; give the section holding it String and GoString methods (redactedStruct):\n%s", format, out)
+		}
+	}
 }
 
 // TestKeyOf: keyOf names every declared field, entries included, and

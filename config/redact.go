@@ -56,6 +56,27 @@ func redactedValue(s keySpec, v reflect.Value) string {
 	return fmt.Sprint(v.Interface())
 }
 
+// redactedStruct renders the struct v as %+v would ({Field:value ...}),
+// with the fields its tags say to redact masked: the String method of a
+// section holding a secret, so that printing a Config never leaks it.
+func redactedStruct(v any) string {
+	rv := reflect.ValueOf(v)
+	t := rv.Type()
+	var parts []string
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		if !f.IsExported() {
+			continue
+		}
+		val := fmt.Sprint(rv.Field(i).Interface())
+		if s, ok := rv.Field(i).Interface().(string); ok {
+			val = redactedValue(keySpec{redact: f.Tag.Get("redact")}, reflect.ValueOf(s))
+		}
+		parts = append(parts, f.Name+":"+val)
+	}
+	return "{" + strings.Join(parts, " ") + "}"
+}
+
 // fieldIndex returns the index in struct type t of its j-th declared
 // field (one with a mapstructure tag).
 func fieldIndex(t reflect.Type, j int) int {
