@@ -18,8 +18,8 @@ func Names() []string {
 		"LOSSAUDIT_REAL_KAFKA",      // testbed/kafka: 0 skips the tests that start brokers
 		"LOSSAUDIT_KAFKA_VERSION",   // testbed/kafka: the broker version of the tests
 		"LOSSAUDIT_STREAMS_VERSION", // testbed/streamsapp: the Kafka Streams version
-		"LOSSAUDIT_SIM_SCALE",       // testbed/sim: records per input of the scale test
-		"LOSSAUDIT_PROPERTY_SEEDS",  // audit/runner: seeds of the property test
+		"LOSSAUDIT_SIM_SCALE",       // audit/demo/sim: records per input of the scale test
+		"LOSSAUDIT_PROPERTY_SEEDS",  // audit/app: seeds of the property test
 	}
 }
 
