@@ -3,7 +3,7 @@ package main
 import (
 	"errors"
 
-	"github.com/lossaudit/lossaudit/audit/pipeline"
+	"github.com/lossaudit/lossaudit/audit/streams/topology"
 	"github.com/lossaudit/lossaudit/config"
 )
 
@@ -50,7 +50,7 @@ func (e *usageError) Unwrap() error { return e.err }
 
 // exitCode maps the error a command returned to the process exit code:
 // nil -> 0; withCode -> its code; *config.Error, a usage error or a
-// topology node the audit does not support (*pipeline.UnsupportedError) -> 2;
+// topology node the audit does not support (*topology.UnsupportedError) -> 2;
 // anything else -> 3 (the audit could not complete).
 func exitCode(err error) int {
 	if err == nil {
@@ -68,7 +68,7 @@ func exitCode(err error) int {
 	if errors.As(err, &ue) {
 		return exitUsage
 	}
-	var unsupported *pipeline.UnsupportedError
+	var unsupported *topology.UnsupportedError
 	if errors.As(err, &unsupported) {
 		return exitUsage
 	}

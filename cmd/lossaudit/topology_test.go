@@ -20,7 +20,7 @@ type listerFunc func(context.Context) ([]string, error)
 func (f listerFunc) Topics(ctx context.Context) ([]string, error) { return f(ctx) }
 
 const (
-	topoABC = "../../audit/pipeline/testdata/order-abc-3.6.2.txt"
+	topoABC = "../../audit/streams/topology/testdata/order-abc-3.6.2.txt"
 	s02     = "KSTREAM-REDUCE-STATE-STORE-0000000002"
 	s09     = "KSTREAM-REDUCE-STATE-STORE-0000000009"
 	s16     = "KSTREAM-REDUCE-STATE-STORE-0000000016"
@@ -197,7 +197,7 @@ func TestUnsupportedTopologyExits2(t *testing.T) {
 	defer c.Close()
 	dir := t.TempDir()
 	config := func(topology, nodes string) string {
-		abs, err := filepath.Abs("../../audit/pipeline/testdata/" + topology)
+		abs, err := filepath.Abs("../../audit/streams/topology/testdata/" + topology)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -225,12 +225,12 @@ report:
 	}{
 		{"generated suppress", "unsupported-suppress-4.4.0.txt", "",
 			[]string{"unsupported-suppress-4.4.0.txt:20: node KTABLE-SUPPRESS-0000000007 on the path of input topic topicA is of kind suppress (from its generated name), which lossaudit does not audit yet", "supported: selectKey -> groupByKey -> reduce per input"}},
-		{"named suppress, undeclared", "unsupported-suppress-named-4.4.0.txt", "  nodes: {latest: reduce}\n",
+		{"named suppress, undeclared", "unsupported-suppress-named-4.4.0.txt", "  nodes: [{name: latest, kind: reduce}]\n",
 			[]string{"unsupported-suppress-named-4.4.0.txt:20: node hold on the path of input topic topicA is of unknown kind", "declare it in pipeline.nodes"}},
-		{"named suppress, declared", "unsupported-suppress-named-4.4.0.txt", "  nodes:\n    latest: reduce\n    hold: suppress\n",
+		{"named suppress, declared", "unsupported-suppress-named-4.4.0.txt", "  nodes:\n    - {name: latest, kind: reduce}\n    - {name: hold, kind: suppress}\n",
 			[]string{"unsupported-suppress-named-4.4.0.txt:20: node hold on the path of input topic topicA is of kind suppress (from its pipeline.nodes)"}},
-		{"kind typo", "unsupported-suppress-named-4.4.0.txt", "  nodes:\n    latest: reduce\n    hold: supress\n",
-			[]string{"audit.yaml:10: pipeline.nodes.hold: \"supress\" is not a node kind (did you mean suppress?)"}},
+		{"kind typo", "unsupported-suppress-named-4.4.0.txt", "  nodes:\n    - {name: latest, kind: reduce}\n    - {name: hold, kind: supress}\n",
+			[]string{"audit.yaml:10: pipeline.nodes[1].kind: \"supress\" is not a node kind (did you mean suppress?)"}},
 	}
 	for _, tc := range cases {
 		for _, cmd := range [][]string{{"topology"}, {"audit"}, {"reconcile"}, {"watch", "--listen", "127.0.0.1:0", "--interval", "1h"}} {

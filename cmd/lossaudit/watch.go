@@ -13,11 +13,11 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/lossaudit/lossaudit/audit/app"
 	"github.com/lossaudit/lossaudit/audit/finding"
 	"github.com/lossaudit/lossaudit/audit/metrics"
-	"github.com/lossaudit/lossaudit/audit/pipeline"
 	"github.com/lossaudit/lossaudit/audit/report"
-	"github.com/lossaudit/lossaudit/audit/runner"
+	"github.com/lossaudit/lossaudit/audit/streams/topology"
 	"github.com/lossaudit/lossaudit/config"
 )
 
@@ -91,14 +91,14 @@ func watch(ctx context.Context, cfg *config.Config, stderr io.Writer) error {
 	for {
 		started := w.now()
 		w.setRunning(true)
-		out, err := reconcileStep(ctx, cfg, runner.Options{}, io.Discard, io.Discard, failpointsFromEnv(ctx), nil)
+		out, err := reconcileStep(ctx, cfg, app.Options{}, io.Discard, io.Discard, failpointsFromEnv(ctx), nil)
 		took := w.now().Sub(started)
 		w.setRunning(false)
 		if ctx.Err() != nil {
 			log.Info("stopped", "reason", context.Cause(ctx).Error())
 			return ctx.Err()
 		}
-		var unsupported *pipeline.UnsupportedError
+		var unsupported *topology.UnsupportedError
 		if errors.As(err, &unsupported) {
 			// The topology holds a node the audit does not support: no
 			// later step can succeed, so watch stops (exit 2).

@@ -26,7 +26,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/lossaudit/lossaudit/audit/pipeline"
+	"github.com/lossaudit/lossaudit/audit/streams/topology"
 )
 
 func main() {
@@ -66,7 +66,7 @@ func judge(file string) (verdict, msg string, tried []string) {
 	if err != nil {
 		return "rejected", err.Error(), nil
 	}
-	top, err := pipeline.ParseTopology(f)
+	top, err := topology.ParseTopology(f)
 	f.Close()
 	if err != nil {
 		return "rejected", "pipeline.topology_file: " + err.Error(), nil
@@ -77,18 +77,18 @@ func judge(file string) (verdict, msg string, tried []string) {
 	}
 	var first error
 	for _, ins := range candidates(inputs) {
-		spec := pipeline.Spec{ApplicationID: "app", TopologyFile: file, Output: output}
+		spec := topology.Spec{ApplicationID: "app", TopologyFile: file, Output: output}
 		for i, in := range ins {
-			spec.Inputs = append(spec.Inputs, pipeline.InputSpec{Name: fmt.Sprintf("in%d", i), Topic: in})
+			spec.Inputs = append(spec.Inputs, topology.InputSpec{Name: fmt.Sprintf("in%d", i), Topic: in})
 		}
 		tried = append(tried, fmt.Sprintf("inputs %s output %q", strings.Join(ins, ","), output))
-		m, err := pipeline.Build(context.Background(), spec, nil)
+		m, err := topology.Build(context.Background(), spec, nil)
 		if err == nil {
 			return "accepted", describe(m), tried
 		}
 		// The message a user needs most: a node the audit does not
 		// support, else the first configuration's.
-		var ue *pipeline.UnsupportedError
+		var ue *topology.UnsupportedError
 		if first == nil || (errors.As(err, &ue) && !errors.As(first, &ue)) {
 			first = err
 		}
@@ -98,8 +98,8 @@ func judge(file string) (verdict, msg string, tried []string) {
 
 // message is what `lossaudit topology` prints for err (after "lossaudit: ").
 func message(err error) string {
-	var ue *pipeline.UnsupportedError
-	var pe *pipeline.Error
+	var ue *topology.UnsupportedError
+	var pe *topology.Error
 	switch {
 	case errors.As(err, &ue):
 		ue.File = filepath.Base(ue.File)
@@ -113,16 +113,16 @@ func message(err error) string {
 // endpoints returns the topics read by non-global sources that no sink
 // writes (in text order), and the one topic written by sinks that no
 // source reads, "" unless there is exactly one.
-func endpoints(top *pipeline.Topology) (inputs []string, output string) {
+func endpoints(top *topology.Topology) (inputs []string, output string) {
 	written, read := map[string]bool{}, map[string]bool{}
 	for _, st := range top.SubTopologies {
 		for _, n := range st.Nodes {
 			switch n.Kind {
-			case pipeline.Sink:
+			case topology.Sink:
 				for _, t := range n.Topics {
 					written[t] = true
 				}
-			case pipeline.Source:
+			case topology.Source:
 				for _, t := range n.Topics {
 					read[t] = true
 				}
@@ -132,14 +132,14 @@ func endpoints(top *pipeline.Topology) (inputs []string, output string) {
 	var outs []string
 	for _, st := range top.SubTopologies {
 		for _, n := range st.Nodes {
-			if n.Kind == pipeline.Source && !st.Global {
+			if n.Kind == topology.Source && !st.Global {
 				for _, t := range n.Topics {
 					if !written[t] && !slices.Contains(inputs, t) {
 						inputs = append(inputs, t)
 					}
 				}
 			}
-			if n.Kind == pipeline.Sink {
+			if n.Kind == topology.Sink {
 				for _, t := range n.Topics {
 					if !read[t] && !slices.Contains(outs, t) {
 						outs = append(outs, t)
@@ -186,7 +186,7 @@ func permutations(xs []string) [][]string {
 }
 
 // describe renders an accepted model in one line.
-func describe(m *pipeline.Model) string {
+func describe(m *topology.Model) string {
 	var parts []string
 	for _, s := range m.Stages {
 		rp := s.RepartitionTopic

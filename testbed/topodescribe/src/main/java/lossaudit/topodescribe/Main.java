@@ -83,7 +83,7 @@ public final class Main {
     }
 
     /**
-     * Topologies that lossaudit must refuse (audit/pipeline's tests): each holds one kind of
+     * Topologies that lossaudit must refuse (audit/streams/topology tests): each holds one kind of
      * node the audit does not support, on the path of input topicA, in the shape a user
      * writes it. Some print exactly like the supported family (a windowed reduce, an inner
      * join): only a declaration tells them apart.

@@ -1,0 +1,425 @@
+package topology
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+)
+
+// TopoStage is what a described topology says about one input topic.
+type TopoStage struct {
+	// InputTopic is the configured input topic.
+	InputTopic string
+	// RepartitionTopic is the full name (with the application.id prefix)
+	// of the last internal topic the input's records cross before the
+	// store; "" when the input reaches its store without repartitioning.
+	RepartitionTopic string
+	// Store is the state store of the first processor with a store after
+	// that topic (the reduce).
+	Store string
+	// Reducer is that processor's name.
+	Reducer string
+	// Output is the external topic the reducer's results finally reach.
+	Output string
+	// Line is the line of the input's source node in the text.
+	Line int
+}
+
+// Declarations are what the user says about the topology that describe()
+// cannot: node kinds (pipeline.nodes) and the KTable-KTable join type
+// (pipeline.join).
+type Declarations struct {
+	// Nodes declares node kinds (DeclarableKinds), in pipeline.nodes order.
+	Nodes []NodeDecl
+	// Join is left, inner or outer; "" means left, the audited family.
+	Join string
+}
+
+// Join types of pipeline.join.
+const (
+	JoinLeft  = "left"
+	JoinInner = "inner"
+	JoinOuter = "outer"
+)
+
+// Derivation is what a described topology says about the configured
+// inputs.
+type Derivation struct {
+	Stages []TopoStage
+	// Output is the topic all inputs reach.
+	Output string
+	// Joins is the number of KTable-KTable joins in the chain.
+	Joins int
+	// Warnings are observations that do not stop the audit.
+	Warnings []string
+}
+
+// Stages is Derive without declarations.
+func (t *Topology) Stages(app string, inputTopics []string, output string) ([]TopoStage, string, error) {
+	d, err := t.Derive(app, inputTopics, output, Declarations{})
+	if err != nil {
+		return nil, "", err
+	}
+	return d.Stages, d.Output, nil
+}
+
+// Derive follows, for each input topic (in the order given), the path
+// source(input) -> ... -> sink(repartition) -> source(repartition) -> the
+// reduce, and from there through the chain of KTable left joins to the
+// terminal sink. Every node on these paths gets a kind (Classify); a node
+// whose kind the audit does not support is an *UnsupportedError, as is a
+// path that crosses more than one internal topic before its reduce. The
+// chain is checked against the configured order: inputs[0]'s table is the
+// left side of the first join, inputs[i]'s the right side of the i-th.
+// Internal topics (sink/source topics that are neither an input nor
+// output) get the "<app>-" prefix that describe() leaves out. output may be
+// "" when unknown; then the terminal sink names it.
+func (t *Topology) Derive(app string, inputTopics []string, output string, decl Declarations) (*Derivation, error) {
+	kinds, err := t.Classify(decl.Nodes)
+	if err != nil {
+		return nil, err
+	}
+	switch decl.Join {
+	case "", JoinLeft, JoinInner, JoinOuter:
+	default:
+		return nil, fmt.Errorf("join type %q is not left, inner or outer", decl.Join)
+	}
+	external := map[string]bool{}
+	for _, in := range inputTopics {
+		external[in] = true
+	}
+	if output != "" {
+		external[output] = true
+	}
+	readers := map[string][]*Node{} // topic -> non-global sources reading it
+	for _, st := range t.SubTopologies {
+		if st.Global {
+			continue
+		}
+		for _, n := range st.Nodes {
+			if n.Kind == Source {
+				for _, tp := range n.Topics {
+					readers[tp] = append(readers[tp], n)
+				}
+			}
+		}
+	}
+	internal := func(topic string) string {
+		if external[topic] {
+			return topic
+		}
+		return app + "-" + topic
+	}
+	// isLink says whether a sink topic is read again inside the topology
+	// (a repartition or through topic) rather than a terminal output.
+	isLink := func(topic string) bool { return !external[topic] && len(readers[topic]) > 0 }
+
+	d := &Derivation{}
+	reducers := map[string]int{} // reduce node -> input index
+	for idx, in := range inputTopics {
+		src, err := t.sourceOf(in)
+		if err != nil {
+			return nil, err
+		}
+		ts := TopoStage{InputTopic: in, Line: src.Line}
+		unsupported := func(n *Node, detail string) error {
+			c := kinds[n.Name]
+			return &UnsupportedError{Line: n.Line, Input: in, Node: n.Name, Kind: c.Kind, Origin: c.Origin, Detail: detail}
+		}
+
+		// Breadth-first to the first processors with stores, crossing link
+		// topics and remembering the last one crossed. Every node on the
+		// way must be a source, key-select, repartition filter or a sink
+		// to a link topic.
+		type item struct {
+			n     *Node
+			topic string
+			links int
+		}
+		queue := []item{{src, "", 0}}
+		visited := map[string]bool{src.Name: true}
+		var hits []item
+		for len(queue) > 0 {
+			it := queue[0]
+			queue = queue[1:]
+			next := func(n *Node, topic string, links int) {
+				if !visited[n.Name] {
+					visited[n.Name] = true
+					queue = append(queue, item{n, topic, links})
+				}
+			}
+			n := it.n
+			c := kinds[n.Name]
+			if (n.Kind == Processor && len(n.Stores) > 0) || needsStore(c.Kind) {
+				hits = append(hits, it)
+				continue
+			}
+			switch c.Kind {
+			case KindSource, KindKeySelect, KindRepartitionFilter:
+			case KindSink:
+				switch {
+				case n.Extractor != "":
+					return nil, unsupported(n, fmt.Sprintf("it chooses its topic dynamically (%s) before the input's reduce", n.Extractor))
+				case len(n.Topics) == 1 && isLink(n.Topics[0]):
+					if it.links > 0 {
+						return nil, unsupported(n, fmt.Sprintf("it writes internal topic %s after internal topic %s: an input may cross one repartition topic before its reduce", n.Topics[0], it.topic))
+					}
+					for _, r := range readers[n.Topics[0]] {
+						next(r, n.Topics[0], it.links+1)
+					}
+				default:
+					return nil, unsupported(n, fmt.Sprintf("it writes topic %s before the input's reduce: a branch the audit does not follow", strings.Join(n.Topics, ", ")))
+				}
+				continue
+			default:
+				return nil, unsupported(n, "")
+			}
+			for _, s := range n.Successors {
+				if m, _ := t.Node(s); m != nil {
+					next(m, it.topic, it.links)
+				}
+			}
+		}
+		for _, h := range hits {
+			if c := kinds[h.n.Name]; c.Kind != KindReduce {
+				return nil, unsupported(h.n, fmt.Sprintf("the first node with a state store (%s) after the input", strings.Join(h.n.Stores, ", ")))
+			}
+		}
+		switch len(hits) {
+		case 0:
+			return nil, fmt.Errorf("line %d: input topic %s (source %s) reaches no reduce (expected selectKey -> groupByKey -> reduce)", src.Line, in, src.Name)
+		case 1:
+		default:
+			var names []string
+			for _, h := range hits {
+				names = append(names, fmt.Sprintf("%s (stores: %s)", h.n.Name, strings.Join(h.n.Stores, ", ")))
+			}
+			return nil, fmt.Errorf("line %d: input topic %s reaches %d reduces, not one: %s", src.Line, in, len(hits), strings.Join(names, "; "))
+		}
+		h := hits[0]
+		if len(h.n.Stores) != 1 {
+			return nil, fmt.Errorf("line %d: reduce %s after input topic %s has %d stores (%s), expected the one reduce store", h.n.Line, h.n.Name, in, len(h.n.Stores), strings.Join(h.n.Stores, ", "))
+		}
+		if prev, ok := reducers[h.n.Name]; ok {
+			return nil, fmt.Errorf("line %d: input topics %s and %s reach the same reduce %s (store %s): one store fed by several inputs is not audited; configure them as one input", h.n.Line, inputTopics[prev], in, h.n.Name, h.n.Stores[0])
+		}
+		reducers[h.n.Name] = idx
+		ts.Store = h.n.Stores[0]
+		ts.Reducer = h.n.Name
+		if h.topic != "" {
+			ts.RepartitionTopic = internal(h.topic)
+		}
+
+		outs, err := t.terminalTopics(h.n, isLink, readers, kinds, unsupported)
+		if err != nil {
+			return nil, err
+		}
+		switch len(outs) {
+		case 0:
+			return nil, fmt.Errorf("line %d: the reduce %s of input topic %s reaches no sink topic", h.n.Line, h.n.Name, in)
+		case 1:
+			ts.Output = outs[0]
+		default:
+			return nil, fmt.Errorf("line %d: the reduce %s of input topic %s reaches %d sink topics (%s), expected the one join output", h.n.Line, h.n.Name, in, len(outs), strings.Join(outs, ", "))
+		}
+		if d.Output == "" {
+			d.Output = ts.Output
+		} else if ts.Output != d.Output {
+			return nil, fmt.Errorf("line %d: input topic %s ends in topic %s, but input topic %s ends in %s: they are not joined into one output", src.Line, in, ts.Output, d.Stages[0].InputTopic, d.Output)
+		}
+		d.Stages = append(d.Stages, ts)
+	}
+	if err := t.checkChain(d, inputTopics, kinds, decl.Join); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// joinRole says which node of a KTable-KTable join n is: "this" (the left
+// side's), "other" (the right side's) or "merge", from the generated
+// prefixes or the suffixes KTableImpl#doJoin gives a named join
+// (<name>-join-this, <name>-join-other, <name>); "" when unknown.
+func joinRole(n *Node) string {
+	switch {
+	case strings.HasPrefix(n.Name, "KTABLE-JOINTHIS-"), strings.HasSuffix(n.Name, "-join-this"):
+		return "this"
+	case strings.HasPrefix(n.Name, "KTABLE-JOINOTHER-"), strings.HasSuffix(n.Name, "-join-other"):
+		return "other"
+	case strings.HasPrefix(n.Name, "KTABLE-MERGE-"):
+		return "merge"
+	}
+	if len(n.Predecessors) == 2 && len(n.Stores) == 0 {
+		return "merge"
+	}
+	return ""
+}
+
+// checkChain checks the KTable-KTable joins after the reduces against the
+// configured join order: inputs[0]'s reduce feeds the left side of the
+// first join, inputs[i]'s reduce the right side of the i-th, each join's
+// result the left side of the next. A chain that goes on with tables not
+// configured as inputs is audited for the configured ones (left joins
+// keep every left key) with a warning. Inner and outer joins are not
+// audited yet: declared, they stop the audit.
+func (t *Topology) checkChain(d *Derivation, inputs []string, kinds map[string]Classified, join string) error {
+	if len(d.Stages) == 0 {
+		return nil
+	}
+	reduceOf := map[string]int{}
+	for i, s := range d.Stages {
+		reduceOf[s.Reducer] = i
+	}
+	node := func(name string) *Node { n, _ := t.Node(name); return n }
+	cur := node(d.Stages[0].Reducer)
+	joins := 0
+	for {
+		var this *Node
+		for _, s := range cur.Successors {
+			if m := node(s); m != nil && kinds[m.Name].Kind == KindTableJoin {
+				if this != nil {
+					return fmt.Errorf("line %d: %s feeds two table joins (%s, %s): not a chain of joins", cur.Line, cur.Name, this.Name, m.Name)
+				}
+				this = m
+			}
+		}
+		if this == nil {
+			break
+		}
+		in := d.Stages[0].InputTopic
+		bad := func(n *Node, detail string) error {
+			c := kinds[n.Name]
+			return &UnsupportedError{Line: n.Line, Input: in, Node: n.Name, Kind: c.Kind, Origin: c.Origin, Detail: detail}
+		}
+		if joinRole(this) != "this" || len(this.Successors) != 1 {
+			if joinRole(this) == "other" && joins == 0 {
+				if i, ok := reduceOf[cur.Name]; ok {
+					return fmt.Errorf("line %d: input topic %s (pipeline.inputs[%d]) is the right side of the table join %s, but pipeline.inputs[0] must be the left-most table of the join chain: list the inputs in join order", this.Line, inputs[i], i, this.Name)
+				}
+			}
+			return bad(this, "it is not the left side of a KTable-KTable join that lossaudit can follow")
+		}
+		merge := node(this.Successors[0])
+		if merge == nil || joinRole(merge) != "merge" || len(merge.Predecessors) != 2 {
+			return bad(this, "its join result is not merged as a KTable-KTable join's (KTableImpl#doJoin)")
+		}
+		var other *Node
+		for _, p := range merge.Predecessors {
+			if p != this.Name {
+				other = node(p)
+			}
+		}
+		if other == nil || joinRole(other) != "other" || len(other.Predecessors) != 1 {
+			return bad(merge, "the right side of this KTable-KTable join cannot be followed")
+		}
+		joins++
+		if join == JoinInner || join == JoinOuter {
+			return bad(merge, fmt.Sprintf("pipeline.join declares %s joins; only left joins are audited so far", join))
+		}
+		right := other.Predecessors[0]
+		i, ok := reduceOf[right]
+		switch {
+		case ok && i == joins:
+		case ok:
+			return fmt.Errorf("line %d: join %d of the chain (%s) takes input topic %s (pipeline.inputs[%d]) as its right side, where pipeline.inputs[%d] is %s: list the inputs in join order", merge.Line, joins, merge.Name, inputs[i], i, joins, inputs[min(joins, len(inputs)-1)])
+		case joins < len(inputs):
+			return fmt.Errorf("line %d: join %d of the chain (%s) takes %s as its right side, not the reduce of input topic %s (pipeline.inputs[%d]): list the inputs in join order", merge.Line, joins, merge.Name, right, inputs[joins], joins)
+		default:
+			d.Warnings = append(d.Warnings, fmt.Sprintf("join %d of the chain (%s, line %d) takes %s, which is not a configured input, as its right side: only the configured inputs are audited", joins, merge.Name, merge.Line, right))
+		}
+		cur = merge
+	}
+	if joins < len(inputs)-1 {
+		return fmt.Errorf("input topic %s (pipeline.inputs[%d]) is not joined: the chain from input topic %s has %d table joins for %d inputs", inputs[joins+1], joins+1, inputs[0], joins, len(inputs))
+	}
+	d.Joins = joins
+	return nil
+}
+
+// sourceOf finds the one non-global source reading topic, by name or
+// pattern.
+func (t *Topology) sourceOf(topic string) (*Node, error) {
+	var found []*Node
+	var known []string
+	for _, st := range t.SubTopologies {
+		for _, n := range st.Nodes {
+			if n.Kind != Source {
+				continue
+			}
+			match := slices.Contains(n.Topics, topic)
+			if !match && n.Pattern != "" {
+				// Java's Pattern.matcher(topic).matches(): a full match.
+				if re, err := regexp.Compile(`^(?:` + n.Pattern + `)$`); err == nil {
+					match = re.MatchString(topic)
+				}
+			}
+			if match && st.Global {
+				return nil, fmt.Errorf("line %d: topic %s is read by a global store (sub-topology %d), not by a selectKey/groupByKey/reduce path", n.Line, topic, st.ID)
+			}
+			if match {
+				found = append(found, n)
+			}
+			if n.Pattern != "" {
+				known = append(known, "pattern "+n.Pattern)
+			} else {
+				known = append(known, n.Topics...)
+			}
+		}
+	}
+	switch len(found) {
+	case 0:
+		return nil, fmt.Errorf("input topic %s is not read by any source of the topology (sources read: %s)", topic, strings.Join(known, ", "))
+	case 1:
+		return found[0], nil
+	}
+	return nil, fmt.Errorf("line %d: input topic %s is read by %d sources", found[1].Line, topic, len(found))
+}
+
+// terminalTopics returns the sorted sink topics reachable from the reduce
+// from; every node on the way must be a table join, toStream or a sink of
+// a topic not read again inside the topology.
+func (t *Topology) terminalTopics(from *Node, isLink func(string) bool, readers map[string][]*Node, kinds map[string]Classified, unsupported func(*Node, string) error) ([]string, error) {
+	visited := map[string]bool{from.Name: true}
+	queue := []*Node{from}
+	outs := map[string]bool{}
+	for len(queue) > 0 {
+		n := queue[0]
+		queue = queue[1:]
+		var next []*Node
+		switch c := kinds[n.Name]; {
+		case n == from:
+		case c.Kind == KindTableJoin, c.Kind == KindToStream:
+		case c.Kind == KindSink:
+		default:
+			return nil, unsupported(n, "it follows the input's reduce")
+		}
+		if n.Kind == Sink {
+			if n.Extractor != "" {
+				return nil, fmt.Errorf("line %d: sink %s chooses its topic dynamically (%s); set pipeline.output", n.Line, n.Name, n.Extractor)
+			}
+			for _, tp := range n.Topics {
+				if isLink(tp) {
+					return nil, unsupported(n, fmt.Sprintf("it writes internal topic %s after the input's reduce", tp))
+				}
+				outs[tp] = true
+			}
+		}
+		for _, s := range n.Successors {
+			if m, _ := t.Node(s); m != nil {
+				next = append(next, m)
+			}
+		}
+		for _, m := range next {
+			if !visited[m.Name] {
+				visited[m.Name] = true
+				queue = append(queue, m)
+			}
+		}
+	}
+	res := make([]string, 0, len(outs))
+	for o := range outs {
+		res = append(res, o)
+	}
+	slices.Sort(res)
+	return res, nil
+}
