@@ -13,6 +13,7 @@ import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.Properties;
 import java.util.Set;
 import java.util.concurrent.CountDownLatch;
@@ -30,6 +31,7 @@ import org.apache.kafka.streams.kstream.KTable;
 import org.apache.kafka.streams.kstream.Materialized;
 import org.apache.kafka.streams.kstream.Produced;
 import org.apache.kafka.streams.kstream.Reducer;
+import org.apache.kafka.streams.processor.StreamPartitioner;
 
 /**
  * The Kafka Streams application of the audited pipeline (docs/topology.md):
@@ -132,15 +134,42 @@ public final class StreamsApp {
                 .leftJoin(tables[1], (a, b) -> joined(a, b, null))
                 .leftJoin(tables[2], (j, c) -> joined((GenericRecord) j.get("a"), (GenericRecord) j.get("b"), c))
                 .toStream()
-                .filter((k, v) -> {
-                    if (v != null && dropBeforeOutput.contains(k)) {
-                        truth.drop("before_output", "output", k, (GenericRecord) v.get("a"), output);
-                        return false;
-                    }
-                    return true;
-                })
-                .to(output, Produced.with(Serdes.String(), outSerde));
+                .to(output, Produced.with(Serdes.String(), outSerde)
+                        .withStreamPartitioner(new DropBeforeOutput(truth, dropBeforeOutput, output)));
         return builder.build();
+    }
+
+    /**
+     * Injects loss before OUTPUT without a node of its own in the topology (a filter there
+     * would be a user filter, which lossaudit rightly refuses to audit): a partitioner that
+     * sends the joined results of the chosen keys to no partition, which Kafka Streams drops
+     * (KIP-837, Kafka Streams 3.4+; RecordCollectorImpl#send). Every other record goes where
+     * the default partitioner sends it (Optional.empty()). Both partition() (abstract up to
+     * 3.x) and partitions() (abstract from 4.0) are implemented, without @Override, so
+     * that the class compiles against either.
+     */
+    static final class DropBeforeOutput implements StreamPartitioner<String, GenericRecord> {
+        private final GroundTruth truth;
+        private final Set<String> keys;
+        private final String output;
+
+        DropBeforeOutput(GroundTruth truth, Set<String> keys, String output) {
+            this.truth = truth;
+            this.keys = keys;
+            this.output = output;
+        }
+
+        public Integer partition(String topic, String key, GenericRecord value, int numPartitions) {
+            return null;
+        }
+
+        public Optional<Set<Integer>> partitions(String topic, String key, GenericRecord value, int numPartitions) {
+            if (value != null && keys.contains(key)) {
+                truth.drop("before_output", "output", key, (GenericRecord) value.get("a"), output);
+                return Optional.of(Set.of());
+            }
+            return Optional.empty();
+        }
     }
 
     /** The stateless copy application: map and to. */
