@@ -383,7 +383,7 @@ func describeInputs(cfg *config.Config) string {
 // Spec is the pipeline section of cfg as the pipeline model takes it.
 func Spec(cfg *config.Config) topology.Spec {
 	p := cfg.Pipeline
-	s := topology.Spec{ApplicationID: p.ApplicationID, TopologyFile: p.TopologyFile, Output: p.Output, Join: p.Join}
+	s := topology.Spec{ApplicationID: p.ApplicationID, TopologyFile: p.TopologyFile, Output: p.Output, Join: strings.ToLower(strings.TrimSpace(p.Join))}
 	for _, n := range p.Nodes {
 		s.Nodes = append(s.Nodes, topology.NodeDecl{Name: n.Name, Kind: n.Kind})
 	}
