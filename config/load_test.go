@@ -461,3 +461,57 @@ func TestBadInput(t *testing.T) {
 		})
 	}
 }
+
+// TestPipelineDeclarations: pipeline.join defaults to left; pipeline.nodes
+// is a list of {name, kind} from the file or LOSSAUDIT_PIPELINE_NODES, node
+// names keep their case; empty entries and a missing output without a
+// topology file are errors naming the key.
+func TestPipelineDeclarations(t *testing.T) {
+	clearEnv(t)
+	dir := t.TempDir()
+	topo := writeFile(t, dir, "topology.txt", "Topologies:\n")
+	file := writeFile(t, dir, "audit.yaml", `
+pipeline:
+  application_id: app
+  topology_file: `+topo+`
+  inputs: [{name: a, topic: ta}]
+  nodes:
+    - {name: KSTREAM-REDUCE-0000000003, kind: windowed}
+    - {name: hold, kind: suppress}
+`)
+	c, err := Load(LoadOptions{File: file})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Node{{Name: "KSTREAM-REDUCE-0000000003", Kind: "windowed"}, {Name: "hold", Kind: "suppress"}}
+	if c.Pipeline.Join != "left" || !reflect.DeepEqual(c.Pipeline.Nodes, want) {
+		t.Errorf("join %q nodes %+v", c.Pipeline.Join, c.Pipeline.Nodes)
+	}
+	// No pipeline.output: the topology file names it.
+	if err := c.ValidatePipeline(); err != nil {
+		t.Errorf("ValidatePipeline: %v", err)
+	}
+
+	t.Setenv("LOSSAUDIT_PIPELINE_NODES", `[{name: latest, kind: reduce}, {name: hold, kind: ""}]`)
+	t.Setenv("LOSSAUDIT_PIPELINE_JOIN", "inner")
+	c, err = Load(LoadOptions{File: file})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Pipeline.Join != "inner" || len(c.Pipeline.Nodes) != 2 || c.Pipeline.Nodes[0] != (Node{Name: "latest", Kind: "reduce"}) {
+		t.Errorf("join %q nodes %+v", c.Pipeline.Join, c.Pipeline.Nodes)
+	}
+	if err := c.ValidatePipeline(); err == nil || !strings.Contains(err.Error(), "pipeline.nodes[1].kind: must be a node kind") {
+		t.Errorf("ValidatePipeline: %v, want pipeline.nodes[1].kind named", err)
+	}
+
+	noTopo := writeFile(t, dir, "plain.yaml", "pipeline:\n  application_id: app\n  inputs: [{name: a, topic: ta}]\n")
+	clearEnv(t)
+	c, err = Load(LoadOptions{File: noTopo})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.ValidatePipeline(); err == nil || !strings.Contains(err.Error(), "pipeline.output: must name the output topic (or set pipeline.topology_file") {
+		t.Errorf("ValidatePipeline: %v, want pipeline.output named", err)
+	}
+}
