@@ -4,7 +4,8 @@
 // pipeline, a stateless Kafka Streams application), and every send a
 // producer's ledger records must be in its topic as the ledger says. It
 // runs on the engine's phases like the Kafka Streams audit: options.go,
-// snapshot.go, collect.go (reading into the index), check.go (the
+// snapshotplan.go (the order in which it takes the engine's snapshot),
+// collect.go (reading into the index), check.go (the
 // detectors of audit/internal/engine/detect, records.go and ledger.go) and
 // result.go.
 //

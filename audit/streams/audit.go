@@ -4,7 +4,8 @@
 // that the newest processed update of every input reached its reduce
 // store's changelog and the joined output (docs/design.md, "The core
 // check"). Its phases each live in their own file: options.go (what a run
-// needs), snapshot.go, collect.go (reading, with classify.go deciding what
+// needs), snapshotplan.go (the order in which it takes the engine's
+// snapshot), collect.go (reading, with classify.go deciding what
 // each input record is), check.go (the per-key check), window.go (what a
 // windowed audit looks up before its window) and result.go (assembling
 // the result from the detectors' findings). The detectors themselves are

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/lossaudit/lossaudit/audit/finding"
+	"github.com/lossaudit/lossaudit/audit/internal/engine"
 	"github.com/lossaudit/lossaudit/audit/internal/engine/collect"
 	"github.com/lossaudit/lossaudit/audit/internal/engine/detect"
 	"github.com/lossaudit/lossaudit/audit/internal/engine/snapshot"
@@ -81,7 +82,7 @@ type checkpoint struct {
 // of it, its role, and where the next step reads it from.
 type cpPart struct {
 	snapshot.Partition
-	Role string `json:"role"`
+	Role engine.Role `json:"role"`
 	// Next is where the next step reads from: on an input the offset up
 	// to which processed records were read, on a repartition topic the
 	// group's committed offset (the tail's start), on a changelog or the
@@ -271,11 +272,11 @@ func Step(ctx context.Context, o Options, so StepOptions) (*Stepped, error) {
 		step.Previous = cp.At
 	}
 	for x, in := range o.Inputs {
-		step.Read[RoleInput] += col.stats.TopicRecords(in.Topic)
-		step.Read[RoleRepartition] += col.stats.TopicRecords(in.RepartitionTopic)
-		step.Read[RoleChangelog] += col.stats.TopicRecords(snap.changelogs[x].Name)
+		step.Read[string(engine.RoleInput)] += col.stats.TopicRecords(in.Topic)
+		step.Read[string(engine.RoleRepartition)] += col.stats.TopicRecords(in.RepartitionTopic)
+		step.Read[string(engine.RoleChangelog)] += col.stats.TopicRecords(snap.changelogs[x].Name)
 	}
-	step.Read[RoleOutput] = col.stats.TopicRecords(o.Output)
+	step.Read[string(engine.RoleOutput)] = col.stats.TopicRecords(o.Output)
 	for tp := range rebuild {
 		step.Rebuilt = append(step.Rebuilt, fmt.Sprintf("%s[%d]", tp.Topic, tp.Partition))
 	}
@@ -390,7 +391,7 @@ func nextCheckpoint(o Options, snap *pipelineSnapshot, plan *readPlan, cp *check
 	if cp != nil {
 		next.Step, next.Baseline = cp.Step+1, cp.Baseline
 	}
-	add := func(role string, t snapshot.Topic, nextOf func(p int32, of kread.Offsets) int64) {
+	add := func(role engine.Role, t snapshot.Topic, nextOf func(p int32, of kread.Offsets) int64) {
 		for _, sp := range t.Partitions(snap.group) {
 			next.Parts = append(next.Parts, cpPart{Partition: sp, Role: role, Next: nextOf(sp.Partition, t.Offsets[sp.Partition])})
 		}
@@ -399,7 +400,7 @@ func nextCheckpoint(o Options, snap *pipelineSnapshot, plan *readPlan, cp *check
 	for x := range o.Inputs {
 		var lag int64
 		in := snap.inputs[x]
-		add(RoleInput, in, func(p int32, of kread.Offsets) int64 {
+		add(engine.RoleInput, in, func(p int32, of kread.Offsets) int64 {
 			tp := kread.TP{Topic: in.Name, Partition: p}
 			// Read up to here: the committed offset, or further when it
 			// moved back (a reset: those records were read already).
@@ -413,13 +414,13 @@ func nextCheckpoint(o Options, snap *pipelineSnapshot, plan *readPlan, cp *check
 			return n
 		})
 		rp := snap.reparts[x]
-		add(RoleRepartition, rp, func(p int32, of kread.Offsets) int64 {
+		add(engine.RoleRepartition, rp, func(p int32, of kread.Offsets) int64 {
 			if c, ok := snap.group[kread.TP{Topic: rp.Name, Partition: p}]; ok {
 				return c
 			}
 			return of.LogStart
 		})
-		add(RoleChangelog, snap.changelogs[x], func(_ int32, of kread.Offsets) int64 { return of.LSO })
+		add(engine.RoleChangelog, snap.changelogs[x], func(_ int32, of kread.Offsets) int64 { return of.LSO })
 		var ci cpInput
 		if cp != nil && x < len(cp.Inputs) {
 			ci = cp.Inputs[x]
@@ -438,7 +439,7 @@ func nextCheckpoint(o Options, snap *pipelineSnapshot, plan *readPlan, cp *check
 			NullKey: ci.NullKey, NullValue: ci.NullValue, DecodeErrors: ci.DecodeErrors, OutsideWindow: ci.OutsideWindow,
 		}
 	}
-	add(RoleOutput, snap.output, func(_ int32, of kread.Offsets) int64 { return of.LSO })
+	add(engine.RoleOutput, snap.output, func(_ int32, of kread.Offsets) int64 { return of.LSO })
 	return next, counts
 }
 
@@ -457,8 +458,7 @@ func (c *collector) readNext(ctx context.Context) error {
 				continue
 			}
 			rg := kread.Range{Topic: t.Name, Partition: p, From: max(committed, of.LogStart), To: of.LSO}
-			var stats collect.Stats
-			err := collect.Read(ctx, c.o.Kafka, nil, "", []kread.Range{rg}, 0, false, &stats, func(recs []kread.Record) error {
+			err := collect.Read(ctx, c.o.Kafka, collect.Spec{Ranges: []kread.Range{rg}}, func(recs []kread.Record) error {
 				if len(recs) == 0 {
 					return nil
 				}
