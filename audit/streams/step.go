@@ -13,6 +13,7 @@ import (
 	"github.com/lossaudit/lossaudit/audit/internal/engine"
 	"github.com/lossaudit/lossaudit/audit/internal/engine/collect"
 	"github.com/lossaudit/lossaudit/audit/internal/engine/detect"
+	"github.com/lossaudit/lossaudit/audit/internal/engine/pass"
 	"github.com/lossaudit/lossaudit/audit/internal/engine/snapshot"
 	"github.com/lossaudit/lossaudit/audit/internal/store/history"
 	"github.com/lossaudit/lossaudit/audit/internal/store/state"
@@ -169,14 +170,6 @@ func Step(ctx context.Context, o Options, so StepOptions) (*Stepped, error) {
 	if so.State == nil {
 		return nil, errors.New("reconcile: no state store")
 	}
-	started := o.Now()
-	timings := map[string]time.Duration{}
-	timed := func(phase string, fn func() error) error {
-		t := o.Now()
-		err := fn()
-		timings[phase] += o.Now().Sub(t)
-		return err
-	}
 	cp, err := loadCheckpoint(so.State)
 	if err != nil {
 		return nil, err
@@ -189,81 +182,78 @@ func Step(ctx context.Context, o Options, so StepOptions) (*Stepped, error) {
 		// The baseline's window holds for every later step.
 		o.From, o.To = cp.From, cp.To
 	}
-
-	var snap *pipelineSnapshot
-	if err := timed("snapshot", func() (err error) { snap, err = takeSnapshot(ctx, o); return err }); err != nil {
-		return nil, err
-	}
-	// The plan of the inputs and repartition topics, for the tails; the
-	// downstream part once the snapshot is complete.
-	plan, _ := planStep(o, snap, cp)
-
-	// Collect what is new, and touch the keys to judge again.
-	if err := o.Store.Reset(); err != nil {
-		return nil, err
-	}
-	w := o.Store.NewWriter()
-	ew := entryWriter{w}
 	reader := so.State.NewReader()
 	defer reader.Close()
-	col := newCollector(o, snap, plan, ew)
-	var rebuild map[kread.TP]bool
-	err = timed("read", func() error { return col.readTails(ctx) })
-	if err == nil {
-		err = timed("snapshot", func() error { return snap.settleDownstream(ctx, o) })
-	}
-	if err == nil {
-		plan, rebuild = planStep(o, snap, cp)
-		col.plan = plan
-		err = timed("read", func() error {
-			if err := touchKeys(o, reader, ew, rebuild); err != nil {
-				return err
-			}
-			if err := col.readRest(ctx); err != nil {
-				return err
-			}
-			if !snap.groupActive && o.From.IsZero() {
-				return col.readNext(ctx)
-			}
-			return nil
-		})
-	}
-	if err != nil {
-		w.Cancel()
-		return nil, err
-	}
-	if err := w.Flush(); err != nil {
-		return nil, err
-	}
-	var prev map[kread.TP]history.Entry
-	if cp != nil {
-		prev = cp.history()
-	}
-	parts := partitionFindings(o, snap, col, prev)
-
-	// Judge the touched keys against the state, staging the new state.
 	tx, err := so.State.Begin()
 	if err != nil {
 		return nil, err
 	}
-	v := &stepVisitor{o: o, snap: snap, reader: reader, tx: tx, now: started.UnixMilli(), baseline: cp == nil,
-		rebuild: rebuild, windowed: !o.From.IsZero()}
-	var chk *checked
-	err = timed("check", func() (err error) {
-		chk, err = check(o, snap, stuckPartitions(parts), col.timeline, v)
-		return err
-	})
-	if err == nil && len(v.deferred) > 0 {
-		err = timed("lookup", func() error { return v.lookBefore(ctx, chk.rows) })
-	}
+	p := &modePass{o: o}
+	s := &stepRun{p: p, cp: cp, desc: desc, reader: reader, tx: tx}
+	p.step = s
+	res, err := pass.Run(ctx, pass.Config{Store: o.Store, Now: o.Now}, p)
 	if err != nil {
 		tx.Abort()
 		return nil, err
 	}
+	b, err := json.Marshal(s.next)
+	if err != nil {
+		tx.Abort()
+		return nil, fmt.Errorf("reconcile: encoding the checkpoint: %w", err)
+	}
+	return &Stepped{Result: res, tx: tx, cp: b}, nil
+}
 
-	next, counts := nextCheckpoint(o, snap, plan, cp, col, chk, started, desc)
+// stepRun is a reconcile step's part in the pass (stepMode): what it reads
+// after the last checkpoint, and the state's part in the check.
+type stepRun struct {
+	p      *modePass
+	cp     *checkpoint // nil for the baseline
+	desc   string
+	reader *state.Reader
+	tx     *state.Txn
+
+	readPlan *readPlan
+	rebuild  map[kread.TP]bool
+	v        *stepVisitor
+	next     *checkpoint
+}
+
+// plan is, for the tails, the plan of the inputs and repartition topics;
+// once the snapshot is complete, the downstream part too.
+func (s *stepRun) plan(complete bool) *readPlan {
+	plan, rebuild := planStep(s.p.o, s.p.snap, s.cp)
+	if complete {
+		s.readPlan, s.rebuild = plan, rebuild
+	}
+	return plan
+}
+
+func (s *stepRun) history() map[kread.TP]history.Entry {
+	if s.cp == nil {
+		return nil
+	}
+	return s.cp.history()
+}
+
+func (s *stepRun) touch() error { return touchKeys(s.p.o, s.reader, s.p.w, s.rebuild) }
+
+func (s *stepRun) visitor() keyVisitor {
+	o := s.p.o
+	s.v = &stepVisitor{o: o, snap: s.p.snap, reader: s.reader, tx: s.tx, now: s.p.started.UnixMilli(), baseline: s.cp == nil,
+		rebuild: s.rebuild, windowed: !o.From.IsZero()}
+	return s.v
+}
+
+func (s *stepRun) needsLookup() bool { return len(s.v.deferred) > 0 }
+
+func (s *stepRun) lookup(ctx context.Context) error { return s.v.lookBefore(ctx, s.p.chk.rows) }
+
+func (s *stepRun) assemble(ctx context.Context, parts []finding.PartitionFinding) *finding.Result {
+	o, snap, col, chk, cp, v := s.p.o, s.p.snap, s.p.col, s.p.chk, s.cp, s.v
+	next, counts := nextCheckpoint(o, snap, s.readPlan, cp, col, chk, s.p.started, s.desc)
+	s.next = next
 	res := assemble(ctx, o, snap, col, chk, parts, counts)
-	res.Summary.Index = finding.IndexStats{RecordsRead: col.stats.Records(), Entries: w.Entries()}
 	finding.SortRows(v.resolved, res.Summary.InputOrder)
 	res.Resolved = v.resolved
 	step := &finding.Step{Number: next.Step, Baseline: cp == nil, BaselineAt: next.Baseline, Read: map[string]int64{},
@@ -277,19 +267,12 @@ func Step(ctx context.Context, o Options, so StepOptions) (*Stepped, error) {
 		step.Read[string(engine.RoleChangelog)] += col.stats.TopicRecords(snap.changelogs[x].Name)
 	}
 	step.Read[string(engine.RoleOutput)] = col.stats.TopicRecords(o.Output)
-	for tp := range rebuild {
+	for tp := range s.rebuild {
 		step.Rebuilt = append(step.Rebuilt, fmt.Sprintf("%s[%d]", tp.Topic, tp.Partition))
 	}
 	slices.Sort(step.Rebuilt)
 	res.Summary.Step = step
-	res.Summary.Started, res.Summary.Timings = started, timings
-	res.Summary.Finished = o.Now()
-	b, err := json.Marshal(next)
-	if err != nil {
-		tx.Abort()
-		return nil, fmt.Errorf("reconcile: encoding the checkpoint: %w", err)
-	}
-	return &Stepped{Result: res, tx: tx, cp: b}, nil
+	return res
 }
 
 // planStep decides what the step reads of every partition, given the last
