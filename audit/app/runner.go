@@ -16,6 +16,7 @@ import (
 
 	"github.com/lossaudit/lossaudit/audit/finding"
 	"github.com/lossaudit/lossaudit/audit/internal/engine"
+	"github.com/lossaudit/lossaudit/audit/internal/engine/incremental"
 	"github.com/lossaudit/lossaudit/audit/internal/store/history"
 	"github.com/lossaudit/lossaudit/audit/internal/store/index"
 	"github.com/lossaudit/lossaudit/audit/internal/store/state"
@@ -321,7 +322,7 @@ type Step struct {
 	Model  *topology.Model
 	p      *prepared
 	st     *state.Store
-	step   *streams.Stepped
+	step   *incremental.Stepped
 	done   bool
 }
 
@@ -360,7 +361,7 @@ func Reconcile(ctx context.Context, cfg *config.Config, o Options) (*Step, error
 	if err != nil {
 		st.Close()
 		p.close()
-		var me *streams.StateMismatchError
+		var me *incremental.StateMismatchError
 		if errors.As(err, &me) {
 			return nil, &config.Error{Key: "store.dir", Msg: me.Error()}
 		}

@@ -2,7 +2,6 @@ package streams
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -13,6 +12,7 @@ import (
 	"github.com/lossaudit/lossaudit/audit/internal/engine"
 	"github.com/lossaudit/lossaudit/audit/internal/engine/collect"
 	"github.com/lossaudit/lossaudit/audit/internal/engine/detect"
+	"github.com/lossaudit/lossaudit/audit/internal/engine/incremental"
 	"github.com/lossaudit/lossaudit/audit/internal/engine/pass"
 	"github.com/lossaudit/lossaudit/audit/internal/engine/snapshot"
 	"github.com/lossaudit/lossaudit/audit/internal/store/history"
@@ -31,52 +31,15 @@ type StepOptions struct {
 	Describe string
 }
 
-// StateMismatchError says the state was recorded for another pipeline
-// configuration: continuing it would mix two pipelines' facts.
-type StateMismatchError struct {
-	Dir string
-	// Was and Now describe the configurations, for the message.
-	Was, Now string
-}
-
-func (e *StateMismatchError) Error() string {
-	return fmt.Sprintf("the reconciliation state in %s was recorded for another pipeline configuration (was %s; now %s): move that directory away to start a new baseline, or restore the configuration", e.Dir, e.Was, e.Now)
-}
-
-// Stepped is a reconcile step whose result is ready and whose state is
-// staged, not yet committed: write the reports, then Commit (or Abort).
-type Stepped struct {
-	// Result lists the findings open after the step (Rows, with
-	// FirstSeen) and those it resolved (Resolved).
-	Result *finding.Result
-	tx     *state.Txn
-	cp     []byte
-}
-
-// Commit makes the step's state and checkpoint the store's, atomically.
-func (s *Stepped) Commit() error {
-	if err := s.tx.Commit(s.cp); err != nil {
-		return fmt.Errorf("reconcile: %w", err)
-	}
-	return nil
-}
-
-// Abort forgets the step: the next one starts from the previous checkpoint.
-func (s *Stepped) Abort() { s.tx.Abort() }
-
 // checkpoint is where the last committed step stopped, stored with the
 // state: per partition its snapshot and where the next step reads from,
 // and per input the counters accumulated since the baseline.
 type checkpoint struct {
-	Version  int       `json:"version"`
-	Step     int64     `json:"step"`
-	Pipeline string    `json:"pipeline"`
-	At       time.Time `json:"at"`
-	Baseline time.Time `json:"baseline"`
-	From     time.Time `json:"window_from"`
-	To       time.Time `json:"window_to"`
-	Parts    []cpPart  `json:"partitions"`
-	Inputs   []cpInput `json:"inputs"`
+	incremental.Header
+	From   time.Time `json:"window_from"`
+	To     time.Time `json:"window_to"`
+	Parts  []cpPart  `json:"partitions"`
+	Inputs []cpInput `json:"inputs"`
 }
 
 // cpPart is one partition in a checkpoint: what the step's snapshot saw
@@ -135,21 +98,6 @@ func describePipeline(o Options, extra string) string {
 	return b.String()
 }
 
-func loadCheckpoint(st *state.Store) (*checkpoint, error) {
-	b, err := st.Checkpoint()
-	if err != nil || b == nil {
-		return nil, err
-	}
-	var cp checkpoint
-	if err := json.Unmarshal(b, &cp); err != nil {
-		return nil, fmt.Errorf("reconcile: the checkpoint in %s is damaged: %w", st.Dir(), err)
-	}
-	if cp.Version != checkpointVersion {
-		return nil, fmt.Errorf("reconcile: the checkpoint in %s has version %d, this lossaudit reads %d", st.Dir(), cp.Version, checkpointVersion)
-	}
-	return &cp, nil
-}
-
 // Step performs one step of a scheduled reconciliation (docs/design.md,
 // "Incremental steps"). On an empty state it is the baseline: a full
 // audit (or the window's) that records what it learnt of every key. Later
@@ -162,7 +110,7 @@ func loadCheckpoint(st *state.Store) (*checkpoint, error) {
 // second hop and the keys with open findings, so the open findings are
 // those a full audit would report now. The state of the step is staged:
 // the caller writes the reports, then commits it.
-func Step(ctx context.Context, o Options, so StepOptions) (*Stepped, error) {
+func Step(ctx context.Context, o Options, so StepOptions) (*incremental.Stepped, error) {
 	o, err := o.withDefaults()
 	if err != nil {
 		return nil, err
@@ -170,48 +118,32 @@ func Step(ctx context.Context, o Options, so StepOptions) (*Stepped, error) {
 	if so.State == nil {
 		return nil, errors.New("reconcile: no state store")
 	}
-	cp, err := loadCheckpoint(so.State)
-	if err != nil {
-		return nil, err
-	}
 	desc := describePipeline(o, so.Describe)
-	if cp != nil && cp.Pipeline != desc {
-		return nil, &StateMismatchError{Dir: so.State.Dir(), Was: cp.Pipeline, Now: desc}
-	}
-	if cp != nil {
-		// The baseline's window holds for every later step.
-		o.From, o.To = cp.From, cp.To
-	}
-	reader := so.State.NewReader()
-	defer reader.Close()
-	tx, err := so.State.Begin()
+	var last checkpoint
+	st, err := incremental.Begin(so.State, checkpointVersion, &last, desc)
 	if err != nil {
 		return nil, err
+	}
+	var cp *checkpoint
+	if !st.Baseline {
+		// The baseline's window holds for every later step.
+		cp, o.From, o.To = &last, last.From, last.To
 	}
 	p := &modePass{o: o}
-	s := &stepRun{p: p, cp: cp, desc: desc, reader: reader, tx: tx}
+	s := &stepRun{p: p, cp: cp, desc: desc, step: st, keys: incremental.NewKeys[known](st, knownCodec{o.Inputs})}
 	p.step = s
 	res, err := pass.Run(ctx, pass.Config{Store: o.Store, Now: o.Now}, p)
-	if err != nil {
-		tx.Abort()
-		return nil, err
-	}
-	b, err := json.Marshal(s.next)
-	if err != nil {
-		tx.Abort()
-		return nil, fmt.Errorf("reconcile: encoding the checkpoint: %w", err)
-	}
-	return &Stepped{Result: res, tx: tx, cp: b}, nil
+	return st.Done(res, s.next, err)
 }
 
 // stepRun is a reconcile step's part in the pass (stepMode): what it reads
 // after the last checkpoint, and the state's part in the check.
 type stepRun struct {
-	p      *modePass
-	cp     *checkpoint // nil for the baseline
-	desc   string
-	reader *state.Reader
-	tx     *state.Txn
+	p    *modePass
+	cp   *checkpoint // nil for the baseline
+	desc string
+	step *incremental.Step
+	keys *incremental.Keys[known]
 
 	readPlan *readPlan
 	rebuild  map[kread.TP]bool
@@ -236,11 +168,11 @@ func (s *stepRun) history() map[kread.TP]history.Entry {
 	return s.cp.history()
 }
 
-func (s *stepRun) touch() error { return touchKeys(s.p.o, s.reader, s.p.w, s.rebuild) }
+func (s *stepRun) touch() error { return touchKeys(s.p.o, s.keys, s.p.w, s.rebuild) }
 
 func (s *stepRun) visitor() keyVisitor {
 	o := s.p.o
-	s.v = &stepVisitor{o: o, snap: s.p.snap, reader: s.reader, tx: s.tx, now: s.p.started.UnixMilli(), baseline: s.cp == nil,
+	s.v = &stepVisitor{o: o, snap: s.p.snap, keys: s.keys, now: s.p.started.UnixMilli(),
 		rebuild: s.rebuild, windowed: !o.From.IsZero()}
 	return s.v
 }
@@ -251,7 +183,7 @@ func (s *stepRun) lookup(ctx context.Context) error { return s.v.lookBefore(ctx,
 
 func (s *stepRun) assemble(ctx context.Context, parts []finding.PartitionFinding) *finding.Result {
 	o, snap, col, chk, cp, v := s.p.o, s.p.snap, s.p.col, s.p.chk, s.cp, s.v
-	next, counts := nextCheckpoint(o, snap, s.readPlan, cp, col, chk, s.p.started, s.desc)
+	next, counts := nextCheckpoint(o, snap, s.readPlan, cp, col, chk, s.step.Next(checkpointVersion, s.desc, s.p.started))
 	s.next = next
 	res := assemble(ctx, o, snap, col, chk, parts, counts)
 	finding.SortRows(v.resolved, res.Summary.InputOrder)
@@ -335,18 +267,15 @@ func planStep(o Options, snap *pipelineSnapshot, cp *checkpoint) (*readPlan, map
 // touchKeys makes the check visit the keys marked by the last step
 // (pending at the second hop, with open or withheld findings) and the keys
 // whose state came from a partition being rebuilt.
-func touchKeys(o Options, r *state.Reader, ew entryWriter, rebuild map[kread.TP]bool) error {
-	if err := r.Marked(func(key []byte) error { return ew.touch(key) }); err != nil {
+func touchKeys(o Options, keys *incremental.Keys[known], ew entryWriter, rebuild map[kread.TP]bool) error {
+	if err := keys.Marked(func(key []byte) error { return ew.touch(key) }); err != nil {
 		return err
 	}
 	if len(rebuild) == 0 {
 		return nil
 	}
 	var k known
-	return r.Values(func(key, val []byte) error {
-		if err := k.decode(val, o.Inputs); err != nil {
-			return fmt.Errorf("reconcile: the state of key %q: %w", key, err)
-		}
+	return keys.Each(&k, func(key []byte, k *known) error {
 		for x := range k.changelogs {
 			if rebuilt(rebuild, o.Inputs[x].ChangelogTopic, k.changelogs[x]) {
 				return ew.touch(key)
@@ -369,11 +298,8 @@ func rebuilt(rebuild map[kread.TP]bool, topic string, s detect.StageState) bool 
 // counters of its summary: totals since the baseline, with the records
 // not yet processed (lag) counted as scanned and pending, as one full
 // audit counts them.
-func nextCheckpoint(o Options, snap *pipelineSnapshot, plan *readPlan, cp *checkpoint, col *collector, chk *checked, at time.Time, desc string) (*checkpoint, []finding.InputCounts) {
-	next := &checkpoint{Version: checkpointVersion, Step: 1, Pipeline: desc, At: at, Baseline: at, From: o.From, To: o.To}
-	if cp != nil {
-		next.Step, next.Baseline = cp.Step+1, cp.Baseline
-	}
+func nextCheckpoint(o Options, snap *pipelineSnapshot, plan *readPlan, cp *checkpoint, col *collector, chk *checked, h incremental.Header) (*checkpoint, []finding.InputCounts) {
+	next := &checkpoint{Header: h, From: o.From, To: o.To}
 	add := func(role engine.Role, t snapshot.Topic, nextOf func(p int32, of kread.Offsets) int64) {
 		for _, sp := range t.Partitions(snap.group) {
 			next.Parts = append(next.Parts, cpPart{Partition: sp, Role: role, Next: nextOf(sp.Partition, t.Offsets[sp.Partition])})

@@ -11,6 +11,7 @@ import (
 
 	"github.com/lossaudit/lossaudit/audit/finding"
 	"github.com/lossaudit/lossaudit/audit/internal/engine"
+	"github.com/lossaudit/lossaudit/audit/internal/engine/incremental"
 	"github.com/lossaudit/lossaudit/audit/internal/store/index"
 	"github.com/lossaudit/lossaudit/audit/internal/store/state"
 	"github.com/lossaudit/lossaudit/audit/kread"
@@ -477,7 +478,7 @@ func TestStepRefusesAnotherPipelinesState(t *testing.T) {
 	o.Inputs = slices.Clone(o.Inputs)
 	o.Inputs[1].Field = "otherField"
 	_, err := Step(context.Background(), o, StepOptions{State: s.st})
-	if _, ok := err.(*StateMismatchError); !ok {
+	if _, ok := err.(*incremental.StateMismatchError); !ok {
 		t.Errorf("step with another rekey: %v, want a StateMismatchError", err)
 	}
 }
