@@ -10,6 +10,7 @@ import (
 	"github.com/lossaudit/lossaudit/audit/compare"
 	"github.com/lossaudit/lossaudit/audit/compare/ledger"
 	"github.com/lossaudit/lossaudit/audit/finding"
+	"github.com/lossaudit/lossaudit/audit/internal/engine"
 	"github.com/lossaudit/lossaudit/audit/internal/store/index"
 	"github.com/lossaudit/lossaudit/audit/kread"
 	"github.com/lossaudit/lossaudit/config"
@@ -78,16 +79,16 @@ func Compare(ctx context.Context, cfg *config.Config, o Options) (*finding.Resul
 	if errors.As(err, &le) {
 		return nil, &config.Error{Key: "compare.ledger", Msg: le.Error()}
 	}
-	var mt *compare.MissingTopicError
+	var mt *engine.MissingTopicError
 	if errors.As(err, &mt) {
-		if mt.Role == compare.RoleLedger {
+		if mt.Role == engine.RoleLedger {
 			return nil, &config.Error{Key: "compare.ledger", Msg: fmt.Sprintf("%s names topic %s, which does not exist on the source cluster", cfg.Compare.Ledger, mt.Topic)}
 		}
 		cluster := "source"
-		if mt.Role == compare.RoleSink && cfg.HasSinkKafka {
+		if mt.Role == engine.RoleSink && cfg.HasSinkKafka {
 			cluster = "sink"
 		}
-		return nil, &config.Error{Key: fmt.Sprintf("compare.pairs[%d].%s", mt.Pair, mt.Role), Msg: fmt.Sprintf("topic %s does not exist on the %s cluster", mt.Topic, cluster)}
+		return nil, &config.Error{Key: fmt.Sprintf("compare.pairs[%d].%s", mt.Index, mt.Role), Msg: fmt.Sprintf("topic %s does not exist on the %s cluster", mt.Topic, cluster)}
 	}
 	return res, err
 }

@@ -15,6 +15,8 @@ import (
 	"strings"
 
 	"github.com/lossaudit/lossaudit/audit/finding"
+	"github.com/lossaudit/lossaudit/audit/internal/engine"
+	"github.com/lossaudit/lossaudit/audit/internal/engine/incremental"
 	"github.com/lossaudit/lossaudit/audit/internal/store/history"
 	"github.com/lossaudit/lossaudit/audit/internal/store/index"
 	"github.com/lossaudit/lossaudit/audit/internal/store/state"
@@ -320,7 +322,7 @@ type Step struct {
 	Model  *topology.Model
 	p      *prepared
 	st     *state.Store
-	step   *streams.Stepped
+	step   *incremental.Stepped
 	done   bool
 }
 
@@ -359,7 +361,7 @@ func Reconcile(ctx context.Context, cfg *config.Config, o Options) (*Step, error
 	if err != nil {
 		st.Close()
 		p.close()
-		var me *streams.StateMismatchError
+		var me *incremental.StateMismatchError
 		if errors.As(err, &me) {
 			return nil, &config.Error{Key: "store.dir", Msg: me.Error()}
 		}
@@ -430,21 +432,21 @@ func Model(ctx context.Context, cfg *config.Config, lister topology.TopicLister,
 // the hint `lossaudit topology` gives; a registry rejecting the
 // credentials.
 func runError(m *topology.Model, err error) error {
-	var mt *streams.MissingTopicError
+	var mt *engine.MissingTopicError
 	if errors.As(err, &mt) {
 		switch mt.Role {
-		case streams.RoleOutput:
+		case engine.RoleOutput:
 			return &config.Error{Key: "pipeline.output", Msg: fmt.Sprintf("topic %q does not exist", mt.Topic)}
-		case streams.RoleInput:
-			return &config.Error{Key: fmt.Sprintf("pipeline.inputs[%d].topic", mt.Input), Msg: fmt.Sprintf("topic %q does not exist", mt.Topic)}
+		case engine.RoleInput:
+			return &config.Error{Key: fmt.Sprintf("pipeline.inputs[%d].topic", mt.Index), Msg: fmt.Sprintf("topic %q does not exist", mt.Topic)}
 		}
-		st := m.Stages[mt.Input]
+		st := m.Stages[mt.Index]
 		field, origin := "repartition_topic", st.Origins.RepartitionTopic
-		if mt.Role == streams.RoleChangelog {
+		if mt.Role == engine.RoleChangelog {
 			field, origin = "changelog_topic", st.Origins.ChangelogTopic
 		}
 		if origin == topology.FromOverride {
-			return &config.Error{Key: fmt.Sprintf("pipeline.inputs[%d].%s", mt.Input, field), Msg: fmt.Sprintf("topic %q does not exist", mt.Topic)}
+			return &config.Error{Key: fmt.Sprintf("pipeline.inputs[%d].%s", mt.Index, field), Msg: fmt.Sprintf("topic %q does not exist", mt.Topic)}
 		}
 		return &config.Error{Key: "pipeline.application_id", Msg: fmt.Sprintf("the %s topic of input %s, %q (%s), does not exist: is the application running, and do pipeline.application_id (%q) and pipeline.topology_file match it? `lossaudit topology` shows every derived name",
 			mt.Role, st.Input.Name, mt.Topic, origin, m.ApplicationID)}

@@ -3,10 +3,10 @@ package compare
 import (
 	"context"
 	"fmt"
-	"sync"
 	"sync/atomic"
 
 	"github.com/lossaudit/lossaudit/audit/finding"
+	"github.com/lossaudit/lossaudit/audit/internal/engine"
 	"github.com/lossaudit/lossaudit/audit/internal/engine/collect"
 	"github.com/lossaudit/lossaudit/audit/kread"
 )
@@ -14,33 +14,6 @@ import (
 // sideCounters count one side of a pair while the reads run.
 type sideCounters struct {
 	records, due, pending, noIdentity, decodeErrors atomic.Int64
-}
-
-// maxDecodeSamples bounds the decode errors quoted with their coordinates.
-const maxDecodeSamples = 10
-
-// decodeErrors counts undecodable records by class and keeps the first
-// samples; safe for concurrent use.
-type decodeErrors struct {
-	mu      sync.Mutex
-	byClass map[string]int64
-	samples []finding.DecodeErrorSample
-}
-
-func (d *decodeErrors) add(rec *kread.Record, err error) {
-	class := "other"
-	if c, ok := err.(interface{ Class() string }); ok {
-		class = c.Class()
-	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.byClass == nil {
-		d.byClass = map[string]int64{}
-	}
-	d.byClass[class]++
-	if len(d.samples) < maxDecodeSamples {
-		d.samples = append(d.samples, finding.DecodeErrorSample{Topic: rec.Topic, Partition: rec.Partition, Offset: rec.Offset, Error: fmt.Sprint(err)})
-	}
 }
 
 // ledgerState is what reading the ledger found.
@@ -61,7 +34,7 @@ type collector struct {
 	sources []sideCounters
 	sinks   []sideCounters
 	ledger  sideCounters
-	decode  decodeErrors
+	decode  engine.DecodeErrors
 }
 
 func newCollector(o Options, w entryWriter, h hasher) *collector {
@@ -145,9 +118,9 @@ type indexFn func(rec *kread.Record, d digest, buf []byte) ([]byte, error)
 // each identified one with the indexFn that forPartition returns for its
 // partition (kread hands out the records of one partition at a time),
 // calling done, when not nil, after the batch; cnt counts them.
-func (c *collector) each(ctx context.Context, k Kafka, name string, rs []kread.Range, total int64, cnt *sideCounters,
+func (c *collector) each(ctx context.Context, k engine.Kafka, name string, rs []kread.Range, total int64, cnt *sideCounters,
 	forPartition func(p int32) (fn indexFn, done func())) error {
-	err := collect.Read(ctx, readerWithHeader{k, c.o.Header}, c.o.Progress, name, rs, total, false, &c.stats, func(recs []kread.Record) error {
+	err := collect.Read(ctx, readerWithHeader{k, c.o.Header}, collect.Spec{Name: name, Ranges: rs, Total: total, Progress: c.o.Progress, Stats: &c.stats}, func(recs []kread.Record) error {
 		if len(recs) == 0 {
 			return nil
 		}
@@ -172,7 +145,7 @@ func (c *collector) each(ctx context.Context, k Kafka, name string, rs []kread.R
 				none++
 			case DecodeError:
 				bad++
-				c.decode.add(rec, err)
+				c.decode.Add(0, rec, err, nil)
 			default:
 				return fmt.Errorf("identifying %s[%d]@%d: %w", rec.Topic, rec.Partition, rec.Offset, err)
 			}
@@ -232,7 +205,7 @@ func (c *collector) readLedgerTopic(ctx context.Context, lt int) error {
 
 // readerWithHeader asks every read for the header the match needs.
 type readerWithHeader struct {
-	k      Kafka
+	k      engine.Kafka
 	header string
 }
 

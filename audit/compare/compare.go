@@ -4,9 +4,11 @@
 // pipeline, a stateless Kafka Streams application), and every send a
 // producer's ledger records must be in its topic as the ledger says. It
 // runs on the engine's phases like the Kafka Streams audit: options.go,
-// snapshot.go, collect.go (reading into the index), check.go (the
+// snapshotplan.go (the order in which it takes the engine's snapshot),
+// collect.go (reading into the index), check.go (the
 // detectors of audit/internal/engine/detect, records.go and ledger.go) and
-// result.go.
+// result.go; pass.go is its part in the engine's pass
+// (audit/internal/engine/pass).
 //
 // # Identity
 //
@@ -74,7 +76,7 @@ import (
 	"context"
 
 	"github.com/lossaudit/lossaudit/audit/finding"
-	"github.com/lossaudit/lossaudit/audit/internal/engine/phase"
+	"github.com/lossaudit/lossaudit/audit/internal/engine/pass"
 )
 
 // Run performs one comparison and returns its result. An error means it
@@ -84,51 +86,5 @@ func Run(ctx context.Context, o Options) (*finding.Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	started := o.Now()
-	timer := phase.New(o.Now)
-	timed, timings := timer.Run, timer.Timings
-	if err := o.Store.Reset(); err != nil {
-		return nil, err
-	}
-	w := o.Store.NewWriter()
-	col := newCollector(o, entryWriter{w}, newHasher())
-
-	// 1. The ledger, before the snapshot.
-	var led *ledgerState
-	if err := timed("ledger", func() (err error) { led, err = col.readLedger(); return err }); err != nil {
-		w.Cancel()
-		return nil, err
-	}
-	if o.Ledger == nil {
-		delete(timings, "ledger")
-	}
-
-	// 2. Snapshot: due offsets, settled sinks, then the sources' bounds.
-	var snap *compareSnapshot
-	if err := timed("snapshot", func() (err error) { snap, err = takeSnapshot(ctx, o, led.topics); return err }); err != nil {
-		w.Cancel()
-		return nil, err
-	}
-	col.snap = snap
-
-	// 3. Collect: every sink, source and ledger topic into the index.
-	if err := timed("read", func() error { return col.readAll(ctx, led) }); err != nil {
-		w.Cancel()
-		return nil, err
-	}
-	if err := w.Flush(); err != nil {
-		return nil, err
-	}
-
-	// 4. Detect, identity by identity, and assemble.
-	parts, stuck := stuckSinks(o, snap)
-	var chk *checked
-	if err := timed("check", func() (err error) { chk, err = check(o, snap, led, stuck); return err }); err != nil {
-		return nil, err
-	}
-	res := assemble(o, snap, col, led, chk, parts)
-	res.Summary.Index = finding.IndexStats{RecordsRead: col.stats.Records(), Entries: w.Entries()}
-	res.Summary.Started, res.Summary.Timings = started, timings
-	res.Summary.Finished = o.Now()
-	return res, nil
+	return pass.Run(ctx, pass.Config{Store: o.Store, Now: o.Now}, &modePass{o: o})
 }

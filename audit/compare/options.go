@@ -1,25 +1,14 @@
 package compare
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"time"
 
+	"github.com/lossaudit/lossaudit/audit/internal/engine"
 	"github.com/lossaudit/lossaudit/audit/internal/engine/collect"
 	"github.com/lossaudit/lossaudit/audit/internal/store/index"
-	"github.com/lossaudit/lossaudit/audit/kread"
 )
-
-// Kafka is what a comparison needs from a cluster; *kread.Client has it.
-// Every method is read-only.
-type Kafka interface {
-	Partitions(ctx context.Context, topic string) ([]int32, error)
-	Offsets(ctx context.Context, topic string) (map[int32]kread.Offsets, error)
-	OffsetsForTime(ctx context.Context, topic string, t time.Time) (map[int32]int64, error)
-	GroupOffsets(ctx context.Context, group string, topics []string) (map[kread.TP]int64, error)
-	Read(ctx context.Context, ranges []kread.Range, o kread.ReadOptions, fn func(recs []kread.Record) error) (map[kread.TP]kread.Stats, error)
-}
 
 // Pair is one compared source topic and the sink topic that should hold a
 // copy of each of its records.
@@ -58,7 +47,7 @@ type Options struct {
 	// Source is the cluster of the source topics and of the topics the
 	// ledger names; Sink the cluster of the sink topics (the same client
 	// when both are one cluster).
-	Source, Sink Kafka
+	Source, Sink engine.Kafka
 	Store        *index.Store
 	Pairs        []Pair
 	// Match names the identity rule for the summary (compare.match);

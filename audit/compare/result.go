@@ -40,8 +40,8 @@ func assemble(o Options, snap *compareSnapshot, col *collector, led *ledgerState
 		Partitions:           parts,
 		Withheld:             chk.withheld,
 		Reads:                col.stats.Issues(),
-		DecodeErrorsBySchema: col.decode.byClass,
-		DecodeErrorSamples:   col.decode.samples,
+		DecodeErrorsBySchema: col.decode.ByClass,
+		DecodeErrorSamples:   col.decode.Samples,
 		Compare:              cs,
 	}
 	sink := &finding.StageCounts{Findings: map[finding.Kind]int64{}}
@@ -69,11 +69,11 @@ func assemble(o Options, snap *compareSnapshot, col *collector, led *ledgerState
 		case !snap.committed[x]:
 			in.Reason = finding.NoCommittedOffsets
 		case c.Scanned > 0 && 2*c.DecodeErrors > c.Scanned:
-			in.Reason, in.TopError, in.Topic = finding.MostlyUndecodable, topClass(col.decode.byClass), p.Source
+			in.Reason, in.TopError, in.Topic = finding.MostlyUndecodable, col.decode.TopOverall(), p.Source
 		case sinkBad.Scanned > 0 && 2*sinkBad.DecodeErrors > sinkBad.Scanned:
 			// Copies that do not decode cannot be matched: every record
 			// would look missing.
-			in.Reason, in.TopError, in.Topic, in.Counts = finding.MostlyUndecodable, topClass(col.decode.byClass), p.Sink, sinkBad
+			in.Reason, in.TopError, in.Topic, in.Counts = finding.MostlyUndecodable, col.decode.TopOverall(), p.Sink, sinkBad
 		case c.Scanned > 0 && c.Audited == 0:
 			in.Reason = finding.NothingAudited
 		default:
@@ -98,15 +98,4 @@ func assemble(o Options, snap *compareSnapshot, col *collector, led *ledgerState
 	}
 	finding.SortRows(chk.rows, s.InputOrder)
 	return &finding.Result{Summary: s, Rows: chk.rows}
-}
-
-// topClass returns the most frequent decode error class ("" for none).
-func topClass(m map[string]int64) string {
-	best, n := "", int64(0)
-	for c, k := range m {
-		if k > n || (k == n && c < best) {
-			best, n = c, k
-		}
-	}
-	return best
 }

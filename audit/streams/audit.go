@@ -4,11 +4,14 @@
 // that the newest processed update of every input reached its reduce
 // store's changelog and the joined output (docs/design.md, "The core
 // check"). Its phases each live in their own file: options.go (what a run
-// needs), snapshot.go, collect.go (reading, with classify.go deciding what
+// needs), snapshotplan.go (the order in which it takes the engine's
+// snapshot), collect.go (reading, with classify.go deciding what
 // each input record is), check.go (the per-key check), window.go (what a
 // windowed audit looks up before its window) and result.go (assembling
-// the result from the detectors' findings). The detectors themselves are
-// in audit/internal/engine/detect.
+// the result from the detectors' findings); pass.go is the mode's part in
+// the engine's pass (audit/internal/engine/pass), which an audit (Run) and
+// a reconcile step (Step, with its read plan and key visitor) both run.
+// The detectors themselves are in audit/internal/engine/detect.
 package streams
 
 import (
@@ -16,9 +19,7 @@ import (
 	"fmt"
 
 	"github.com/lossaudit/lossaudit/audit/finding"
-	"github.com/lossaudit/lossaudit/audit/internal/engine/phase"
-	"github.com/lossaudit/lossaudit/audit/internal/store/history"
-	"github.com/lossaudit/lossaudit/audit/kread"
+	"github.com/lossaudit/lossaudit/audit/internal/engine/pass"
 )
 
 // Run performs one audit and returns its result. An error means the audit
@@ -28,66 +29,14 @@ func Run(ctx context.Context, o Options) (*finding.Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	started := o.Now()
-	timer := phase.New(o.Now)
-	timed, timings := timer.Run, timer.Timings
-
-	// 1. Snapshot, first half: committed offsets, the bounds of the inputs
-	// and repartition topics.
-	var snap *pipelineSnapshot
-	if err := timed("snapshot", func() (err error) { snap, err = takeSnapshot(ctx, o); return err }); err != nil {
-		return nil, err
-	}
-	var prev map[kread.TP]history.Entry
-	if o.History != nil {
-		if prev, err = o.History.Load(o.Group); err != nil {
-			return nil, err
-		}
-	}
-
-	// 2. Collect: the repartition tails, then the second half of the
-	// snapshot (the downstream partitions, settled), then every other
-	// topic, into the index, classifying input records.
-	if err := o.Store.Reset(); err != nil {
-		return nil, err
-	}
-	w := o.Store.NewWriter()
-	col := newCollector(o, snap, nil, entryWriter{w})
-	err = timed("read", func() error { return col.readTails(ctx) })
-	if err == nil {
-		err = timed("snapshot", func() error { return snap.settleDownstream(ctx, o) })
-	}
-	if err == nil {
-		err = timed("read", func() error { return col.readRest(ctx) })
-	}
+	p := &modePass{o: o}
+	res, err := pass.Run(ctx, pass.Config{Store: o.Store, Now: o.Now}, p)
 	if err != nil {
-		w.Cancel()
 		return nil, err
 	}
-	if err := w.Flush(); err != nil {
-		return nil, err
-	}
-
-	// 3. Detect: partition-level findings from the snapshot and the
-	// history, then the per-key check over the index.
-	parts := partitionFindings(o, snap, col, prev)
-	var chk *checked
-	if err := timed("check", func() (err error) { chk, err = check(o, snap, stuckPartitions(parts), col.timeline, nil); return err }); err != nil {
-		return nil, err
-	}
-	if !o.From.IsZero() && len(chk.rows) > 0 {
-		if err := timed("lookup", func() error { return lookBeforeWindow(ctx, o, snap, chk.rows) }); err != nil {
-			return nil, err
-		}
-	}
-
-	// 4. Assemble the result, and remember this snapshot for the next run.
-	res := assemble(ctx, o, snap, col, chk, parts, auditCounts(col, chk))
-	res.Summary.Index = finding.IndexStats{RecordsRead: col.stats.Records(), Entries: w.Entries()}
-	res.Summary.Started, res.Summary.Timings = started, timings
-	res.Summary.Finished = o.Now()
+	// Remember this snapshot for the next run.
 	if o.History != nil {
-		if err := o.History.Record(o.Group, snap.partitions(), started); err != nil {
+		if err := o.History.Record(o.Group, p.snap.partitions(), res.Summary.Started); err != nil {
 			return nil, fmt.Errorf("audit: %w", err)
 		}
 	}

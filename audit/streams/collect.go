@@ -2,7 +2,6 @@ package streams
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -10,6 +9,7 @@ import (
 	"sync/atomic"
 
 	"github.com/lossaudit/lossaudit/audit/finding"
+	"github.com/lossaudit/lossaudit/audit/internal/engine"
 	"github.com/lossaudit/lossaudit/audit/internal/engine/collect"
 	"github.com/lossaudit/lossaudit/audit/internal/engine/detect"
 	"github.com/lossaudit/lossaudit/audit/internal/engine/snapshot"
@@ -27,69 +27,6 @@ func (c *inputCounters) counts() finding.InputCounts {
 		NullValue: c.nullValue.Load(), DecodeErrors: c.undecodable.Load(), NullKey: c.nullKey.Load(),
 		Audited: c.candidates.Load(),
 	}
-}
-
-// maxDecodeSamples bounds the decode errors quoted with their coordinates.
-const maxDecodeSamples = 10
-
-// decodeErrors counts decode errors by class and keeps the first samples;
-// safe for concurrent use.
-type decodeErrors struct {
-	mu      sync.Mutex
-	byClass map[string]int64
-	// perInput counts the classes per input, for the verdict.
-	perInput map[int]map[string]int64
-	samples  []finding.DecodeErrorSample
-	// near is, per input, the field paths nearest to the configured one,
-	// found for an early undecodable record (tries counts the attempts).
-	near  map[int][]string
-	tries map[int]int
-}
-
-// maxNearTries bounds the records asked for nearby field paths per input.
-const maxNearTries = 3
-
-func (d *decodeErrors) add(x int, in *Input, rec *kread.Record, err error) {
-	class := "other"
-	var c interface{ Class() string }
-	if errors.As(err, &c) {
-		class = c.Class()
-	}
-	d.mu.Lock()
-	if d.byClass == nil {
-		d.byClass, d.perInput, d.near, d.tries = map[string]int64{}, map[int]map[string]int64{}, map[int][]string{}, map[int]int{}
-	}
-	d.byClass[class]++
-	if d.perInput[x] == nil {
-		d.perInput[x] = map[string]int64{}
-	}
-	d.perInput[x][class]++
-	if len(d.samples) < maxDecodeSamples {
-		d.samples = append(d.samples, finding.DecodeErrorSample{Topic: rec.Topic, Partition: rec.Partition, Offset: rec.Offset, Error: fmt.Sprint(err)})
-	}
-	ask := in.FieldsNear != nil && d.near[x] == nil && d.tries[x] < maxNearTries
-	if ask {
-		d.tries[x]++
-	}
-	d.mu.Unlock()
-	if ask {
-		if near := in.FieldsNear(rec); near != nil {
-			d.mu.Lock()
-			d.near[x] = near
-			d.mu.Unlock()
-		}
-	}
-}
-
-// top returns input x's most frequent decode error class ("" for none).
-func (d *decodeErrors) top(x int) string {
-	best, n := "", int64(0)
-	for c, k := range d.perInput[x] {
-		if k > n || (k == n && c < best) {
-			best, n = c, k
-		}
-	}
-	return best
 }
 
 // readPlan says which offsets of each partition a run reads. A nil plan
@@ -140,7 +77,7 @@ type collector struct {
 	w      entryWriter
 	stats  collect.Stats
 	counts []inputCounters
-	decode decodeErrors
+	decode engine.DecodeErrors
 	win    window
 	tails  tailSet
 	// timeline counts the audited and pending input records by timestamp.
@@ -216,7 +153,7 @@ func (c *collector) readRepartition(ctx context.Context, x int) error {
 	in := c.o.Inputs[x]
 	t := c.snap.reparts[x]
 	rs, total := c.ranges(t, nil)
-	return collect.Read(ctx, c.o.Kafka, c.o.Progress, "repartition "+in.RepartitionTopic, rs, total, false, &c.stats, func(recs []kread.Record) error {
+	return collect.Read(ctx, c.o.Kafka, collect.Spec{Name: "repartition " + in.RepartitionTopic, Ranges: rs, Total: total, Progress: c.o.Progress, Stats: &c.stats}, func(recs []kread.Record) error {
 		for i := range recs {
 			rec := &recs[i]
 			if rec.Key == nil || rec.Value == nil {
@@ -260,7 +197,7 @@ func (c *collector) readInput(ctx context.Context, x int) error {
 	coalesce := c.tails.complete()
 	seenNext := map[int32]bool{} // per partition; callbacks of one partition are sequential, in offset order
 	var seenMu sync.Mutex
-	err = collect.Read(ctx, c.o.Kafka, c.o.Progress, "input "+in.Topic, rs, total, false, &c.stats, func(recs []kread.Record) error {
+	err = collect.Read(ctx, c.o.Kafka, collect.Spec{Name: "input " + in.Topic, Ranges: rs, Total: total, Progress: c.o.Progress, Stats: &c.stats}, func(recs []kread.Record) error {
 		var n [nullKey + 1]int64
 		var nextDone bool
 		if len(recs) > 0 {
@@ -308,7 +245,7 @@ func (c *collector) readInput(ctx context.Context, x int) error {
 			n[cl]++
 			switch cl {
 			case undecodable:
-				c.decode.add(x, in, rec, serr)
+				c.decode.Add(x, rec, serr, in.FieldsNear)
 			case pending:
 				tl.note(ts, true)
 			case candidate:
@@ -373,7 +310,7 @@ func (c *collector) readStage(ctx context.Context, name, topic string, x int, ou
 		t = c.snap.changelogs[x]
 	}
 	rs, total := c.ranges(t, start)
-	err = collect.Read(ctx, c.o.Kafka, c.o.Progress, name, rs, total, true, &c.stats, func(recs []kread.Record) error {
+	err = collect.Read(ctx, c.o.Kafka, collect.Spec{Name: name, Ranges: rs, Total: total, Aborted: true, Progress: c.o.Progress, Stats: &c.stats}, func(recs []kread.Record) error {
 		for i := range recs {
 			rec := &recs[i]
 			if rec.Key == nil {

@@ -51,6 +51,14 @@ type openFinding struct {
 	beforeTS          int64
 }
 
+// knownCodec is the Kafka Streams mode's per-key state codec
+// (incremental.Codec) for a pipeline whose inputs are ins (join order).
+type knownCodec struct{ ins []Input }
+
+func (c knownCodec) Encode(k *known, b []byte) []byte { return k.encode(b) }
+func (c knownCodec) Decode(b []byte, k *known) error  { return k.decode(b, c.ins) }
+func (c knownCodec) Empty(k *known) bool              { return k.empty() }
+
 // empty reports whether nothing is known of the key.
 func (k *known) empty() bool {
 	for _, in := range k.inputs {

@@ -1,28 +1,17 @@
 package streams
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"time"
 
+	"github.com/lossaudit/lossaudit/audit/internal/engine"
 	"github.com/lossaudit/lossaudit/audit/internal/engine/collect"
 	"github.com/lossaudit/lossaudit/audit/internal/engine/snapshot"
 	"github.com/lossaudit/lossaudit/audit/internal/store/history"
 	"github.com/lossaudit/lossaudit/audit/internal/store/index"
 	"github.com/lossaudit/lossaudit/audit/kread"
 )
-
-// Kafka is what the engine needs from the cluster; *kread.Client has it.
-// Every method is read-only.
-type Kafka interface {
-	Partitions(ctx context.Context, topic string) ([]int32, error)
-	Offsets(ctx context.Context, topic string) (map[int32]kread.Offsets, error)
-	OffsetsForTime(ctx context.Context, topic string, t time.Time) (map[int32]int64, error)
-	GroupOffsets(ctx context.Context, group string, topics []string) (map[kread.TP]int64, error)
-	GroupState(ctx context.Context, group string) (state string, members int, err error)
-	Read(ctx context.Context, ranges []kread.Range, o kread.ReadOptions, fn func(recs []kread.Record) error) (map[kread.TP]kread.Stats, error)
-}
 
 // SelectStatus says what selecting the key of an input record gave.
 type SelectStatus uint8
@@ -79,7 +68,7 @@ type History interface {
 
 // Options configure one audit run.
 type Options struct {
-	Kafka Kafka
+	Kafka engine.Kafka
 	Store *index.Store
 	// Group is the application.id: the consumer group whose committed
 	// offsets say what has been processed.

@@ -71,8 +71,8 @@ func assemble(ctx context.Context, o Options, snap *pipelineSnapshot, col *colle
 		Withheld:             chk.withheld,
 		Reads:                col.stats.Issues(),
 		Window:               finding.Window{From: o.From, To: o.To},
-		DecodeErrorsBySchema: col.decode.byClass,
-		DecodeErrorSamples:   col.decode.samples,
+		DecodeErrorsBySchema: col.decode.ByClass,
+		DecodeErrorSamples:   col.decode.Samples,
 	}
 	s.Pipeline = &finding.Pipeline{Output: o.Output}
 	var outcome []detect.InputOutcome
@@ -90,7 +90,7 @@ func assemble(ctx context.Context, o Options, snap *pipelineSnapshot, col *colle
 			}
 		}
 		outcome = append(outcome, detect.InputOutcome{Name: in.Name, Counts: c, Committed: committed,
-			Field: in.Field, TopError: col.decode.top(x), Nearest: col.decode.near[x]})
+			Field: in.Field, TopError: col.decode.Top(x), Nearest: col.decode.Near[x]})
 	}
 	s.Timeline = col.timeline.result(s.InputOrder)
 	for _, r := range chk.rows {
@@ -136,8 +136,7 @@ func dataRange(ctx context.Context, o Options, snap *pipelineSnapshot) (from, to
 				{Topic: t.Name, Partition: p, From: of.LogStart, To: min(of.LSO, of.LogStart+edge)},
 				{Topic: t.Name, Partition: p, From: max(of.LogStart, of.LSO-edge), To: of.LSO},
 			} {
-				var stats collect.Stats
-				_ = collect.Read(ctx, o.Kafka, nil, "", []kread.Range{rg}, 0, false, &stats, func(recs []kread.Record) error {
+				_ = collect.Read(ctx, o.Kafka, collect.Spec{Ranges: []kread.Range{rg}}, func(recs []kread.Record) error {
 					for i := range recs {
 						note(recs[i].Timestamp)
 					}

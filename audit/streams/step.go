@@ -2,7 +2,6 @@ package streams
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -10,8 +9,11 @@ import (
 	"time"
 
 	"github.com/lossaudit/lossaudit/audit/finding"
+	"github.com/lossaudit/lossaudit/audit/internal/engine"
 	"github.com/lossaudit/lossaudit/audit/internal/engine/collect"
 	"github.com/lossaudit/lossaudit/audit/internal/engine/detect"
+	"github.com/lossaudit/lossaudit/audit/internal/engine/incremental"
+	"github.com/lossaudit/lossaudit/audit/internal/engine/pass"
 	"github.com/lossaudit/lossaudit/audit/internal/engine/snapshot"
 	"github.com/lossaudit/lossaudit/audit/internal/store/history"
 	"github.com/lossaudit/lossaudit/audit/internal/store/state"
@@ -29,59 +31,22 @@ type StepOptions struct {
 	Describe string
 }
 
-// StateMismatchError says the state was recorded for another pipeline
-// configuration: continuing it would mix two pipelines' facts.
-type StateMismatchError struct {
-	Dir string
-	// Was and Now describe the configurations, for the message.
-	Was, Now string
-}
-
-func (e *StateMismatchError) Error() string {
-	return fmt.Sprintf("the reconciliation state in %s was recorded for another pipeline configuration (was %s; now %s): move that directory away to start a new baseline, or restore the configuration", e.Dir, e.Was, e.Now)
-}
-
-// Stepped is a reconcile step whose result is ready and whose state is
-// staged, not yet committed: write the reports, then Commit (or Abort).
-type Stepped struct {
-	// Result lists the findings open after the step (Rows, with
-	// FirstSeen) and those it resolved (Resolved).
-	Result *finding.Result
-	tx     *state.Txn
-	cp     []byte
-}
-
-// Commit makes the step's state and checkpoint the store's, atomically.
-func (s *Stepped) Commit() error {
-	if err := s.tx.Commit(s.cp); err != nil {
-		return fmt.Errorf("reconcile: %w", err)
-	}
-	return nil
-}
-
-// Abort forgets the step: the next one starts from the previous checkpoint.
-func (s *Stepped) Abort() { s.tx.Abort() }
-
 // checkpoint is where the last committed step stopped, stored with the
 // state: per partition its snapshot and where the next step reads from,
 // and per input the counters accumulated since the baseline.
 type checkpoint struct {
-	Version  int       `json:"version"`
-	Step     int64     `json:"step"`
-	Pipeline string    `json:"pipeline"`
-	At       time.Time `json:"at"`
-	Baseline time.Time `json:"baseline"`
-	From     time.Time `json:"window_from"`
-	To       time.Time `json:"window_to"`
-	Parts    []cpPart  `json:"partitions"`
-	Inputs   []cpInput `json:"inputs"`
+	incremental.Header
+	From   time.Time `json:"window_from"`
+	To     time.Time `json:"window_to"`
+	Parts  []cpPart  `json:"partitions"`
+	Inputs []cpInput `json:"inputs"`
 }
 
 // cpPart is one partition in a checkpoint: what the step's snapshot saw
 // of it, its role, and where the next step reads it from.
 type cpPart struct {
 	snapshot.Partition
-	Role string `json:"role"`
+	Role engine.Role `json:"role"`
 	// Next is where the next step reads from: on an input the offset up
 	// to which processed records were read, on a repartition topic the
 	// group's committed offset (the tail's start), on a changelog or the
@@ -133,21 +98,6 @@ func describePipeline(o Options, extra string) string {
 	return b.String()
 }
 
-func loadCheckpoint(st *state.Store) (*checkpoint, error) {
-	b, err := st.Checkpoint()
-	if err != nil || b == nil {
-		return nil, err
-	}
-	var cp checkpoint
-	if err := json.Unmarshal(b, &cp); err != nil {
-		return nil, fmt.Errorf("reconcile: the checkpoint in %s is damaged: %w", st.Dir(), err)
-	}
-	if cp.Version != checkpointVersion {
-		return nil, fmt.Errorf("reconcile: the checkpoint in %s has version %d, this lossaudit reads %d", st.Dir(), cp.Version, checkpointVersion)
-	}
-	return &cp, nil
-}
-
 // Step performs one step of a scheduled reconciliation (docs/design.md,
 // "Incremental steps"). On an empty state it is the baseline: a full
 // audit (or the window's) that records what it learnt of every key. Later
@@ -160,7 +110,7 @@ func loadCheckpoint(st *state.Store) (*checkpoint, error) {
 // second hop and the keys with open findings, so the open findings are
 // those a full audit would report now. The state of the step is staged:
 // the caller writes the reports, then commits it.
-func Step(ctx context.Context, o Options, so StepOptions) (*Stepped, error) {
+func Step(ctx context.Context, o Options, so StepOptions) (*incremental.Stepped, error) {
 	o, err := o.withDefaults()
 	if err != nil {
 		return nil, err
@@ -168,101 +118,74 @@ func Step(ctx context.Context, o Options, so StepOptions) (*Stepped, error) {
 	if so.State == nil {
 		return nil, errors.New("reconcile: no state store")
 	}
-	started := o.Now()
-	timings := map[string]time.Duration{}
-	timed := func(phase string, fn func() error) error {
-		t := o.Now()
-		err := fn()
-		timings[phase] += o.Now().Sub(t)
-		return err
-	}
-	cp, err := loadCheckpoint(so.State)
-	if err != nil {
-		return nil, err
-	}
 	desc := describePipeline(o, so.Describe)
-	if cp != nil && cp.Pipeline != desc {
-		return nil, &StateMismatchError{Dir: so.State.Dir(), Was: cp.Pipeline, Now: desc}
+	var last checkpoint
+	st, err := incremental.Begin(so.State, checkpointVersion, &last, desc)
+	if err != nil {
+		return nil, err
 	}
-	if cp != nil {
+	var cp *checkpoint
+	if !st.Baseline {
 		// The baseline's window holds for every later step.
-		o.From, o.To = cp.From, cp.To
+		cp, o.From, o.To = &last, last.From, last.To
 	}
+	p := &modePass{o: o}
+	s := &stepRun{p: p, cp: cp, desc: desc, step: st, keys: incremental.NewKeys[known](st, knownCodec{o.Inputs})}
+	p.step = s
+	res, err := pass.Run(ctx, pass.Config{Store: o.Store, Now: o.Now}, p)
+	return st.Done(res, s.next, err)
+}
 
-	var snap *pipelineSnapshot
-	if err := timed("snapshot", func() (err error) { snap, err = takeSnapshot(ctx, o); return err }); err != nil {
-		return nil, err
-	}
-	// The plan of the inputs and repartition topics, for the tails; the
-	// downstream part once the snapshot is complete.
-	plan, _ := planStep(o, snap, cp)
+// stepRun is a reconcile step's part in the pass (stepMode): what it reads
+// after the last checkpoint, and the state's part in the check.
+type stepRun struct {
+	p    *modePass
+	cp   *checkpoint // nil for the baseline
+	desc string
+	step *incremental.Step
+	keys *incremental.Keys[known]
 
-	// Collect what is new, and touch the keys to judge again.
-	if err := o.Store.Reset(); err != nil {
-		return nil, err
-	}
-	w := o.Store.NewWriter()
-	ew := entryWriter{w}
-	reader := so.State.NewReader()
-	defer reader.Close()
-	col := newCollector(o, snap, plan, ew)
-	var rebuild map[kread.TP]bool
-	err = timed("read", func() error { return col.readTails(ctx) })
-	if err == nil {
-		err = timed("snapshot", func() error { return snap.settleDownstream(ctx, o) })
-	}
-	if err == nil {
-		plan, rebuild = planStep(o, snap, cp)
-		col.plan = plan
-		err = timed("read", func() error {
-			if err := touchKeys(o, reader, ew, rebuild); err != nil {
-				return err
-			}
-			if err := col.readRest(ctx); err != nil {
-				return err
-			}
-			if !snap.groupActive && o.From.IsZero() {
-				return col.readNext(ctx)
-			}
-			return nil
-		})
-	}
-	if err != nil {
-		w.Cancel()
-		return nil, err
-	}
-	if err := w.Flush(); err != nil {
-		return nil, err
-	}
-	var prev map[kread.TP]history.Entry
-	if cp != nil {
-		prev = cp.history()
-	}
-	parts := partitionFindings(o, snap, col, prev)
+	readPlan *readPlan
+	rebuild  map[kread.TP]bool
+	v        *stepVisitor
+	next     *checkpoint
+}
 
-	// Judge the touched keys against the state, staging the new state.
-	tx, err := so.State.Begin()
-	if err != nil {
-		return nil, err
+// plan is, for the tails, the plan of the inputs and repartition topics;
+// once the snapshot is complete, the downstream part too.
+func (s *stepRun) plan(complete bool) *readPlan {
+	plan, rebuild := planStep(s.p.o, s.p.snap, s.cp)
+	if complete {
+		s.readPlan, s.rebuild = plan, rebuild
 	}
-	v := &stepVisitor{o: o, snap: snap, reader: reader, tx: tx, now: started.UnixMilli(), baseline: cp == nil,
-		rebuild: rebuild, windowed: !o.From.IsZero()}
-	var chk *checked
-	err = timed("check", func() (err error) {
-		chk, err = check(o, snap, stuckPartitions(parts), col.timeline, v)
-		return err
-	})
-	if err == nil && len(v.deferred) > 0 {
-		err = timed("lookup", func() error { return v.lookBefore(ctx, chk.rows) })
-	}
-	if err != nil {
-		tx.Abort()
-		return nil, err
-	}
+	return plan
+}
 
-	next, counts := nextCheckpoint(o, snap, plan, cp, col, chk, started, desc)
+func (s *stepRun) history() map[kread.TP]history.Entry {
+	if s.cp == nil {
+		return nil
+	}
+	return s.cp.history()
+}
+
+func (s *stepRun) touch() error { return touchKeys(s.p.o, s.keys, s.p.w, s.rebuild) }
+
+func (s *stepRun) visitor() keyVisitor {
+	o := s.p.o
+	s.v = &stepVisitor{o: o, snap: s.p.snap, keys: s.keys, now: s.p.started.UnixMilli(),
+		rebuild: s.rebuild, windowed: !o.From.IsZero()}
+	return s.v
+}
+
+func (s *stepRun) needsLookup() bool { return len(s.v.deferred) > 0 }
+
+func (s *stepRun) lookup(ctx context.Context) error { return s.v.lookBefore(ctx, s.p.chk.rows) }
+
+func (s *stepRun) assemble(ctx context.Context, parts []finding.PartitionFinding) *finding.Result {
+	o, snap, col, chk, cp, v := s.p.o, s.p.snap, s.p.col, s.p.chk, s.cp, s.v
+	next, counts := nextCheckpoint(o, snap, s.readPlan, cp, col, chk, s.step.Next(checkpointVersion, s.desc, s.p.started))
+	s.next = next
 	res := assemble(ctx, o, snap, col, chk, parts, counts)
-	res.Summary.Index = finding.IndexStats{RecordsRead: col.stats.Records(), Entries: w.Entries()}
 	finding.SortRows(v.resolved, res.Summary.InputOrder)
 	res.Resolved = v.resolved
 	step := &finding.Step{Number: next.Step, Baseline: cp == nil, BaselineAt: next.Baseline, Read: map[string]int64{},
@@ -271,24 +194,17 @@ func Step(ctx context.Context, o Options, so StepOptions) (*Stepped, error) {
 		step.Previous = cp.At
 	}
 	for x, in := range o.Inputs {
-		step.Read[RoleInput] += col.stats.TopicRecords(in.Topic)
-		step.Read[RoleRepartition] += col.stats.TopicRecords(in.RepartitionTopic)
-		step.Read[RoleChangelog] += col.stats.TopicRecords(snap.changelogs[x].Name)
+		step.Read[string(engine.RoleInput)] += col.stats.TopicRecords(in.Topic)
+		step.Read[string(engine.RoleRepartition)] += col.stats.TopicRecords(in.RepartitionTopic)
+		step.Read[string(engine.RoleChangelog)] += col.stats.TopicRecords(snap.changelogs[x].Name)
 	}
-	step.Read[RoleOutput] = col.stats.TopicRecords(o.Output)
-	for tp := range rebuild {
+	step.Read[string(engine.RoleOutput)] = col.stats.TopicRecords(o.Output)
+	for tp := range s.rebuild {
 		step.Rebuilt = append(step.Rebuilt, fmt.Sprintf("%s[%d]", tp.Topic, tp.Partition))
 	}
 	slices.Sort(step.Rebuilt)
 	res.Summary.Step = step
-	res.Summary.Started, res.Summary.Timings = started, timings
-	res.Summary.Finished = o.Now()
-	b, err := json.Marshal(next)
-	if err != nil {
-		tx.Abort()
-		return nil, fmt.Errorf("reconcile: encoding the checkpoint: %w", err)
-	}
-	return &Stepped{Result: res, tx: tx, cp: b}, nil
+	return res
 }
 
 // planStep decides what the step reads of every partition, given the last
@@ -351,18 +267,15 @@ func planStep(o Options, snap *pipelineSnapshot, cp *checkpoint) (*readPlan, map
 // touchKeys makes the check visit the keys marked by the last step
 // (pending at the second hop, with open or withheld findings) and the keys
 // whose state came from a partition being rebuilt.
-func touchKeys(o Options, r *state.Reader, ew entryWriter, rebuild map[kread.TP]bool) error {
-	if err := r.Marked(func(key []byte) error { return ew.touch(key) }); err != nil {
+func touchKeys(o Options, keys *incremental.Keys[known], ew entryWriter, rebuild map[kread.TP]bool) error {
+	if err := keys.Marked(func(key []byte) error { return ew.touch(key) }); err != nil {
 		return err
 	}
 	if len(rebuild) == 0 {
 		return nil
 	}
 	var k known
-	return r.Values(func(key, val []byte) error {
-		if err := k.decode(val, o.Inputs); err != nil {
-			return fmt.Errorf("reconcile: the state of key %q: %w", key, err)
-		}
+	return keys.Each(&k, func(key []byte, k *known) error {
 		for x := range k.changelogs {
 			if rebuilt(rebuild, o.Inputs[x].ChangelogTopic, k.changelogs[x]) {
 				return ew.touch(key)
@@ -385,12 +298,9 @@ func rebuilt(rebuild map[kread.TP]bool, topic string, s detect.StageState) bool 
 // counters of its summary: totals since the baseline, with the records
 // not yet processed (lag) counted as scanned and pending, as one full
 // audit counts them.
-func nextCheckpoint(o Options, snap *pipelineSnapshot, plan *readPlan, cp *checkpoint, col *collector, chk *checked, at time.Time, desc string) (*checkpoint, []finding.InputCounts) {
-	next := &checkpoint{Version: checkpointVersion, Step: 1, Pipeline: desc, At: at, Baseline: at, From: o.From, To: o.To}
-	if cp != nil {
-		next.Step, next.Baseline = cp.Step+1, cp.Baseline
-	}
-	add := func(role string, t snapshot.Topic, nextOf func(p int32, of kread.Offsets) int64) {
+func nextCheckpoint(o Options, snap *pipelineSnapshot, plan *readPlan, cp *checkpoint, col *collector, chk *checked, h incremental.Header) (*checkpoint, []finding.InputCounts) {
+	next := &checkpoint{Header: h, From: o.From, To: o.To}
+	add := func(role engine.Role, t snapshot.Topic, nextOf func(p int32, of kread.Offsets) int64) {
 		for _, sp := range t.Partitions(snap.group) {
 			next.Parts = append(next.Parts, cpPart{Partition: sp, Role: role, Next: nextOf(sp.Partition, t.Offsets[sp.Partition])})
 		}
@@ -399,7 +309,7 @@ func nextCheckpoint(o Options, snap *pipelineSnapshot, plan *readPlan, cp *check
 	for x := range o.Inputs {
 		var lag int64
 		in := snap.inputs[x]
-		add(RoleInput, in, func(p int32, of kread.Offsets) int64 {
+		add(engine.RoleInput, in, func(p int32, of kread.Offsets) int64 {
 			tp := kread.TP{Topic: in.Name, Partition: p}
 			// Read up to here: the committed offset, or further when it
 			// moved back (a reset: those records were read already).
@@ -413,13 +323,13 @@ func nextCheckpoint(o Options, snap *pipelineSnapshot, plan *readPlan, cp *check
 			return n
 		})
 		rp := snap.reparts[x]
-		add(RoleRepartition, rp, func(p int32, of kread.Offsets) int64 {
+		add(engine.RoleRepartition, rp, func(p int32, of kread.Offsets) int64 {
 			if c, ok := snap.group[kread.TP{Topic: rp.Name, Partition: p}]; ok {
 				return c
 			}
 			return of.LogStart
 		})
-		add(RoleChangelog, snap.changelogs[x], func(_ int32, of kread.Offsets) int64 { return of.LSO })
+		add(engine.RoleChangelog, snap.changelogs[x], func(_ int32, of kread.Offsets) int64 { return of.LSO })
 		var ci cpInput
 		if cp != nil && x < len(cp.Inputs) {
 			ci = cp.Inputs[x]
@@ -438,7 +348,7 @@ func nextCheckpoint(o Options, snap *pipelineSnapshot, plan *readPlan, cp *check
 			NullKey: ci.NullKey, NullValue: ci.NullValue, DecodeErrors: ci.DecodeErrors, OutsideWindow: ci.OutsideWindow,
 		}
 	}
-	add(RoleOutput, snap.output, func(_ int32, of kread.Offsets) int64 { return of.LSO })
+	add(engine.RoleOutput, snap.output, func(_ int32, of kread.Offsets) int64 { return of.LSO })
 	return next, counts
 }
 
@@ -457,8 +367,7 @@ func (c *collector) readNext(ctx context.Context) error {
 				continue
 			}
 			rg := kread.Range{Topic: t.Name, Partition: p, From: max(committed, of.LogStart), To: of.LSO}
-			var stats collect.Stats
-			err := collect.Read(ctx, c.o.Kafka, nil, "", []kread.Range{rg}, 0, false, &stats, func(recs []kread.Record) error {
+			err := collect.Read(ctx, c.o.Kafka, collect.Spec{Ranges: []kread.Range{rg}}, func(recs []kread.Record) error {
 				if len(recs) == 0 {
 					return nil
 				}

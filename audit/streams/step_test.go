@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/lossaudit/lossaudit/audit/finding"
+	"github.com/lossaudit/lossaudit/audit/internal/engine"
+	"github.com/lossaudit/lossaudit/audit/internal/engine/incremental"
 	"github.com/lossaudit/lossaudit/audit/internal/store/index"
 	"github.com/lossaudit/lossaudit/audit/internal/store/state"
 	"github.com/lossaudit/lossaudit/audit/kread"
@@ -287,7 +289,7 @@ func TestStepFirstSeenAndReplay(t *testing.T) {
 	if len(r2.Rows) != 1 || !r2.Rows[0].FirstSeen.Equal(first) || len(r2.Resolved) != 0 {
 		t.Fatalf("step 2: rows %v first_seen %v resolved %v, want k2 still open since %v", fullRows(r2.Rows), r2.Rows[0].FirstSeen, r2.Resolved, first)
 	}
-	if r2.Summary.Step.Read[RoleInput] != 1 || r2.Summary.Step.KeysJudged != 2 {
+	if r2.Summary.Step.Read[string(engine.RoleInput)] != 1 || r2.Summary.Step.KeysJudged != 2 {
 		t.Errorf("step 2 read %v and judged %d keys, want 1 input record and 2 keys (k1 new, k2 open)", r2.Summary.Step.Read, r2.Summary.Step.KeysJudged)
 	}
 	// Replay the record the report names: same value, same timestamp.
@@ -389,15 +391,15 @@ func TestStepOffsetResetNeitherReauditsNorSkips(t *testing.T) {
 	if got := r.Summary.Partitions; len(got) != 1 || got[0].Kind != finding.OffsetReset || got[0].Topic != "inA" {
 		t.Fatalf("after the reset: partition findings %+v, want offset_reset on inA[0]", got)
 	}
-	if r.Summary.Step.Read[RoleInput] != 0 {
-		t.Errorf("after the reset the step read %d input records, want none (already audited)", r.Summary.Step.Read[RoleInput])
+	if r.Summary.Step.Read[string(engine.RoleInput)] != 0 {
+		t.Errorf("after the reset the step read %d input records, want none (already audited)", r.Summary.Step.Read[string(engine.RoleInput)])
 	}
 	// The application reprocesses, then goes on: one new record is lost.
 	tp.f.group[kread.TP{Topic: "inA", Partition: 0}] = 6
 	tp.process(0, 0, "new", 300, "1", true, true)
 	r = s.step(t)
-	if r.Summary.Step.Read[RoleInput] != 1 || len(r.Summary.Partitions) != 0 {
-		t.Errorf("next step read %d input records with partition findings %+v, want 1 and none", r.Summary.Step.Read[RoleInput], r.Summary.Partitions)
+	if r.Summary.Step.Read[string(engine.RoleInput)] != 1 || len(r.Summary.Partitions) != 0 {
+		t.Errorf("next step read %d input records with partition findings %+v, want 1 and none", r.Summary.Step.Read[string(engine.RoleInput)], r.Summary.Partitions)
 	}
 	if got := fullRows(r.Rows); len(got) != 1 || !strings.Contains(got[0], `"new"`) {
 		t.Errorf("rows %v, want the new record missing", got)
@@ -461,7 +463,7 @@ func TestStepInterruptedLeavesThePreviousCheckpoint(t *testing.T) {
 	}
 	sp.Abort()
 	r := s.step(t)
-	if r.Summary.Step.Number != 2 || r.Summary.Step.Read[RoleInput] != 1 || len(r.Rows) != 1 {
+	if r.Summary.Step.Number != 2 || r.Summary.Step.Read[string(engine.RoleInput)] != 1 || len(r.Rows) != 1 {
 		t.Errorf("after an aborted step: step %d read %v rows %v, want step 2 reading j once and reporting it", r.Summary.Step.Number,
 			r.Summary.Step.Read, fullRows(r.Rows))
 	}
@@ -476,7 +478,7 @@ func TestStepRefusesAnotherPipelinesState(t *testing.T) {
 	o.Inputs = slices.Clone(o.Inputs)
 	o.Inputs[1].Field = "otherField"
 	_, err := Step(context.Background(), o, StepOptions{State: s.st})
-	if _, ok := err.(*StateMismatchError); !ok {
+	if _, ok := err.(*incremental.StateMismatchError); !ok {
 		t.Errorf("step with another rekey: %v, want a StateMismatchError", err)
 	}
 }

@@ -1,14 +1,13 @@
 package streams
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"time"
 
 	"github.com/lossaudit/lossaudit/audit/finding"
 	"github.com/lossaudit/lossaudit/audit/internal/engine/detect"
-	"github.com/lossaudit/lossaudit/audit/internal/store/state"
+	"github.com/lossaudit/lossaudit/audit/internal/engine/incremental"
 	"github.com/lossaudit/lossaudit/audit/kread"
 )
 
@@ -19,10 +18,8 @@ import (
 type stepVisitor struct {
 	o        Options
 	snap     *pipelineSnapshot
-	reader   *state.Reader
-	tx       *state.Txn
+	keys     *incremental.Keys[known]
 	now      int64 // the step's start, Unix ms: first_seen of new findings
-	baseline bool
 	windowed bool
 	rebuild  map[kread.TP]bool
 
@@ -32,7 +29,6 @@ type stepVisitor struct {
 	curMarked bool
 	curVal    []byte
 	next      known
-	enc       []byte
 
 	resolved []finding.Row
 	// deferred are keys whose new findings need the stage read before the
@@ -60,19 +56,11 @@ func (v *stepVisitor) input(name string) int {
 
 func (v *stepVisitor) known(key []byte, ev *detect.KeyEvidence) error {
 	v.cur.reset(len(v.o.Inputs))
-	v.curMarked, v.curVal = false, nil
-	if !v.baseline {
-		val, marked, err := v.reader.Get(key)
-		if err != nil {
-			return err
-		}
-		if val != nil {
-			if err := v.cur.decode(val, v.o.Inputs); err != nil {
-				return fmt.Errorf("reconcile: the state of key %q: %w", key, err)
-			}
-		}
-		v.curMarked, v.curVal = marked, val
+	val, marked, err := v.keys.Get(key, &v.cur)
+	if err != nil {
+		return err
 	}
+	v.curMarked, v.curVal = marked, val
 	for x := range v.cur.inputs {
 		in := &v.cur.inputs[x]
 		if in.copied {
@@ -167,23 +155,9 @@ func (v *stepVisitor) judged(ev *detect.KeyEvidence, rows []finding.Row, held []
 	return rows, v.stage(ev.Key, next, v.curVal, v.curMarked, marks)
 }
 
-// stage writes the key's new state and mark to the step's transaction,
-// when they changed.
+// stage stages the key's new state and mark, when they changed.
 func (v *stepVisitor) stage(key []byte, k *known, old []byte, was, marks bool) error {
-	var val []byte
-	if !k.empty() {
-		v.enc = k.encode(v.enc[:0])
-		val = v.enc
-	}
-	if !bytes.Equal(val, old) || (val != nil && marks != was) { // the mark is kept with the value
-		if err := v.tx.Put(key, val, marks); err != nil {
-			return err
-		}
-	}
-	if marks != was {
-		return v.tx.Mark(key, marks)
-	}
-	return nil
+	return v.keys.Stage(key, k, old, was, marks)
 }
 
 // lookBefore completes, for a windowed step, the new findings that say a

@@ -75,8 +75,7 @@ func lookBeforeWindow(ctx context.Context, o Options, snap *pipelineSnapshot, ro
 				total += to - of.LogStart
 			}
 		}
-		var stats collect.Stats
-		err = collect.Read(ctx, o.Kafka, o.Progress, "before the window "+topic, rs, total, false, &stats, func(recs []kread.Record) error {
+		err = collect.Read(ctx, o.Kafka, collect.Spec{Name: "before the window " + topic, Ranges: rs, Total: total, Progress: o.Progress}, func(recs []kread.Record) error {
 			for i := range recs {
 				rec := &recs[i]
 				if rec.Key == nil {

@@ -39,7 +39,7 @@ func newReconcileCmd(g *globalFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if err := checkRunConfig(cfg); err != nil {
+			if err := checkStepConfig(cfg); err != nil {
 				return err
 			}
 			fp := failpointsFromEnv(cmd.Context())
@@ -69,6 +69,22 @@ func checkRunConfig(cfg *config.Config) error {
 		return err
 	}
 	return checkOutputPath("report.metrics_file", cfg.Report.MetricsFile)
+}
+
+// checkStepConfig checks a configuration for reconcile and watch: that
+// of a Kafka Streams pipeline (a comparison has no incremental step yet:
+// its configuration is refused naming the key that makes it one), then as
+// checkRunConfig does.
+func checkStepConfig(cfg *config.Config) error {
+	p := cfg.Pipeline
+	if p.ApplicationID == "" && len(p.Inputs) == 0 && (len(cfg.Compare.Pairs) > 0 || cfg.Compare.Ledger != "") {
+		key := "compare.pairs"
+		if len(cfg.Compare.Pairs) == 0 {
+			key = "compare.ledger"
+		}
+		return cfg.Locate(&config.Error{Key: key, Msg: "reconcile and watch audit a Kafka Streams pipeline; a comparison has no incremental step yet: run `lossaudit compare` on a schedule instead (docs/reconcile.md)"})
+	}
+	return checkRunConfig(cfg)
 }
 
 // stepOutcome is a reconcile step whose reports were written and whose

@@ -369,8 +369,14 @@ func TestWatchServesTheLastStep(t *testing.T) {
 	}); err != nil {
 		t.Fatalf("%v: /metrics %d\n%s\nstderr:\n%s", err, code, body, stderr.String())
 	}
-	if code, body := get("/healthz"); code != 200 {
-		t.Errorf("/healthz %d %s", code, body)
+	// Healthy once a step has succeeded within three intervals: polled,
+	// since on a loaded machine the step after the third can take longer
+	// than three intervals of 200ms.
+	if err := poll.Until(context.Background(), 90*time.Second, 50*time.Millisecond, "/healthz 200", func() bool {
+		code, body = get("/healthz")
+		return code == 200
+	}); err != nil {
+		t.Errorf("%v: /healthz %d %s", err, code, body)
 	}
 	code, body = get("/report.json")
 	if code != 200 || !strings.Contains(body, `"resolved": [`) || !strings.Contains(body, `"first_seen"`) {
@@ -405,5 +411,27 @@ func TestWatchServesTheLastStep(t *testing.T) {
 	var out bytes.Buffer
 	if code := run([]string{"reconcile", "-q", "-c", s.yaml}, &out, &bytes.Buffer{}); code != 1 || !strings.Contains(out.String(), "Reconcile step") {
 		t.Errorf("reconcile after watch: exit %d\n%s", code, out.String())
+	}
+}
+
+// TestReconcileRefusesAComparison: reconcile and watch on a comparison's
+// configuration say that a comparison has no incremental step (exit 2,
+// naming the key and where it is set), instead of asking for a Kafka Streams
+// application id the user never meant to give.
+func TestReconcileRefusesAComparison(t *testing.T) {
+	clearEnv(t)
+	for _, tt := range []struct{ name, yaml, want string }{
+		{"pairs", "kafka:\n  brokers: [127.0.0.1:1]\ncompare:\n  pairs:\n    - {name: orders, source: orders, sink: backup.orders}\n", "compare.pairs: "},
+		{"ledger", "kafka:\n  brokers: [127.0.0.1:1]\ncompare:\n  ledger: sends.jsonl\n", "compare.ledger: "},
+	} {
+		for _, args := range [][]string{{"reconcile", "-q"}, {"watch"}} {
+			t.Run(tt.name+" "+args[0], func(t *testing.T) {
+				var stdout, stderr bytes.Buffer
+				code := run(append(args, "-c", writeConfig(t, tt.yaml)), &stdout, &stderr)
+				if code != 2 || !strings.Contains(stderr.String(), "audit.yaml:") || !strings.Contains(stderr.String(), tt.want) || !strings.Contains(stderr.String(), "a comparison has no incremental step yet") {
+					t.Errorf("exit %d, stderr:\n%s\nwant exit 2 naming %q", code, stderr.String(), tt.want)
+				}
+			})
+		}
 	}
 }

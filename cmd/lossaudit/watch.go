@@ -40,7 +40,7 @@ func newWatchCmd(g *globalFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if err := checkRunConfig(cfg); err != nil {
+			if err := checkStepConfig(cfg); err != nil {
 				return err
 			}
 			if err := cfg.ValidateWatch(); err != nil {

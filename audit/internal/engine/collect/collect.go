@@ -124,16 +124,34 @@ func (s *Stats) Issues() []finding.ReadIssue {
 	return out
 }
 
-// Read reads rs under a progress phase called name (nil p: none), with
-// aborted records too when aborted is set, and calls fn with each batch of
-// records (concurrently for different partitions, see kread.Client.Read).
-// The phase advances by the offsets each fetch consumed, so markers and
-// compacted gaps do not leave it short of its total, and by the bytes of
-// keys and values. The reads' statistics are added to stats.
-func Read(ctx context.Context, r Reader, p Progress, name string, rs []kread.Range, total int64, aborted bool, stats *Stats, fn func(recs []kread.Record) error) error {
+// Spec says what one Read reads and how.
+type Spec struct {
+	// Name names the progress phase ("" for a read no phase shows).
+	Name string
+	// Ranges are read; Total is their offsets, the phase's total.
+	Ranges []kread.Range
+	Total  int64
+	// Aborted asks for the records of aborted transactions too.
+	Aborted bool
+	// Progress shows the phase; nil shows nothing.
+	Progress Progress
+	// Stats accumulates the reads' statistics; nil keeps them nowhere.
+	Stats *Stats
+}
+
+// Read reads s.Ranges under a progress phase and calls fn with each batch
+// of records (concurrently for different partitions, see
+// kread.Client.Read). The phase advances by the offsets each fetch
+// consumed, so markers and compacted gaps do not leave it short of its
+// total, and by the bytes of keys and values.
+func Read(ctx context.Context, r Reader, s Spec, fn func(recs []kread.Record) error) error {
+	name, rs, stats := s.Name, s.Ranges, s.Stats
+	if stats == nil {
+		stats = &Stats{}
+	}
 	var ph Phase = nopPhase{}
-	if p != nil {
-		ph = p.Phase(name, total)
+	if s.Progress != nil {
+		ph = s.Progress.Phase(name, s.Total)
 	}
 	defer ph.Done()
 	var mu sync.Mutex
@@ -141,7 +159,7 @@ func Read(ctx context.Context, r Reader, p Progress, name string, rs []kread.Ran
 	for _, rg := range rs {
 		next[kread.TP{Topic: rg.Topic, Partition: rg.Partition}] = rg.From
 	}
-	o := kread.ReadOptions{Aborted: aborted, Progress: func(tp kread.TP, n int64) {
+	o := kread.ReadOptions{Aborted: s.Aborted, Progress: func(tp kread.TP, n int64) {
 		mu.Lock()
 		d := n - next[tp]
 		next[tp] = n

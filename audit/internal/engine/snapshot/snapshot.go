@@ -11,16 +11,9 @@ import (
 	"slices"
 	"time"
 
+	"github.com/lossaudit/lossaudit/audit/internal/engine"
 	"github.com/lossaudit/lossaudit/audit/kread"
 )
-
-// Kafka is what taking a snapshot needs from the cluster; *kread.Client
-// has it. Every method is read-only.
-type Kafka interface {
-	Partitions(ctx context.Context, topic string) ([]int32, error)
-	Offsets(ctx context.Context, topic string) (map[int32]kread.Offsets, error)
-	GroupOffsets(ctx context.Context, group string, topics []string) (map[kread.TP]int64, error)
-}
 
 // Topic is a snapshot of every partition of one topic.
 type Topic struct {
@@ -60,7 +53,7 @@ func (t Topic) Partitions(group map[kread.TP]int64) []Partition {
 }
 
 // Read snapshots the partition bounds of topic.
-func Read(ctx context.Context, k Kafka, topic string) (Topic, error) {
+func Read(ctx context.Context, k engine.Kafka, topic string) (Topic, error) {
 	offs, err := k.Offsets(ctx, topic)
 	if err != nil {
 		return Topic{}, fmt.Errorf("reading offsets of %s: %w", topic, err)
@@ -69,7 +62,7 @@ func Read(ctx context.Context, k Kafka, topic string) (Topic, error) {
 }
 
 // HighWatermarks returns the high watermark of every partition of topic.
-func HighWatermarks(ctx context.Context, k Kafka, topic string) (map[int32]int64, error) {
+func HighWatermarks(ctx context.Context, k engine.Kafka, topic string) (map[int32]int64, error) {
 	offs, err := k.Offsets(ctx, topic)
 	if err != nil {
 		return nil, fmt.Errorf("reading high watermarks of %s: %w", topic, err)
@@ -87,7 +80,7 @@ func HighWatermarks(ctx context.Context, k Kafka, topic string) (map[int32]int64
 // Partitions still short at the deadline keep their short LSO in the
 // snapshot: the caller tells them by comparing with startHW. poll is the
 // interval between checks; now is the clock.
-func Settle(ctx context.Context, k Kafka, topic string, startHW map[int32]int64, deadline time.Time, poll time.Duration, now func() time.Time) (Topic, error) {
+func Settle(ctx context.Context, k engine.Kafka, topic string, startHW map[int32]int64, deadline time.Time, poll time.Duration, now func() time.Time) (Topic, error) {
 	for {
 		t, err := Read(ctx, k, topic)
 		if err != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/lossaudit/lossaudit/audit/internal/engine"
 	"github.com/lossaudit/lossaudit/audit/internal/engine/snapshot"
 	"github.com/lossaudit/lossaudit/audit/kread"
 )
@@ -27,30 +28,6 @@ type pipelineSnapshot struct {
 	output     snapshot.Topic
 }
 
-// Roles of a pipeline's topics, in MissingTopicError.
-const (
-	RoleInput       = "input"
-	RoleRepartition = "repartition"
-	RoleChangelog   = "changelog"
-	RoleOutput      = "output"
-)
-
-// MissingTopicError says that a topic of the pipeline does not exist.
-type MissingTopicError struct {
-	Topic string
-	// Role is RoleInput, RoleRepartition, RoleChangelog or RoleOutput;
-	// Input the input's index for the first three.
-	Role  string
-	Input int
-	Err   error
-}
-
-func (e *MissingTopicError) Error() string {
-	return fmt.Sprintf("%s topic %s: %v", e.Role, e.Topic, e.Err)
-}
-
-func (e *MissingTopicError) Unwrap() error { return e.Err }
-
 // takeSnapshot reads, in this order, the group's committed offsets and the
 // bounds of the inputs and repartition topics: the first half of the
 // snapshot. The caller reads the repartition tails, then completes it with
@@ -58,21 +35,23 @@ func (e *MissingTopicError) Unwrap() error { return e.Err }
 // earlier one does (docs/design.md, "Snapshot order").
 func takeSnapshot(ctx context.Context, o Options) (*pipelineSnapshot, error) {
 	type named struct {
-		topic, role string
-		input       int
+		topic string
+		role  engine.Role
+		input int
 	}
 	var all []named
 	var groupTopics []string
 	for i, in := range o.Inputs {
-		all = append(all, named{in.Topic, RoleInput, i}, named{in.RepartitionTopic, RoleRepartition, i}, named{in.ChangelogTopic, RoleChangelog, i})
+		all = append(all, named{in.Topic, engine.RoleInput, i}, named{in.RepartitionTopic, engine.RoleRepartition, i}, named{in.ChangelogTopic, engine.RoleChangelog, i})
 		groupTopics = append(groupTopics, in.Topic, in.RepartitionTopic)
 	}
-	all = append(all, named{o.Output, RoleOutput, -1})
+	all = append(all, named{o.Output, engine.RoleOutput, -1})
 	// Resolve every topic first, so a missing one fails before anything is read.
 	for _, t := range all {
-		if _, err := o.Kafka.Partitions(ctx, t.topic); err != nil {
-			if errors.Is(err, kread.ErrUnknownTopic) {
-				return nil, &MissingTopicError{Topic: t.topic, Role: t.role, Input: t.input, Err: err}
+		if err := engine.Resolve(ctx, o.Kafka, t.topic, t.role, t.input); err != nil {
+			var mt *engine.MissingTopicError
+			if errors.As(err, &mt) {
+				return nil, err
 			}
 			return nil, fmt.Errorf("audit: topic %s: %w", t.topic, err)
 		}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/lossaudit/lossaudit/audit/internal/engine"
 	"github.com/lossaudit/lossaudit/audit/internal/engine/snapshot"
 	"github.com/lossaudit/lossaudit/audit/kread"
 )
@@ -31,39 +32,17 @@ type compareSnapshot struct {
 	ledger []snapshot.Topic
 }
 
-// Roles of a comparison's topics, in MissingTopicError.
-const (
-	RoleSource = "source"
-	RoleSink   = "sink"
-	RoleLedger = "ledger"
-)
-
-// MissingTopicError says that a compared topic does not exist.
-type MissingTopicError struct {
-	Topic string
-	// Role is RoleSource, RoleSink or RoleLedger; Pair the pair's index
-	// for the first two.
-	Role string
-	Pair int
-	Err  error
-}
-
-func (e *MissingTopicError) Error() string {
-	return fmt.Sprintf("%s topic %s: %v", e.Role, e.Topic, e.Err)
-}
-
-func (e *MissingTopicError) Unwrap() error { return e.Err }
-
 // takeSnapshot reads, in this order: the due offsets of the sources (the
 // group's committed offsets, or the offsets for the snapshot time minus
 // the grace); the sinks' high watermarks, then each sink once every
 // transaction open by then has ended (settled); then the sources' and the
 // ledger topics' bounds.
 func takeSnapshot(ctx context.Context, o Options, ledgerTopics []string) (*compareSnapshot, error) {
-	resolve := func(k Kafka, topic, role string, pair int) error {
-		if _, err := k.Partitions(ctx, topic); err != nil {
-			if errors.Is(err, kread.ErrUnknownTopic) {
-				return &MissingTopicError{Topic: topic, Role: role, Pair: pair, Err: err}
+	resolve := func(k engine.Kafka, topic string, role engine.Role, pair int) error {
+		if err := engine.Resolve(ctx, k, topic, role, pair); err != nil {
+			var mt *engine.MissingTopicError
+			if errors.As(err, &mt) {
+				return err
 			}
 			return fmt.Errorf("compare: %s topic %s: %w", role, topic, err)
 		}
@@ -71,16 +50,16 @@ func takeSnapshot(ctx context.Context, o Options, ledgerTopics []string) (*compa
 	}
 	var sources []string
 	for i, p := range o.Pairs {
-		if err := resolve(o.Source, p.Source, RoleSource, i); err != nil {
+		if err := resolve(o.Source, p.Source, engine.RoleSource, i); err != nil {
 			return nil, err
 		}
-		if err := resolve(o.Sink, p.Sink, RoleSink, i); err != nil {
+		if err := resolve(o.Sink, p.Sink, engine.RoleSink, i); err != nil {
 			return nil, err
 		}
 		sources = append(sources, p.Source)
 	}
 	for _, t := range ledgerTopics {
-		if err := resolve(o.Source, t, RoleLedger, -1); err != nil {
+		if err := resolve(o.Source, t, engine.RoleLedger, -1); err != nil {
 			return nil, err
 		}
 	}

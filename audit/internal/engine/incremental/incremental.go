@@ -1,0 +1,212 @@
+// Package incremental is the machinery of a scheduled reconciliation that
+// every mode shares (docs/design.md, "Incremental steps"): the checkpoint
+// of the last committed step and what binds a state to one configuration,
+// the per-key state read and staged through the mode's codec, and the
+// staged step that the caller commits once its reports are written. The
+// state store itself (values, marks, the redo log and its atomic commit)
+// is audit/internal/store/state. What a step reads and how its keys are
+// judged is the mode's: its step plan, run in the engine's pass.
+package incremental
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/lossaudit/lossaudit/audit/finding"
+	"github.com/lossaudit/lossaudit/audit/internal/store/state"
+)
+
+// Header is what every mode's checkpoint holds; a mode embeds it in its
+// checkpoint (its JSON fields are the checkpoint's own).
+type Header struct {
+	Version int   `json:"version"`
+	Step    int64 `json:"step"`
+	// Pipeline is the description of the configuration the state is
+	// bound to.
+	Pipeline string    `json:"pipeline"`
+	At       time.Time `json:"at"`
+	Baseline time.Time `json:"baseline"`
+}
+
+// Head returns h (a checkpoint embedding a Header has it).
+func (h *Header) Head() *Header { return h }
+
+// Checkpoint is a mode's checkpoint: a JSON object embedding Header.
+type Checkpoint interface {
+	Head() *Header
+}
+
+// StateMismatchError says the state was recorded for another
+// configuration: continuing it would mix two pipelines' facts.
+type StateMismatchError struct {
+	Dir string
+	// Was and Now describe the configurations, for the message.
+	Was, Now string
+}
+
+func (e *StateMismatchError) Error() string {
+	return fmt.Sprintf("the reconciliation state in %s was recorded for another pipeline configuration (was %s; now %s): move that directory away to start a new baseline, or restore the configuration", e.Dir, e.Was, e.Now)
+}
+
+// Step is a step being taken: the checkpoint it continues, a consistent
+// read of the committed state, and the transaction staging its changes.
+type Step struct {
+	// Baseline says the state was empty: the step records the baseline.
+	Baseline bool
+	Reader   *state.Reader
+	Tx       *state.Txn
+	prev     Header
+}
+
+// Begin starts a step on st for the configuration described by describe:
+// it reads the last checkpoint into cp (a mode's checkpoint of the given
+// version; left as it is for the baseline), refuses a state bound to
+// another description, and opens the reader and the transaction. Close
+// the step when done.
+func Begin(st *state.Store, version int, cp Checkpoint, describe string) (*Step, error) {
+	b, err := st.Checkpoint()
+	if err != nil {
+		return nil, err
+	}
+	s := &Step{Baseline: b == nil}
+	if b != nil {
+		if err := json.Unmarshal(b, cp); err != nil {
+			return nil, fmt.Errorf("reconcile: the checkpoint in %s is damaged: %w", st.Dir(), err)
+		}
+		h := cp.Head()
+		if h.Version != version {
+			return nil, fmt.Errorf("reconcile: the checkpoint in %s has version %d, this lossaudit reads %d", st.Dir(), h.Version, version)
+		}
+		if h.Pipeline != describe {
+			return nil, &StateMismatchError{Dir: st.Dir(), Was: h.Pipeline, Now: describe}
+		}
+		s.prev = *h
+	}
+	s.Reader = st.NewReader()
+	if s.Tx, err = st.Begin(); err != nil {
+		s.Reader.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// Next returns the header of the checkpoint this step writes, taken at at.
+func (s *Step) Next(version int, describe string, at time.Time) Header {
+	h := Header{Version: version, Step: 1, Pipeline: describe, At: at, Baseline: at}
+	if !s.Baseline {
+		h.Step, h.Baseline = s.prev.Step+1, s.prev.Baseline
+	}
+	return h
+}
+
+// Done ends the step: with a result, it is staged with the checkpoint
+// next, to be committed by the caller; with err, it is abandoned.
+func (s *Step) Done(res *finding.Result, next Checkpoint, err error) (*Stepped, error) {
+	s.Reader.Close()
+	if err != nil {
+		s.Tx.Abort()
+		return nil, err
+	}
+	b, err := json.Marshal(next)
+	if err != nil {
+		s.Tx.Abort()
+		return nil, fmt.Errorf("reconcile: encoding the checkpoint: %w", err)
+	}
+	return &Stepped{Result: res, tx: s.Tx, cp: b}, nil
+}
+
+// Stepped is a reconcile step whose result is ready and whose state is
+// staged, not yet committed: write the reports, then Commit (or Abort).
+type Stepped struct {
+	// Result lists the findings open after the step (Rows, with
+	// FirstSeen) and those it resolved (Resolved).
+	Result *finding.Result
+	tx     *state.Txn
+	cp     []byte
+}
+
+// Commit makes the step's state and checkpoint the store's, atomically.
+func (s *Stepped) Commit() error {
+	if err := s.tx.Commit(s.cp); err != nil {
+		return fmt.Errorf("reconcile: %w", err)
+	}
+	return nil
+}
+
+// Abort forgets the step: the next one starts from the previous checkpoint.
+func (s *Stepped) Abort() { s.tx.Abort() }
+
+// Codec is a mode's encoding of what it keeps per key (K).
+type Codec[K any] interface {
+	// Encode appends k's encoding to b.
+	Encode(k *K, b []byte) []byte
+	// Decode reads b into k, replacing what k held.
+	Decode(b []byte, k *K) error
+	// Empty reports whether k holds nothing (the key then has no value).
+	Empty(k *K) bool
+}
+
+// Keys reads and stages a step's per-key state through a codec.
+type Keys[K any] struct {
+	codec Codec[K]
+	step  *Step
+	enc   []byte
+}
+
+// NewKeys returns the per-key state of step s, kept with codec c.
+func NewKeys[K any](s *Step, c Codec[K]) *Keys[K] { return &Keys[K]{codec: c, step: s} }
+
+// Get reads key's committed state into k (left as it is when the key has
+// none, and always for the baseline) and returns its encoding and whether
+// the key is marked, to hand back to Stage.
+func (ks *Keys[K]) Get(key []byte, k *K) (old []byte, marked bool, err error) {
+	if ks.step.Baseline {
+		return nil, false, nil
+	}
+	val, marked, err := ks.step.Reader.Get(key)
+	if err != nil {
+		return nil, false, err
+	}
+	if val != nil {
+		if err := ks.codec.Decode(val, k); err != nil {
+			return nil, false, fmt.Errorf("reconcile: the state of key %q: %w", key, err)
+		}
+	}
+	return val, marked, nil
+}
+
+// Stage stages key's new state k and whether it is marked (judged again by
+// the next step), when they changed from old and was (what Get returned).
+func (ks *Keys[K]) Stage(key []byte, k *K, old []byte, was, marks bool) error {
+	var val []byte
+	if !ks.codec.Empty(k) {
+		ks.enc = ks.codec.Encode(k, ks.enc[:0])
+		val = ks.enc
+	}
+	tx := ks.step.Tx
+	if !bytes.Equal(val, old) || (val != nil && marks != was) { // the mark is kept with the value
+		if err := tx.Put(key, val, marks); err != nil {
+			return err
+		}
+	}
+	if marks != was {
+		return tx.Mark(key, marks)
+	}
+	return nil
+}
+
+// Each calls fn with every key that has a state, decoded into k (valid
+// only during the call).
+func (ks *Keys[K]) Each(k *K, fn func(key []byte, k *K) error) error {
+	return ks.step.Reader.Values(func(key, val []byte) error {
+		if err := ks.codec.Decode(val, k); err != nil {
+			return fmt.Errorf("reconcile: the state of key %q: %w", key, err)
+		}
+		return fn(key, k)
+	})
+}
+
+// Marked calls fn with every marked key (valid only during the call).
+func (ks *Keys[K]) Marked(fn func(key []byte) error) error { return ks.step.Reader.Marked(fn) }
