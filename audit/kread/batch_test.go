@@ -2,6 +2,7 @@ package kread
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"hash/crc32"
 	"strings"
@@ -392,6 +393,37 @@ func TestDecodeCarriesTheAskedHeader(t *testing.T) {
 				if r.Header != nil {
 					t.Errorf("no header asked for, record %d carries %q", i, r.Header)
 				}
+			}
+		})
+	}
+}
+
+// A small batch that inflates past the limit is an error naming the batch
+// (the reader adds the topic and partition), retrying cannot help, and the
+// decoder never holds more than the limit.
+func TestDecodeRejectsBatchesInflatingPastTheLimit(t *testing.T) {
+	const limit = 1 << 20
+	zeros := make([]byte, 3*limit)
+	for _, c := range []struct {
+		name   string
+		codec  int16
+		xerial bool
+	}{{"gzip", codecGzip, false}, {"snappy", codecSnappy, false}, {"snappy xerial", codecSnappy, true}, {"lz4", codecLZ4, false}, {"zstd", codecZstd, false}} {
+		t.Run(c.name, func(t *testing.T) {
+			b := encBatch{base: 10, lastOffsetDelta: -1, pid: -1, epoch: -1, codec: c.codec, xerial: c.xerial, recs: []encRec{{key: []byte("k"), value: zeros}}}
+			raw := b.encode(t)
+			if len(raw) > 200<<10 {
+				t.Fatalf("the bomb is %d bytes, not small", len(raw))
+			}
+			d := decoder{topic: "orders", partition: 3, inf: inflater{limit: limit}}
+			defer d.inf.close()
+			_, _, _, err := d.decode(raw, nil, 0, 100, false)
+			var tl *TooLargeError
+			if !errors.As(err, &tl) || !strings.Contains(err.Error(), "record batch at offset 10") || classify(err) != permanent {
+				t.Fatalf("err = %v, want a permanent TooLargeError naming offset 10", err)
+			}
+			if cap(d.arena) > 2*limit {
+				t.Errorf("the decoder grew its arena to %d bytes, limit %d", cap(d.arena), limit)
 			}
 		})
 	}
