@@ -17,6 +17,7 @@ package config
 
 import (
 	"fmt"
+	"io/fs"
 	"time"
 )
 
@@ -166,6 +167,17 @@ type Report struct {
 	// MetricsFile, when set, receives the run's metrics in the Prometheus
 	// text format (for node_exporter's textfile collector).
 	MetricsFile string
+	// FileMode is the permission of the report files (report.file_mode,
+	// octal; 0600 by default: they hold customer keys).
+	FileMode fs.FileMode
+	// RedactKeys writes a keyed hash of each key instead of the key in
+	// every report (report.redact_keys), under RedactKey.
+	RedactKeys bool
+	// RedactKeyFile holds the secret of the keyed hash
+	// (report.redact_key_file); RedactKey is its content without the
+	// trailing newline, loaded by Load. The secret is never printed.
+	RedactKeyFile string
+	RedactKey     []byte
 }
 
 // Watch tunes `lossaudit watch`.
@@ -177,6 +189,10 @@ type Watch struct {
 	Listen string
 	// LogFormat is LogText or LogJSON.
 	LogFormat string
+	// WebConfigFile configures TLS and basic authentication of the
+	// endpoints, in the format of prometheus/exporter-toolkit's web
+	// configuration; "" serves plain HTTP to anyone.
+	WebConfigFile string
 }
 
 // The log formats of watch.log_format.

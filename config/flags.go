@@ -43,6 +43,7 @@ func Flags() []Flag {
 		{Name: "interval", Key: "watch.interval", Usage: "time between the starts of two reconcile steps, e.g. 1m (overrides watch.interval)"},
 		{Name: "listen", Key: "watch.listen", Usage: "address to serve /metrics, /healthz and the reports on (overrides watch.listen)"},
 		{Name: "log-format", Key: "watch.log_format", Usage: "text or json: the format of the one log line per step (overrides watch.log_format)"},
+		{Name: "web.config.file", Key: "watch.web_config_file", Usage: "TLS and basic authentication of the HTTP endpoints, in the web configuration format of Prometheus exporters (overrides watch.web_config_file)"},
 	}
 }
 

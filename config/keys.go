@@ -74,6 +74,9 @@ func keyDefs() []keyDef {
 		{key: "report.json", kind: kindString, def: ""},
 		{key: "report.html", kind: kindString, def: ""},
 		{key: "report.metrics_file", kind: kindString, def: ""},
+		{key: "report.file_mode", kind: kindString, def: "0600"},
+		{key: "report.redact_keys", kind: kindBool, def: false},
+		{key: "report.redact_key_file", kind: kindString, def: ""},
 		{key: "audit.settle_timeout", kind: kindDuration, def: "60s"},
 		{key: "compare.pairs", kind: kindPairs, def: []any{}},
 		{key: "compare.match", kind: kindString, def: MatchRecord},
@@ -84,6 +87,7 @@ func keyDefs() []keyDef {
 		{key: "watch.interval", kind: kindDuration, def: "1m"},
 		{key: "watch.listen", kind: kindString, def: "127.0.0.1:9464"},
 		{key: "watch.log_format", kind: kindString, def: "text"},
+		{key: "watch.web_config_file", kind: kindString, def: ""},
 	}
 }
 

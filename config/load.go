@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"math"
 	"os"
 	"regexp"
@@ -132,11 +133,15 @@ func Load(opts LoadOptions) (*Config, error) {
 	c.Report.JSON = r.str("report.json")
 	c.Report.HTML = r.str("report.html")
 	c.Report.MetricsFile = r.str("report.metrics_file")
+	c.Report.FileMode = r.fileMode("report.file_mode")
+	c.Report.RedactKeys = r.bool("report.redact_keys")
+	c.Report.RedactKeyFile = r.str("report.redact_key_file")
 	c.Audit.SettleTimeout = r.duration("audit.settle_timeout")
 	readCompare(r, c)
 	c.Watch.Interval = r.duration("watch.interval")
 	c.Watch.Listen = r.str("watch.listen")
 	c.Watch.LogFormat = strings.ToLower(strings.TrimSpace(r.str("watch.log_format")))
+	c.Watch.WebConfigFile = r.str("watch.web_config_file")
 	if r.err != nil {
 		return nil, r.err
 	}
@@ -223,6 +228,26 @@ func (r *reader) scalar(key string) (text string, ok bool) {
 	}
 	r.fail(key, "must be a single value, not %s", describeNode(v.node))
 	return "", false
+}
+
+// fileMode reads a permission in octal (0600, 640): at most 0777, and
+// readable and writable by the owner.
+func (r *reader) fileMode(key string) fs.FileMode {
+	s, ok := r.scalar(key)
+	if !ok {
+		return 0
+	}
+	s = strings.TrimSpace(s)
+	m, err := strconv.ParseUint(s, 8, 32)
+	if err != nil || m > 0o777 {
+		r.fail(key, "%s is not a file permission in octal, such as 0600 or 0640", quoteValue(s))
+		return 0
+	}
+	if m&0o600 != 0o600 {
+		r.fail(key, "%s does not let the owner read and write the report; use e.g. 0600 or 0640", quoteValue(s))
+		return 0
+	}
+	return fs.FileMode(m)
 }
 
 func (r *reader) str(key string) string {

@@ -123,11 +123,15 @@ func (c *Config) Redacted() string {
 	line("report.json", c.Report.JSON)
 	line("report.html", c.Report.HTML)
 	line("report.metrics_file", c.Report.MetricsFile)
+	line("report.file_mode", fmt.Sprintf("%04o", uint32(c.Report.FileMode)))
+	line("report.redact_keys", c.Report.RedactKeys)
+	line("report.redact_key_file", c.Report.RedactKeyFile)
 	line("audit.settle_timeout", c.Audit.SettleTimeout)
 	c.redactedCompare(line)
 	line("watch.interval", c.Watch.Interval)
 	line("watch.listen", c.Watch.Listen)
 	line("watch.log_format", c.Watch.LogFormat)
+	line("watch.web_config_file", c.Watch.WebConfigFile)
 	return b.String()
 }
 

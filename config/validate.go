@@ -63,6 +63,9 @@ func (c *Config) validate() error {
 	if strings.TrimSpace(c.Store.Dir) == "" {
 		return errorf("store.dir", "must not be empty")
 	}
+	if err := c.loadRedactKey(); err != nil {
+		return err
+	}
 	if c.Audit.SettleTimeout < 0 {
 		return errorf("audit.settle_timeout", "must not be negative, is %s", c.Audit.SettleTimeout)
 	}
@@ -83,6 +86,11 @@ func (c *Config) validateWatch(all bool) error {
 	}
 	if c.Watch.LogFormat != LogText && c.Watch.LogFormat != LogJSON && (all || c.Watch.LogFormat != "") {
 		return errorf("watch.log_format", "%q is not %s or %s", c.Watch.LogFormat, LogText, LogJSON)
+	}
+	if c.Watch.WebConfigFile != "" {
+		if err := checkReadable("watch.web_config_file", c.Watch.WebConfigFile); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -166,6 +174,35 @@ func checkAddress(addr string) error {
 
 // checkReadable returns an *Error naming key and path unless path is a
 // readable regular file.
+// minRedactKey is the shortest secret report.redact_key_file may hold.
+const minRedactKey = 16
+
+// loadRedactKey checks report.redact_keys and report.redact_key_file and
+// loads the secret into Report.RedactKey.
+func (c *Config) loadRedactKey() error {
+	r := &c.Report
+	r.RedactKey = nil
+	if !r.RedactKeys {
+		return nil
+	}
+	if r.RedactKeyFile == "" {
+		return errorf("report.redact_keys", "needs report.redact_key_file: a file holding the secret of the keyed hash (at least %d bytes, e.g. from `head -c 32 /dev/urandom | base64`)", minRedactKey)
+	}
+	if err := checkReadable("report.redact_key_file", r.RedactKeyFile); err != nil {
+		return err
+	}
+	data, err := os.ReadFile(r.RedactKeyFile)
+	if err != nil {
+		return errorf("report.redact_key_file", "cannot read %s: %s", r.RedactKeyFile, describeFileErr(err))
+	}
+	data = []byte(strings.TrimRight(string(data), "\r\n"))
+	if len(data) < minRedactKey {
+		return errorf("report.redact_key_file", "%s holds %d bytes; the secret must have at least %d", r.RedactKeyFile, len(data), minRedactKey)
+	}
+	r.RedactKey = data
+	return nil
+}
+
 func checkReadable(key, path string) error {
 	f, err := os.Open(path)
 	if err != nil {

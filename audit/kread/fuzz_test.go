@@ -18,7 +18,7 @@ import (
 // hand out a record outside the range asked for, or take more memory than
 // the decompression limit. The seeds are real batches built by the
 // test-side encoder (batchenc_test.go), in testdata/fuzz (regenerate them
-// with LOSSAUDIT_WRITE_FUZZ_SEEDS=1 go test -run TestWriteFuzzSeeds).
+// with LOSSAUDIT_TESTBED_WRITE_FUZZ_SEEDS=1 go test -run TestWriteFuzzSeeds).
 //
 //	go test -run '^$' -fuzz FuzzDecode -fuzztime 10m -parallel 1 ./audit/kread
 
@@ -207,11 +207,11 @@ func FuzzFetchResponse(f *testing.F) {
 }
 
 // TestWriteFuzzSeeds writes the seed corpus of the fuzz targets into
-// testdata/fuzz when LOSSAUDIT_WRITE_FUZZ_SEEDS=1 (the files are kept in
+// testdata/fuzz when LOSSAUDIT_TESTBED_WRITE_FUZZ_SEEDS=1 (the files are kept in
 // the repository; this regenerates them after a change of the encoder).
 func TestWriteFuzzSeeds(t *testing.T) {
-	if os.Getenv("LOSSAUDIT_WRITE_FUZZ_SEEDS") != "1" {
-		t.Skip("LOSSAUDIT_WRITE_FUZZ_SEEDS is not 1")
+	if os.Getenv("LOSSAUDIT_TESTBED_WRITE_FUZZ_SEEDS") != "1" {
+		t.Skip("LOSSAUDIT_TESTBED_WRITE_FUZZ_SEEDS is not 1")
 	}
 	write := func(target, name string, args ...any) {
 		var b strings.Builder

@@ -74,19 +74,25 @@ func watch(ctx context.Context, cfg *config.Config, stderr io.Writer) error {
 	}
 	log := slog.New(h)
 	w := &watcher{interval: cfg.Watch.Interval, config: cfg.Redacted(), started: time.Now(), m: metrics.New(), now: time.Now}
+	web, err := readWebConfig(cfg.Watch.WebConfigFile)
+	if err != nil {
+		return err
+	}
 	ln, err := net.Listen("tcp", cfg.Watch.Listen)
 	if err != nil {
 		return &config.Error{Key: "watch.listen", Msg: fmt.Sprintf("cannot listen on %s: %v", cfg.Watch.Listen, err)}
 	}
-	srv := &http.Server{Handler: w.handler(), ReadHeaderTimeout: 10 * time.Second}
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
+	srv, served := serveWatch(ln, w.handler(), cfg.Watch.WebConfigFile, h)
 	defer func() {
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		_ = srv.Shutdown(sctx)
 	}()
-	log.Info("watching", "listen", ln.Addr().String(), "interval", cfg.Watch.Interval.String(), "store_dir", cfg.Store.Dir)
+	log.Info("watching", "listen", ln.Addr().String(), "tls", web.tls, "basic_auth", web.auth,
+		"interval", cfg.Watch.Interval.String(), "store_dir", cfg.Store.Dir)
+	if warning := web.exposure(ln.Addr()); warning != "" {
+		log.Warn(warning, "listen", ln.Addr().String())
+	}
 	for {
 		started := w.now()
 		w.setRunning(true)
