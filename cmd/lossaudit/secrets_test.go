@@ -213,15 +213,7 @@ func TestSecretsAreNeverShown(t *testing.T) {
 		go func() {
 			done <- execute(wctx, newRootCmd(&stdout, &stderr), []string{"watch", "-c", cfg, "--command-config", props, "--interval", "500ms", "--listen", addr}, &stderr)
 		}()
-		get := func(path string) (int, string) {
-			resp, err := http.Get("http://" + addr + path)
-			if err != nil {
-				return 0, err.Error()
-			}
-			defer resp.Body.Close()
-			b, _ := io.ReadAll(resp.Body)
-			return resp.StatusCode, string(b)
-		}
+		get := func(path string) (int, string) { return httpGet("http://" + addr + path) }
 		if err := poll.Until(ctx, 90*time.Second, 50*time.Millisecond, "watch's first step", func() bool {
 			code, body := get("/metrics")
 			return code == 200 && strings.Contains(body, "lossaudit_step_number 1")
@@ -305,4 +297,16 @@ func (l *lockedBuffer) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.String()
+}
+
+// httpGet returns the status and body of a GET of url (0 and the error's
+// text when it fails).
+func httpGet(url string) (int, string) {
+	resp, err := http.Get(url)
+	if err != nil {
+		return 0, err.Error()
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
 }
