@@ -20,7 +20,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/lossaudit/lossaudit/testbed/poll"
-	"github.com/lossaudit/lossaudit/testbed/sim"
+	"github.com/lossaudit/lossaudit/audit/demo/sim"
 )
 
 // The secrets of TestSecretsAreNeverShown, each distinct so that a leak
