@@ -364,7 +364,7 @@ func (c *Client) Partitions(ctx context.Context, topic string) ([]int32, error) 
 				c.refresh(c.generation())
 				return fmt.Errorf("topic %q not in cached metadata", topic)
 			}
-			if err := c.topicAccess(ctx, topic); err != nil {
+			if err := c.TopicAccess(ctx, topic); err != nil {
 				return &permanentError{fmt.Errorf("topic %q: %w (the principal needs DESCRIBE on it, READ to read it; docs/security.md)", topic, err)}
 			}
 			return &permanentError{fmt.Errorf("topic %q: %w", topic, ErrUnknownTopic)}

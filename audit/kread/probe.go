@@ -182,13 +182,13 @@ func (c *Client) probeWith(ctx context.Context, addr string, topics []string, ch
 	return nil
 }
 
-// topicAccess asks a bootstrap broker directly (not the transport's
+// TopicAccess asks a bootstrap broker directly (not the transport's
 // metadata cache, which lists only the topics the principal may describe)
 // about a topic missing from the metadata. It returns a Kafka error when
 // the broker names one for the topic, typically TopicAuthorizationFailed
 // when the principal lacks DESCRIBE on it (Kafka then does not say whether
 // the topic exists), and nil otherwise.
-func (c *Client) topicAccess(ctx context.Context, topic string) error {
+func (c *Client) TopicAccess(ctx context.Context, topic string) error {
 	var code int16
 	for _, addr := range c.o.Brokers {
 		p := c.probeWith(ctx, addr, []string{topic}, func(m *metadata.Response) {

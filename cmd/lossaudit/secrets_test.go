@@ -19,8 +19,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kfake"
 
-	"github.com/lossaudit/lossaudit/testbed/poll"
 	"github.com/lossaudit/lossaudit/audit/demo/sim"
+	"github.com/lossaudit/lossaudit/testbed/poll"
 )
 
 // The secrets of TestSecretsAreNeverShown, each distinct so that a leak
@@ -47,38 +47,10 @@ func TestSecretsAreNeverShown(t *testing.T) {
 	clearEnv(t)
 	ctx := context.Background()
 
-	// The pipeline is built on a plain cluster persisted to disk, then
-	// served by a cluster asking SCRAM-SHA-512 of every client.
-	dataDir := t.TempDir()
-	plain, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.DataDir(dataDir))
-	if err != nil {
-		t.Fatal(err)
-	}
-	sc := lossyScenario(23, "sec")
-	live, err := sim.Start(ctx, plain.ListenAddrs(), sc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := live.Advance(ctx, sc.Rounds); err != nil {
-		t.Fatal(err)
-	}
-	truth := live.Truth
-	live.Close()
-	plain.Close()
-	// The cluster restores the SASL users of the data directory (none)
-	// over the ones configured: drop them.
-	if err := os.Remove(filepath.Join(dataDir, "sasl.json")); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		t.Fatal(err)
-	}
-	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.DataDir(dataDir), kfake.EnableSASL(),
+	brokers, truth := saslPipeline(t, "sec",
 		kfake.Superuser("SCRAM-SHA-512", "yaml-user", secretYAML),
 		kfake.Superuser("SCRAM-SHA-512", "jaas-user", secretJAAS),
 		kfake.Superuser("SCRAM-SHA-512", "env-user", secretEnv))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cluster.Close)
-	brokers := cluster.ListenAddrs()
 
 	dir := t.TempDir()
 	write := func(name, content string) string {
@@ -101,27 +73,8 @@ func TestSecretsAreNeverShown(t *testing.T) {
 	// config renders a YAML configuration of the pipeline; sasl is the
 	// kafka.sasl section's body ("" for none), extra is appended.
 	config := func(name, sasl, extra string) string {
-		run := filepath.Join(dir, name)
-		if err := os.MkdirAll(run, 0o700); err != nil {
-			t.Fatal(err)
-		}
-		var b strings.Builder
-		fmt.Fprintf(&b, "kafka:\n  brokers: [%s]\n", strings.Join(brokers, ", "))
-		if sasl != "" {
-			b.WriteString("  sasl:\n" + sasl)
-		}
-		fmt.Fprintf(&b, "schema:\n  schemas_topic: %q\n  registry_username: reg-user\n  registry_password: %q\n", truth.SchemasTopic, secretRegistry)
-		fmt.Fprintf(&b, "pipeline:\n  application_id: %q\n  output: %q\n  inputs:\n", truth.AppID, truth.Output)
-		for _, in := range truth.Inputs {
-			fmt.Fprintf(&b, "    - {name: %q, topic: %q, rekey: %q, key_format: %q, store: %q, repartition_topic: %q, changelog_topic: %q}\n",
-				in.Name, in.Topic, in.Rekey, in.KeyFormat, in.Store, in.RepartitionTopic, in.ChangelogTopic)
-		}
-		fmt.Fprintf(&b, "compare:\n  pairs:\n    - {name: copy, source: %q, sink: %q}\n", truth.Inputs[0].Topic, truth.Output)
-		fmt.Fprintf(&b, "store:\n  dir: %q\nreport:\n  csv: %q\n  json: %q\n  html: %q\n  metrics_file: %q\n",
-			filepath.Join(run, "store"), filepath.Join(run, "loss-report.csv"), filepath.Join(run, "report.json"),
-			filepath.Join(run, "report.html"), filepath.Join(run, "metrics.prom"))
-		b.WriteString(extra)
-		return write(name+".yaml", b.String())
+		schema := fmt.Sprintf("  registry_username: reg-user\n  registry_password: %q\n", secretRegistry)
+		return pipelineConfig(t, dir, name, brokers, truth, sasl, schema, extra)
 	}
 	yamlSASL := "    mechanism: SCRAM-SHA-512\n    username: yaml-user\n    password: " + secretYAML + "\n"
 	envSASL := "    mechanism: SCRAM-SHA-512\n    username: env-user\n"
@@ -237,6 +190,79 @@ func TestSecretsAreNeverShown(t *testing.T) {
 		checkNoSecret(t, "watch stderr", stderr.String())
 		checkNoSecretInFiles(t, filepath.Join(dir, "watch"))
 	})
+}
+
+// saslPipeline builds the lossy pipeline of app on a plain in-process
+// cluster persisted to disk, then serves it from a cluster that asks
+// SCRAM-SHA-512 of every client, with the given users (kfake.Superuser,
+// kfake.User) and opts; it returns its brokers and what the pipeline is.
+func saslPipeline(t *testing.T, app string, opts ...kfake.Opt) ([]string, *sim.Truth) {
+	t.Helper()
+	ctx := context.Background()
+	dataDir := t.TempDir()
+	plain, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.DataDir(dataDir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := lossyScenario(23, app)
+	// Input and output topics outside the application's prefix, as an
+	// application's usually are: a prefixed ACL on "<app>-" must not
+	// cover them.
+	sc.TopicPrefix, sc.Output = "in-"+app, "out-"+app
+	live, err := sim.Start(ctx, plain.ListenAddrs(), sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := live.Advance(ctx, sc.Rounds); err != nil {
+		t.Fatal(err)
+	}
+	truth := live.Truth
+	live.Close()
+	plain.Close()
+	// The cluster restores the SASL users of the data directory (none)
+	// over the ones configured: drop them.
+	if err := os.Remove(filepath.Join(dataDir, "sasl.json")); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		t.Fatal(err)
+	}
+	cluster, err := kfake.NewCluster(append([]kfake.Opt{kfake.NumBrokers(1), kfake.DataDir(dataDir), kfake.EnableSASL()}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cluster.Close)
+	return cluster.ListenAddrs(), truth
+}
+
+// pipelineConfig writes dir/name.yaml, the configuration of the pipeline
+// truth on brokers with every report in dir/name: sasl is the kafka.sasl
+// section's body ("" for none), schema is added to the schema section, and
+// extra at the end (an indented line there continues the report section).
+func pipelineConfig(t *testing.T, dir, name string, brokers []string, truth *sim.Truth, sasl, schema, extra string) string {
+	t.Helper()
+	run := filepath.Join(dir, name)
+	if err := os.MkdirAll(run, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "kafka:\n  brokers: [%s]\n  retry_timeout: 20s\n", strings.Join(brokers, ", "))
+	if sasl != "" {
+		b.WriteString("  sasl:\n" + sasl)
+	}
+	fmt.Fprintf(&b, "schema:\n  schemas_topic: %q\n%s", truth.SchemasTopic, schema)
+	fmt.Fprintf(&b, "pipeline:\n  application_id: %q\n  output: %q\n  inputs:\n", truth.AppID, truth.Output)
+	for _, in := range truth.Inputs {
+		fmt.Fprintf(&b, "    - {name: %q, topic: %q, rekey: %q, key_format: %q, store: %q, repartition_topic: %q, changelog_topic: %q}\n",
+			in.Name, in.Topic, in.Rekey, in.KeyFormat, in.Store, in.RepartitionTopic, in.ChangelogTopic)
+	}
+	fmt.Fprintf(&b, "compare:\n  pairs:\n    - {name: copy, source: %q, sink: %q}\n", truth.Inputs[0].Topic, truth.Output)
+	fmt.Fprintf(&b, "store:\n  dir: %q\nreport:\n  csv: %q\n  json: %q\n  html: %q\n  metrics_file: %q\n",
+		filepath.Join(run, "store"), filepath.Join(run, "loss-report.csv"), filepath.Join(run, "report.json"),
+		filepath.Join(run, "report.html"), filepath.Join(run, "metrics.prom"))
+	b.WriteString(extra)
+	p := filepath.Join(dir, name+".yaml")
+	if err := os.WriteFile(p, []byte(b.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
 
 // checkNoSecret fails when text holds one of the secrets.
