@@ -1,12 +1,15 @@
 package kread
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"hash/crc32"
 	"strings"
 	"testing"
+
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // Builders of synthetic partition responses: v2 record batches encoded
@@ -426,5 +429,20 @@ func TestDecodeRejectsBatchesInflatingPastTheLimit(t *testing.T) {
 				t.Errorf("the decoder grew its arena to %d bytes, limit %d", cap(d.arena), limit)
 			}
 		})
+	}
+}
+
+// Through the client: a batch inflating past Options.MaxBatchBytes fails
+// the read at once, naming the topic, partition and offset.
+func TestReadRejectsBatchesInflatingPastTheLimit(t *testing.T) {
+	c := newCluster(t, 1, 1, "bomb")
+	p := newProducer(t, c, newModel(), "bomb", "", kgo.ProducerBatchCompression(kgo.GzipCompression()), kgo.ProducerBatchMaxBytes(8<<20))
+	p.send(0, "small")
+	p.sendRecs(&kgo.Record{Partition: 0, Key: []byte("k"), Value: make([]byte, 3<<20)})
+	r := newReader(t, c, func(o *Options) { o.MaxBatchBytes = 1 << 20 })
+	_, err := r.Read(context.Background(), []Range{{Topic: "bomb", Partition: 0, From: 0, To: 2}}, ReadOptions{}, func([]Record) error { return nil })
+	var tl *TooLargeError
+	if !errors.As(err, &tl) || !strings.Contains(err.Error(), "reading bomb[0] at 0: record batch at offset 1: gzip: batch decompresses to more than 1 MiB") {
+		t.Fatalf("err = %v, want a TooLargeError naming bomb[0] at offset 1", err)
 	}
 }

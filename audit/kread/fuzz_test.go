@@ -101,14 +101,17 @@ func FuzzDecode(f *testing.F) {
 	for _, s := range seedBatches(f) {
 		f.Add(s, int64(0), int64(100), false, "id")
 	}
+	// One decoder for every input, as a worker keeps its own between
+	// fetches: what one input leaves behind must not spoil the next.
+	d := decoder{inf: inflater{limit: fuzzLimit}}
+	f.Cleanup(d.inf.close)
 	f.Fuzz(func(t *testing.T, rs []byte, from, span int64, wantAborted bool, header string) {
 		rs = bytes.Clone(rs)
 		fixCRCs(rs)
 		from = max(from, 0) % (1 << 40)
 		to := from + max(span, 0)%(1<<20)
 		aborted := []txnMark{{pid: 7, first: 0}, {pid: 9, first: 2}}
-		d := decoder{header: header, inf: inflater{limit: fuzzLimit}}
-		defer d.inf.close()
+		d.header = header
 		recs, _, next, err := d.decode(rs, aborted, from, to, wantAborted)
 		if err == nil {
 			checkDecoded(t, recs, next, from, to, wantAborted)
@@ -182,14 +185,14 @@ func FuzzFetchResponse(f *testing.F) {
 	for _, v := range []int16{4, 5, 7, 11} {
 		f.Add(v, seedFetch(seeds, v))
 	}
+	d := decoder{inf: inflater{limit: fuzzLimit}} // reused, as in FuzzDecode
+	f.Cleanup(d.inf.close)
 	f.Fuzz(func(t *testing.T, v int16, body []byte) {
 		v = minFetchVersion + (max(v, 0) % (maxFetchVersion - minFetchVersion + 1))
 		var r fetchResponse
 		if err := r.parse(body, v); err != nil {
 			return
 		}
-		d := decoder{inf: inflater{limit: fuzzLimit}}
-		defer d.inf.close()
 		for i := range r.parts {
 			p := &r.parts[i]
 			if p.txnFrom > p.txnTo || p.txnTo > len(r.txns) {

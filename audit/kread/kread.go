@@ -115,6 +115,10 @@ type Options struct {
 	// committing the group's offsets to be decided (default
 	// DefaultStableWait).
 	StableWait time.Duration
+	// MaxBatchBytes bounds what one record batch may decompress to: a
+	// batch inflating past it is an error naming the topic, partition and
+	// offset, not retried (default 256 MiB; tests lower it).
+	MaxBatchBytes int
 }
 
 // Client reads topics with read_committed semantics. It is safe for
