@@ -91,7 +91,10 @@ func TestWatchWebConfigTLSAndBasicAuth(t *testing.T) {
 
 	pool := x509.NewCertPool()
 	pool.AddCert(cert)
-	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+	// Generous: the toolkit checks an unknown user against a bcrypt hash
+	// of cost 10 too (so that timing does not tell users apart), which
+	// takes seconds under the race detector.
+	client := &http.Client{Timeout: 2 * time.Minute, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
 	get := func(url, user, pass string) (int, string, error) {
 		req, _ := http.NewRequest(http.MethodGet, url, nil)
 		if user != "" {
@@ -124,7 +127,7 @@ func TestWatchWebConfigTLSAndBasicAuth(t *testing.T) {
 		}
 	}
 	// Plain HTTP, even with the right credentials, gets nothing served.
-	plain := &http.Client{Timeout: 10 * time.Second}
+	plain := &http.Client{Timeout: 2 * time.Minute}
 	req, _ := http.NewRequest(http.MethodGet, "http://"+ln.Addr().String()+"/healthz", nil)
 	req.SetBasicAuth("auditor", "right-password")
 	if resp, err := plain.Do(req); err == nil {
