@@ -30,8 +30,10 @@ func newWatchCmd(g *globalFlags) *cobra.Command {
 			"(--listen): /metrics (Prometheus), /healthz (200 while the last step succeeded within three\n" +
 			"intervals), /report.json and /loss-report.csv (the last completed step's reports). Each step\n" +
 			"also writes the configured report files, and logs one line to stderr (--log-format json for\n" +
-			"JSON). SIGTERM or Ctrl-C stops it; a step cut short is not committed, and the next run of\n" +
-			"watch or reconcile continues from the last committed one (docs/reconcile.md).",
+			"JSON). It listens on loopback by default; --web.config.file adds TLS and basic authentication\n" +
+			"(exporter-toolkit's format, docs/security.md). SIGTERM or Ctrl-C stops it; a step cut short\n" +
+			"is not committed, and the next run of watch or reconcile continues from the last committed\n" +
+			"one (docs/reconcile.md).",
 		Example: "  lossaudit watch -c audit.yaml --interval 1m --listen 127.0.0.1:9464",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
