@@ -19,7 +19,10 @@
 // are built by audit/kread from these values.
 package config
 
-import "time"
+import (
+	"io/fs"
+	"time"
+)
 
 // Config is the whole lossaudit configuration.
 //
@@ -197,6 +200,17 @@ type Report struct {
 	// MetricsFile, when set, receives the run's metrics in the Prometheus
 	// text format (for node_exporter's textfile collector).
 	MetricsFile string `mapstructure:"metrics_file" flag:"metrics-file" usage:"write the run's metrics to this path in the Prometheus text format, atomically, for node_exporter's textfile collector"`
+	// FileMode is the permission of the report files, in octal (0600 by
+	// default: they hold customer keys; the owner must read and write).
+	FileMode fs.FileMode `mapstructure:"file_mode" default:"0600"`
+	// RedactKeys writes a keyed hash of each key instead of the key in
+	// every report, under the secret of RedactKeyFile.
+	RedactKeys bool `mapstructure:"redact_keys" default:"false"`
+	// RedactKeyFile holds the secret of the keyed hash; RedactKey is its
+	// content without the trailing newline, loaded by Validate. The secret
+	// is never printed.
+	RedactKeyFile string `mapstructure:"redact_key_file"`
+	RedactKey     []byte `mapstructure:"-"`
 }
 
 // Watch tunes `lossaudit watch`.
@@ -208,6 +222,10 @@ type Watch struct {
 	Listen string `mapstructure:"listen" default:"127.0.0.1:9464" flag:"listen" usage:"address to serve /metrics, /healthz and the reports on"`
 	// LogFormat is LogText or LogJSON.
 	LogFormat string `mapstructure:"log_format" default:"text" flag:"log-format" usage:"text or json: the format of the one log line per step"`
+	// WebConfigFile configures TLS and basic authentication of the
+	// endpoints, in the web configuration format of
+	// prometheus/exporter-toolkit; "" serves plain HTTP to anyone.
+	WebConfigFile string `mapstructure:"web_config_file" flag:"web.config.file" usage:"TLS and basic authentication of the HTTP endpoints, in the web configuration format of Prometheus exporters"`
 }
 
 // The log formats of watch.log_format.

@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -118,6 +119,9 @@ func sourceValue(typ reflect.Type, src int) (text string, want any) {
 	switch {
 	case typ == reflect.TypeOf(time.Duration(0)):
 		return fmt.Sprintf("%ds", n), time.Duration(n) * time.Second
+	case typ == reflect.TypeOf(fs.FileMode(0)):
+		m := fs.FileMode(0o600 | n)
+		return fmt.Sprintf("%04o", uint32(m)), m
 	case typ == timeType:
 		tm := time.Date(2026, 1, n, 0, 0, 0, 0, time.UTC)
 		return tm.Format(time.RFC3339), tm

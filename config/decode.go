@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"math"
 	"reflect"
 	"regexp"
@@ -33,6 +34,12 @@ func decodeHook(now time.Time) mapstructure.DecodeHookFuncValue {
 				return nil, err
 			}
 			return parseDuration(s)
+		case t == reflect.TypeOf(fs.FileMode(0)):
+			s, err := scalar(in)
+			if err != nil {
+				return nil, err
+			}
+			return parseFileMode(strings.TrimSpace(s))
 		case t == timeType:
 			s, err := scalar(in)
 			if err != nil {
@@ -79,6 +86,19 @@ func decodeHook(now time.Time) mapstructure.DecodeHookFuncValue {
 		}
 		return in, nil
 	}
+}
+
+// parseFileMode reads a file permission in octal (0600, 640): at most
+// 0777, readable and writable by the owner.
+func parseFileMode(s string) (fs.FileMode, error) {
+	m, err := strconv.ParseUint(s, 8, 32)
+	if err != nil || m > 0o777 {
+		return 0, &Error{Msg: quoteValue(s) + " is not a file permission in octal, such as 0600 or 0640"}
+	}
+	if m&0o600 != 0o600 {
+		return 0, &Error{Msg: quoteValue(s) + " does not let the owner read and write the report; use e.g. 0600 or 0640"}
+	}
+	return fs.FileMode(m), nil
 }
 
 // scalar returns the text of a single value, or an *Error when in is a

@@ -274,7 +274,7 @@ func TestBadInput(t *testing.T) {
 		{name: "unknown nested key", file: "kafka:\n  tls:\n    enabeld: true\n", key: "kafka.tls.enabeld",
 			want: "%F%:3: kafka.tls.enabeld: unknown key (did you mean kafka.tls.enabled?)"},
 		{name: "unknown key, nothing close", file: "report:\n  pdf: r.pdf\n", key: "report.pdf",
-			want: "%F%:2: report.pdf: unknown key; report takes csv, json, html, metrics_file"},
+			want: "%F%:2: report.pdf: unknown key; report takes csv, json, html, metrics_file, file_mode, redact_keys, redact_key_file"},
 		{name: "unknown section, nothing close", file: "metrics: {}\n", key: "metrics",
 			want: "%F%:1: metrics: unknown key; the sections are kafka, sink_kafka, schema, pipeline, window, store, report, audit, compare, watch"},
 		{name: "scalar for a section", file: "kafka:\n  tls: true\n", key: "kafka.tls",

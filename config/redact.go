@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"io/fs"
 	"net/url"
 	"reflect"
 	"strings"
@@ -44,6 +45,8 @@ func redactedValue(s keySpec, v reflect.Value) string {
 			return ""
 		}
 		return x.Format("2006-01-02T15:04:05.000Z07:00")
+	case fs.FileMode:
+		return fmt.Sprintf("%04o", uint32(x))
 	case string:
 		switch s.redact {
 		case "secret":

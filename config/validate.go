@@ -46,7 +46,40 @@ func (c *Config) validate() error {
 		return errorf(c.keyOf(&c.Window.From), "%s is not before %s %s", c.Window.From.Format("2006-01-02T15:04:05.000Z07:00"),
 			c.keyOf(&c.Window.To), c.Window.To.Format("2006-01-02T15:04:05.000Z07:00"))
 	}
+	if err := c.loadRedactKey(); err != nil {
+		return err
+	}
 	return c.validateWatch(false)
+}
+
+// minRedactKey is the shortest secret report.redact_key_file may hold.
+const minRedactKey = 16
+
+// loadRedactKey checks report.redact_keys and report.redact_key_file and
+// loads the secret into Report.RedactKey.
+func (c *Config) loadRedactKey() error {
+	r := &c.Report
+	r.RedactKey = nil
+	if !r.RedactKeys {
+		return nil
+	}
+	fileKey := c.keyOf(&r.RedactKeyFile)
+	if r.RedactKeyFile == "" {
+		return errorf(c.keyOf(&r.RedactKeys), "needs %s: a file holding the secret of the keyed hash (at least %d bytes, e.g. from `head -c 32 /dev/urandom | base64`)", fileKey, minRedactKey)
+	}
+	if err := checkReadable(fileKey, r.RedactKeyFile); err != nil {
+		return err
+	}
+	data, err := os.ReadFile(r.RedactKeyFile)
+	if err != nil {
+		return errorf(fileKey, "cannot read %s: %s", r.RedactKeyFile, describeFileErr(err))
+	}
+	data = []byte(strings.TrimRight(string(data), "\r\n"))
+	if len(data) < minRedactKey {
+		return errorf(fileKey, "%s holds %d bytes; the secret must have at least %d", r.RedactKeyFile, len(data), minRedactKey)
+	}
+	r.RedactKey = data
+	return nil
 }
 
 // checkBounds checks the bound each key that keep accepts declares in its
@@ -98,6 +131,11 @@ func (c *Config) validateWatch(all bool) error {
 	}
 	if c.Watch.LogFormat != LogText && c.Watch.LogFormat != LogJSON && (all || c.Watch.LogFormat != "") {
 		return errorf(c.keyOf(&c.Watch.LogFormat), "%q is not %s or %s", c.Watch.LogFormat, LogText, LogJSON)
+	}
+	if c.Watch.WebConfigFile != "" {
+		if err := checkReadable(c.keyOf(&c.Watch.WebConfigFile), c.Watch.WebConfigFile); err != nil {
+			return err
+		}
 	}
 	return nil
 }

@@ -317,6 +317,9 @@ type Window struct {
 type Summary struct {
 	Started  time.Time
 	Finished time.Time
+	// KeysRedacted says the rows' keys are keyed hashes
+	// (report.RedactKeys), not the records' keys.
+	KeysRedacted bool
 	// Partial is set when findings were withheld; Reason says why and
 	// Withheld how many rows.
 	Partial       bool

@@ -1,11 +1,15 @@
 package kread
 
 import (
+	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"hash/crc32"
 	"strings"
 	"testing"
+
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // Builders of synthetic partition responses: v2 record batches encoded
@@ -394,5 +398,51 @@ func TestDecodeCarriesTheAskedHeader(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A small batch that inflates past the limit is an error naming the batch
+// (the reader adds the topic and partition), retrying cannot help, and the
+// decoder never holds more than the limit.
+func TestDecodeRejectsBatchesInflatingPastTheLimit(t *testing.T) {
+	const limit = 1 << 20
+	zeros := make([]byte, 3*limit)
+	for _, c := range []struct {
+		name   string
+		codec  int16
+		xerial bool
+	}{{"gzip", codecGzip, false}, {"snappy", codecSnappy, false}, {"snappy xerial", codecSnappy, true}, {"lz4", codecLZ4, false}, {"zstd", codecZstd, false}} {
+		t.Run(c.name, func(t *testing.T) {
+			b := encBatch{base: 10, lastOffsetDelta: -1, pid: -1, epoch: -1, codec: c.codec, xerial: c.xerial, recs: []encRec{{key: []byte("k"), value: zeros}}}
+			raw := b.encode(t)
+			if len(raw) > 200<<10 {
+				t.Fatalf("the bomb is %d bytes, not small", len(raw))
+			}
+			d := decoder{topic: "orders", partition: 3, inf: inflater{limit: limit}}
+			defer d.inf.close()
+			_, _, _, err := d.decode(raw, nil, 0, 100, false)
+			var tl *TooLargeError
+			if !errors.As(err, &tl) || !strings.Contains(err.Error(), "record batch at offset 10") || classify(err) != permanent {
+				t.Fatalf("err = %v, want a permanent TooLargeError naming offset 10", err)
+			}
+			if cap(d.arena) > 2*limit {
+				t.Errorf("the decoder grew its arena to %d bytes, limit %d", cap(d.arena), limit)
+			}
+		})
+	}
+}
+
+// Through the client: a batch inflating past Options.MaxBatchBytes fails
+// the read at once, naming the topic, partition and offset.
+func TestReadRejectsBatchesInflatingPastTheLimit(t *testing.T) {
+	c := newCluster(t, 1, 1, "bomb")
+	p := newProducer(t, c, newModel(), "bomb", "", kgo.ProducerBatchCompression(kgo.GzipCompression()), kgo.ProducerBatchMaxBytes(8<<20))
+	p.send(0, "small")
+	p.sendRecs(&kgo.Record{Partition: 0, Key: []byte("k"), Value: make([]byte, 3<<20)})
+	r := newReader(t, c, func(o *Options) { o.MaxBatchBytes = 1 << 20 })
+	_, err := r.Read(context.Background(), []Range{{Topic: "bomb", Partition: 0, From: 0, To: 2}}, ReadOptions{}, func([]Record) error { return nil })
+	var tl *TooLargeError
+	if !errors.As(err, &tl) || !strings.Contains(err.Error(), "reading bomb[0] at 0: record batch at offset 1: gzip: batch decompresses to more than 1 MiB") {
+		t.Fatalf("err = %v, want a TooLargeError naming bomb[0] at offset 1", err)
 	}
 }

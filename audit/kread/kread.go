@@ -115,6 +115,10 @@ type Options struct {
 	// committing the group's offsets to be decided (default
 	// DefaultStableWait).
 	StableWait time.Duration
+	// MaxBatchBytes bounds what one record batch may decompress to: a
+	// batch inflating past it is an error naming the topic, partition and
+	// offset, not retried (default 256 MiB; tests lower it).
+	MaxBatchBytes int
 }
 
 // Client reads topics with read_committed semantics. It is safe for
@@ -363,6 +367,9 @@ func (c *Client) Partitions(ctx context.Context, topic string) ([]int32, error) 
 				refreshed = true
 				c.refresh(c.generation())
 				return fmt.Errorf("topic %q not in cached metadata", topic)
+			}
+			if err := c.TopicAccess(ctx, topic); err != nil {
+				return &permanentError{fmt.Errorf("topic %q: %w (the principal needs DESCRIBE on it, READ to read it; docs/security.md)", topic, err)}
 			}
 			return &permanentError{fmt.Errorf("topic %q: %w", topic, ErrUnknownTopic)}
 		}

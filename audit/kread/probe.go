@@ -104,6 +104,12 @@ func (e *noBrokerError) class() class {
 // step bounded by ConnectTimeout as a whole. It returns nil when the broker
 // answered everything.
 func (c *Client) probe(ctx context.Context, addr string) *brokerProblem {
+	return c.probeWith(ctx, addr, []string{}, nil)
+}
+
+// probeWith is probe asking the metadata of topics (none when empty), and
+// handing the answer to check when it is not nil.
+func (c *Client) probeWith(ctx context.Context, addr string, topics []string, check func(*metadata.Response)) *brokerProblem {
 	to := c.o.ConnectTimeout
 	pctx, cancel := context.WithTimeout(ctx, to)
 	defer cancel()
@@ -155,7 +161,8 @@ func (c *Client) probe(ctx context.Context, addr string) *brokerProblem {
 			return p
 		}
 	}
-	r, err = pc.RoundTrip(&metadata.Request{TopicNames: []string{}})
+	// Never auto-create a topic asked about (Metadata v4 and later).
+	r, err = pc.RoundTrip(&metadata.Request{TopicNames: topics, AllowAutoTopicCreation: false})
 	if err != nil {
 		switch {
 		case isTimeout(err):
@@ -165,10 +172,40 @@ func (c *Client) probe(ctx context.Context, addr string) *brokerProblem {
 		}
 		return &brokerProblem{addr, ": metadata request failed: " + innermost(err), transient}
 	}
-	if _, ok := r.(*metadata.Response); !ok {
+	m, ok := r.(*metadata.Response)
+	if !ok {
 		return &brokerProblem{addr, fmt.Sprintf("answered a metadata request with %T", r), suspect}
 	}
+	if check != nil {
+		check(m)
+	}
 	return nil
+}
+
+// TopicAccess asks a bootstrap broker directly (not the transport's
+// metadata cache, which lists only the topics the principal may describe)
+// about a topic missing from the metadata. It returns a Kafka error when
+// the broker names one for the topic, typically TopicAuthorizationFailed
+// when the principal lacks DESCRIBE on it (Kafka then does not say whether
+// the topic exists), and nil otherwise.
+func (c *Client) TopicAccess(ctx context.Context, topic string) error {
+	var code int16
+	for _, addr := range c.o.Brokers {
+		p := c.probeWith(ctx, addr, []string{topic}, func(m *metadata.Response) {
+			for _, t := range m.Topics {
+				if t.Name == topic {
+					code = t.ErrorCode
+				}
+			}
+		})
+		if p == nil {
+			break
+		}
+	}
+	if code == 0 || code == int16(kafka.UnknownTopicOrPartition) {
+		return nil
+	}
+	return kafka.Error(code)
 }
 
 // dial opens a TCP connection the way the transport does.

@@ -153,6 +153,7 @@ func (c *Client) Read(ctx context.Context, ranges []Range, o ReadOptions, fn fun
 	for range workers {
 		wg.Go(func() {
 			w := &worker{}
+			w.dec.inf.limit = c.o.MaxBatchBytes
 			defer w.dec.inf.close()
 			for {
 				group, lead, err := s.take(ctx, c)

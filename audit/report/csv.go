@@ -29,13 +29,13 @@ const FirstSeenColumn = "first_seen"
 // (cut, awk, grep) then see no stray CR on the last column; and encoding/csv
 // in CRLF mode would rewrite LF inside a quoted field to CRLF and drop bare
 // CRs, altering the detail text.
-func WriteCSV(w io.Writer, rows []finding.Row) error { return writeCSV(w, rows, false) }
+func WriteCSV(w io.Writer, rows []finding.Row) error { return writeCSV(w, rows, false, false) }
 
 // WriteStepCSV writes the loss report of a reconciliation step: WriteCSV's
 // columns, then first_seen.
-func WriteStepCSV(w io.Writer, rows []finding.Row) error { return writeCSV(w, rows, true) }
+func WriteStepCSV(w io.Writer, rows []finding.Row) error { return writeCSV(w, rows, true, false) }
 
-func writeCSV(w io.Writer, rows []finding.Row, firstSeen bool) error {
+func writeCSV(w io.Writer, rows []finding.Row, firstSeen, redacted bool) error {
 	cw := csv.NewWriter(w)
 	cw.UseCRLF = false
 	header := CSVHeader
@@ -51,7 +51,7 @@ func writeCSV(w io.Writer, rows []finding.Row, firstSeen bool) error {
 		rec[0] = string(r.Kind)
 		rec[1] = string(r.Stage)
 		rec[2] = r.Input
-		rec[3] = FormatKey(r.Key)
+		rec[3] = keyText(redacted, r.Key)
 		rec[4] = r.Topic
 		rec[5] = strconv.FormatInt(int64(r.Partition), 10)
 		rec[6] = strconv.FormatInt(r.Offset, 10)
@@ -82,5 +82,5 @@ func WriteResultCSV(w io.Writer, res *finding.Result) error {
 	if res == nil {
 		return errNilResult
 	}
-	return writeCSV(w, res.Rows, res.Summary.Step != nil)
+	return writeCSV(w, res.Rows, res.Summary.Step != nil, res.Summary.KeysRedacted)
 }

@@ -12,6 +12,11 @@ import (
 	"github.com/lossaudit/lossaudit/audit/finding"
 )
 
+// DefaultFileMode is the permission of report files unless configured
+// otherwise (report.file_mode): they hold customer keys, so neither the
+// group nor others may read them.
+const DefaultFileMode fs.FileMode = 0o600
+
 // PartialSuffix is appended to a report's path when the run was partial.
 const PartialSuffix = ".partial"
 
@@ -27,26 +32,30 @@ func ReportPath(path string, partial bool) string {
 }
 
 // WriteCSVFile writes the loss report of res atomically to ReportPath(path,
-// !res.Complete()) and returns that path: a partial or inconclusive run's
-// report goes beside the complete one, never over it.
+// !res.Complete()), with permission mode (DefaultFileMode when 0), and
+// returns that path: a partial or inconclusive run's report goes beside the
+// complete one, never over it.
 // After a complete run it removes a leftover path + ".partial" from an
 // earlier partial run, so the directory never shows a stale partial report
 // beside a newer complete one.
-func WriteCSVFile(path string, res *finding.Result) (string, error) {
-	return writeReportFile(path, res, func(w io.Writer) error { return WriteResultCSV(w, res) })
+func WriteCSVFile(path string, res *finding.Result, mode fs.FileMode) (string, error) {
+	return writeReportFile(path, res, mode, func(w io.Writer) error { return WriteResultCSV(w, res) })
 }
 
 // WriteJSONFile is WriteCSVFile for the JSON report (WriteJSON).
-func WriteJSONFile(path string, res *finding.Result) (string, error) {
-	return writeReportFile(path, res, func(w io.Writer) error { return WriteJSON(w, res) })
+func WriteJSONFile(path string, res *finding.Result, mode fs.FileMode) (string, error) {
+	return writeReportFile(path, res, mode, func(w io.Writer) error { return WriteJSON(w, res) })
 }
 
-func writeReportFile(path string, res *finding.Result, write func(io.Writer) error) (string, error) {
+func writeReportFile(path string, res *finding.Result, mode fs.FileMode, write func(io.Writer) error) (string, error) {
 	if res == nil {
 		return "", errNilResult
 	}
+	if mode == 0 {
+		mode = DefaultFileMode
+	}
 	out := ReportPath(path, !res.Complete())
-	if err := WriteFileAtomic(out, write); err != nil {
+	if err := WriteFileAtomicMode(out, mode, write); err != nil {
 		return "", err
 	}
 	if res.Complete() {
@@ -62,18 +71,28 @@ func writeReportFile(path string, res *finding.Result, write func(io.Writer) err
 // temporary file in the same directory (buffered), fsyncs it, renames it
 // over path and fsyncs the directory. If write (or any step) fails, or write
 // panics, the temporary file is removed and path is untouched. The new file
-// keeps the permission bits of the file it replaces, else gets 0644.
+// keeps the permission bits of the file it replaces, else gets 0644 (for
+// files without customer data, such as metrics; reports use
+// WriteFileAtomicMode).
 func WriteFileAtomic(path string, write func(io.Writer) error) (err error) {
+	mode := fs.FileMode(0o644)
+	if fi, statErr := os.Stat(path); statErr == nil {
+		mode = fi.Mode().Perm()
+	}
+	return WriteFileAtomicMode(path, mode, write)
+}
+
+// WriteFileAtomicMode is WriteFileAtomic giving the new file permission
+// mode whatever the file it replaces had. The temporary file is created
+// readable by its owner only and gets mode before the rename, so the
+// content is never visible with wider permissions, whatever the umask.
+func WriteFileAtomicMode(path string, mode fs.FileMode, write func(io.Writer) error) (err error) {
 	dir, base := filepath.Split(path)
 	if dir == "" {
 		dir = "."
 	}
-	mode := fs.FileMode(0o644)
-	if fi, statErr := os.Stat(path); statErr == nil {
-		if !fi.Mode().IsRegular() {
-			return fmt.Errorf("writing %s: not a regular file", path)
-		}
-		mode = fi.Mode().Perm()
+	if fi, statErr := os.Stat(path); statErr == nil && !fi.Mode().IsRegular() {
+		return fmt.Errorf("writing %s: not a regular file", path)
 	}
 	f, err := os.CreateTemp(dir, "."+base+".tmp-*")
 	if err != nil {

@@ -129,11 +129,11 @@ func TestReportFilesPartial(t *testing.T) {
 
 	// A complete run.
 	complete := findingsResult()
-	gotCSV, err := WriteCSVFile(csvPath, complete)
+	gotCSV, err := WriteCSVFile(csvPath, complete, 0)
 	if err != nil || gotCSV != csvPath {
 		t.Fatalf("WriteCSVFile = %q, %v", gotCSV, err)
 	}
-	gotJSON, err := WriteJSONFile(jsonPath, complete)
+	gotJSON, err := WriteJSONFile(jsonPath, complete, 0)
 	if err != nil || gotJSON != jsonPath {
 		t.Fatalf("WriteJSONFile = %q, %v", gotJSON, err)
 	}
@@ -149,11 +149,11 @@ func TestReportFilesPartial(t *testing.T) {
 
 	// A partial run goes next to it and leaves the complete report alone.
 	partial := partialResult()
-	gotCSV, err = WriteCSVFile(csvPath, partial)
+	gotCSV, err = WriteCSVFile(csvPath, partial, 0)
 	if err != nil || gotCSV != csvPath+".partial" {
 		t.Fatalf("partial WriteCSVFile = %q, %v; want %s.partial", gotCSV, err, csvPath)
 	}
-	gotJSON, err = WriteJSONFile(jsonPath, partial)
+	gotJSON, err = WriteJSONFile(jsonPath, partial, 0)
 	if err != nil || gotJSON != jsonPath+".partial" {
 		t.Fatalf("partial WriteJSONFile = %q, %v", gotJSON, err)
 	}
@@ -171,10 +171,10 @@ func TestReportFilesPartial(t *testing.T) {
 	}
 
 	// The next complete run removes the stale partial reports.
-	if _, err := WriteCSVFile(csvPath, cleanResult()); err != nil {
+	if _, err := WriteCSVFile(csvPath, cleanResult(), 0); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := WriteJSONFile(jsonPath, cleanResult()); err != nil {
+	if _, err := WriteJSONFile(jsonPath, cleanResult(), 0); err != nil {
 		t.Fatal(err)
 	}
 	names := dirNames(t, dir)

@@ -16,14 +16,54 @@ const KeyB64Prefix = "b64:"
 const tsLayout = "2006-01-02T15:04:05.000Z"
 
 // FormatKey renders a record key as it appears in every report: the key as
-// text when it is valid UTF-8, does not start with "b64:" and contains no
-// carriage return; otherwise "b64:" followed by standard base64 of the bytes.
-// A nil or empty key renders as "".
+// text when it can be read back unchanged and cannot become a spreadsheet
+// formula; otherwise "b64:" followed by standard base64 of the bytes. Text
+// is used for valid UTF-8 that contains no carriage return, does not start
+// with "b64:" or "hmac:" (the prefixes of encoded and redacted keys), and
+// does not start with '=', '+', '-', '@' or a tab (a spreadsheet opening the
+// CSV would take it for a formula), except a plain signed number such as
+// "-42" or "+1.5", which a spreadsheet shows as a number. A nil or empty key
+// renders as "".
 func FormatKey(key []byte) string {
-	if utf8.Valid(key) && !bytes.HasPrefix(key, []byte(KeyB64Prefix)) && bytes.IndexByte(key, '\r') < 0 {
+	if textKey(key) {
 		return string(key)
 	}
 	return KeyB64Prefix + base64.StdEncoding.EncodeToString(key)
+}
+
+// textKey reports whether key is written as text (FormatKey).
+func textKey(key []byte) bool {
+	if !utf8.Valid(key) || bytes.IndexByte(key, '\r') >= 0 ||
+		bytes.HasPrefix(key, []byte(KeyB64Prefix)) || bytes.HasPrefix(key, []byte(RedactedPrefix)) {
+		return false
+	}
+	if len(key) == 0 {
+		return true
+	}
+	switch key[0] {
+	case '=', '@', '\t':
+		return false
+	case '+', '-':
+		return signedNumber(key[1:])
+	}
+	return true
+}
+
+// signedNumber reports whether s, after a sign, is a plain decimal number:
+// digits, optionally one '.' followed by digits.
+func signedNumber(s []byte) bool {
+	digits, dot := 0, false
+	for i, c := range s {
+		switch {
+		case c >= '0' && c <= '9':
+			digits++
+		case c == '.' && !dot && digits > 0 && i < len(s)-1:
+			dot = true
+		default:
+			return false
+		}
+	}
+	return digits > 0
 }
 
 // ParseKey reverses FormatKey: it returns the raw key bytes of a report's

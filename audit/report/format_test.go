@@ -23,6 +23,19 @@ func TestFormatKey(t *testing.T) {
 		{"looks like base64 marker", []byte("b64:abc"), "b64:YjY0OmFiYw=="},
 		{"carriage return", []byte("a\r\nb"), "b64:YQ0KYg=="},
 		{"avro int key bytes", []byte{0x00, 0x00, 0x00, 0x00, 0x07, 0x02}, "\x00\x00\x00\x00\x07\x02"},
+		{"formula =", []byte("=HYPERLINK(\"http://x\")"), "b64:PUhZUEVSTElOSygiaHR0cDovL3giKQ=="},
+		{"formula +", []byte("+1+cmd|' /C calc'!A0"), "b64:KzErY21kfCcgL0MgY2FsYychQTA="},
+		{"formula -", []byte("-2+3"), "b64:LTIrMw=="},
+		{"formula @", []byte("@SUM(A1)"), "b64:QFNVTShBMSk="},
+		{"leading tab", []byte("\t=1"), "b64:CT0x"},
+		{"leading CR", []byte("\r=1"), "b64:DT0x"},
+		{"lone sign", []byte("-"), "b64:LQ=="},
+		{"negative number stays text", []byte("-42"), "-42"},
+		{"signed decimal stays text", []byte("+1.5"), "+1.5"},
+		{"sign then dot", []byte("-.5"), "b64:LS41"},
+		{"trailing dot", []byte("-5."), "b64:LTUu"},
+		{"formula char inside stays text", []byte("a=b+c-d@e"), "a=b+c-d@e"},
+		{"looks redacted", []byte("hmac:00"), "b64:aG1hYzowMA=="},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

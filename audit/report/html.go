@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"html/template"
 	"io"
+	"io/fs"
 	"maps"
 	"net/url"
 	"path/filepath"
@@ -92,14 +93,15 @@ func WriteHTML(w io.Writer, res *finding.Result, opt HTMLOptions) error {
 }
 
 // WriteHTMLFile writes the HTML report of res atomically to
-// ReportPath(path, !res.Complete()), as WriteCSVFile does, and returns that
+// ReportPath(path, !res.Complete()) with permission mode, as WriteCSVFile
+// does, and returns that
 // path. The report files named in opt are linked relative to the page's
 // directory.
-func WriteHTMLFile(path string, res *finding.Result, opt HTMLOptions) (string, error) {
+func WriteHTMLFile(path string, res *finding.Result, opt HTMLOptions, mode fs.FileMode) (string, error) {
 	out := ReportPath(path, res != nil && !res.Complete())
 	dir := filepath.Dir(out)
 	opt.CSVPath, opt.JSONPath = relativeTo(dir, opt.CSVPath), relativeTo(dir, opt.JSONPath)
-	return writeReportFile(path, res, func(w io.Writer) error { return WriteHTML(w, res, opt) })
+	return writeReportFile(path, res, mode, func(w io.Writer) error { return WriteHTML(w, res, opt) })
 }
 
 // relativeTo returns path relative to dir when it can, else path.
@@ -283,7 +285,7 @@ func newHTMLPage(res *finding.Result, opt HTMLOptions) *htmlPage {
 		}
 		p.Rows = append(p.Rows, htmlRow{
 			Order: i, Kind: safe(string(r.Kind)), Stage: safe(string(r.Stage)), StageSort: r.Stage.Order(),
-			Input: safe(r.Input), InputSort: inRank, Key: safe(FormatKey(r.Key)),
+			Input: safe(r.Input), InputSort: inRank, Key: safe(keyText(res.Summary.KeysRedacted, r.Key)),
 			Replay:    fmt.Sprintf("%s[%d]@%d", safe(r.Topic), r.Partition, r.Offset),
 			Timestamp: FormatTS(r.Timestamp), TSSort: r.Timestamp, Expected: FormatTS(r.ExpectedTS),
 			Observed: obs, Detail: safe(Detail(r)),

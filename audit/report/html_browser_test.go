@@ -15,7 +15,7 @@ import (
 func openHTML(t *testing.T, res *finding.Result, hopt HTMLOptions, bopt browsertest.Options) *browsertest.Page {
 	t.Helper()
 	browsertest.Require(t)
-	path, err := WriteHTMLFile(filepath.Join(t.TempDir(), "report.html"), res, hopt)
+	path, err := WriteHTMLFile(filepath.Join(t.TempDir(), "report.html"), res, hopt, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

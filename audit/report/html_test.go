@@ -195,11 +195,11 @@ func TestWriteHTMLFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A partial run writes beside the complete report, never over it.
-	got, err := WriteHTMLFile(path, partialResult(), HTMLOptions{CSVPath: csv})
+	got, err := WriteHTMLFile(path, partialResult(), HTMLOptions{CSVPath: csv}, 0)
 	if err != nil || got != path+PartialSuffix {
 		t.Fatalf("partial run wrote %q, %v; want %q", got, err, path+PartialSuffix)
 	}
-	got, err = WriteHTMLFile(path, findingsResult(), HTMLOptions{CSVPath: csv})
+	got, err = WriteHTMLFile(path, findingsResult(), HTMLOptions{CSVPath: csv}, 0)
 	if err != nil || got != path {
 		t.Fatalf("complete run wrote %q, %v; want %q", got, err, path)
 	}
@@ -213,7 +213,7 @@ func TestWriteHTMLFile(t *testing.T) {
 	if !bytes.Contains(page, []byte(`<a href="../reports/loss.csv">loss.csv</a>`)) {
 		t.Error("the CSV link is not relative to the page's directory")
 	}
-	if _, err := WriteHTMLFile(path, nil, HTMLOptions{}); err == nil {
+	if _, err := WriteHTMLFile(path, nil, HTMLOptions{}, 0); err == nil {
 		t.Error("nil result: no error")
 	}
 }

@@ -100,11 +100,12 @@ func Verdict(res *finding.Result) string {
 //	    "read": {"input": n, "repartition": n, "changelog": n, "output": n},
 //	    "keys_judged": n, "resolved": n, "rebuilt": [string] },
 //	  "resolved": [row],                   // reconcile only: findings this step found fixed
+//	  "keys_redacted": true,               // only when report.redact_keys: keys are "hmac:..."
 //	  "row_count": n,                      // len(rows)
 //	  "rows": [{                           // same order and content as the CSV
 //	    "finding": "missing" | "stale" | "aborted",
 //	    "stage": string, "input": string,
-//	    "key": string,                     // text or "b64:..." (FormatKey)
+//	    "key": string,                     // text, "b64:..." (FormatKey) or "hmac:..." (RedactKeys)
 //	    "topic": string, "partition": n, "offset": n,
 //	    "timestamp": timestamp, "expected_ts": timestamp,
 //	    "observed_ts": timestamp | null,   // null when missing at the stage
@@ -132,6 +133,7 @@ type jsonReport struct {
 	Index         *jsonIndex         `json:"index,omitempty"`
 	Step          *jsonStep          `json:"step,omitempty"`
 	Resolved      *[]jsonRow         `json:"resolved,omitempty"`
+	KeysRedacted  bool               `json:"keys_redacted,omitempty"`
 	RowCount      int                `json:"row_count"`
 	// "rows" follows, streamed by writeJSONStream.
 }
@@ -267,9 +269,9 @@ type jsonStep struct {
 }
 
 // jsonRowOf is the JSON form of a row.
-func jsonRowOf(r *finding.Row) jsonRow {
+func jsonRowOf(r *finding.Row, redacted bool) jsonRow {
 	jr := jsonRow{
-		Finding: r.Kind, Stage: r.Stage, Input: r.Input, Key: FormatKey(r.Key),
+		Finding: r.Kind, Stage: r.Stage, Input: r.Input, Key: keyText(redacted, r.Key),
 		Topic: r.Topic, Partition: r.Partition, Offset: r.Offset,
 		Timestamp: FormatTS(r.Timestamp), ExpectedTS: FormatTS(r.ExpectedTS), Detail: Detail(r),
 		FirstSeen: formatTime(r.FirstSeen),
@@ -303,6 +305,7 @@ func WriteJSON(w io.Writer, res *finding.Result) error {
 		Partitions:    []jsonPartition{},
 		DecodeErrors:  s.DecodeErrorsBySchema,
 		RowCount:      len(res.Rows),
+		KeysRedacted:  s.KeysRedacted,
 		Compare:       compareJSON(s.Compare),
 	}
 	for _, name := range inputNames(s) {
@@ -359,7 +362,7 @@ func WriteJSON(w io.Writer, res *finding.Result) error {
 		}
 		resolved := make([]jsonRow, 0, len(res.Resolved))
 		for i := range res.Resolved {
-			resolved = append(resolved, jsonRowOf(&res.Resolved[i]))
+			resolved = append(resolved, jsonRowOf(&res.Resolved[i], s.KeysRedacted))
 		}
 		rep.Resolved = &resolved
 	}
@@ -386,7 +389,7 @@ func writeJSONStream(w io.Writer, rep *jsonReport, rows []finding.Row) error {
 	renc.SetEscapeHTML(false)
 	renc.SetIndent("    ", "  ")
 	for i := range rows {
-		jr := jsonRowOf(&rows[i])
+		jr := jsonRowOf(&rows[i], rep.KeysRedacted)
 		rb.Reset()
 		if err := renc.Encode(&jr); err != nil {
 			return fmt.Errorf("writing JSON report row %d: %w", i+1, err)

@@ -419,6 +419,10 @@ func writeRows(b *strings.Builder, res *finding.Result, opt SummaryOptions) {
 	} else {
 		fmt.Fprintf(b, "\n%s (first %s of %s)\n", title, Thousands(int64(limit)), Thousands(int64(n)))
 	}
+	if res.Summary.KeysRedacted {
+		b.WriteString("  (keys are redacted, report.redact_keys: KEY is hmac: and a keyed hash of the\n")
+		b.WriteString("  key, the same in every report made with the same report.redact_key_file)\n")
+	}
 	if res.Summary.Compare != nil {
 		b.WriteString("  (REPLAY is the source record, topic[partition]@offset, or the offset a ledger\n")
 		b.WriteString("  claims; under each row its timestamp and the copies found)\n")
@@ -429,7 +433,7 @@ func writeRows(b *strings.Builder, res *finding.Result, opt SummaryOptions) {
 	t := table{header: []string{"FINDING", "STAGE", "INPUT", "KEY", "REPLAY"}}
 	var notes []string
 	for _, r := range res.Rows[:limit] {
-		t.add(safe(string(r.Kind)), safe(string(r.Stage)), safe(r.Input), truncate(safe(FormatKey(r.Key)), maxKeyWidth),
+		t.add(safe(string(r.Kind)), safe(string(r.Stage)), safe(r.Input), truncate(safe(keyText(res.Summary.KeysRedacted, r.Key)), maxKeyWidth),
 			fmt.Sprintf("%s[%d]@%d", safe(r.Topic), r.Partition, r.Offset))
 		if r.Sink != nil || r.Ledger != nil {
 			notes = append(notes, "at "+FormatTS(r.Timestamp)+"; "+safe(Detail(&r)))
@@ -480,7 +484,7 @@ func writeStep(b *strings.Builder, res *finding.Result) {
 	b.WriteString(wrap("  ", fmt.Sprintf("resolved: %s fixed since the previous step (a later update or a replay arrived)", plural(int64(n), "finding", "findings")), "    "))
 	t := table{header: []string{"FINDING", "STAGE", "INPUT", "KEY", "FIRST SEEN"}}
 	for _, r := range res.Resolved[:limit] {
-		t.add(safe(string(r.Kind)), safe(string(r.Stage)), safe(r.Input), truncate(safe(FormatKey(r.Key)), maxKeyWidth), formatTime(r.FirstSeen))
+		t.add(safe(string(r.Kind)), safe(string(r.Stage)), safe(r.Input), truncate(safe(keyText(res.Summary.KeysRedacted, r.Key)), maxKeyWidth), formatTime(r.FirstSeen))
 	}
 	t.write(b, "    ")
 	if limit < n {

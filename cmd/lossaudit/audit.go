@@ -52,7 +52,7 @@ func newAuditCmd(g *globalFlags) *cobra.Command {
 			if len(w.failed) == 0 {
 				w.writeMetrics(cfg, res, started)
 			}
-			return w.conclude(res)
+			return w.conclude()
 		},
 	}
 	cmd.Flags().BoolVarP(&quiet, "quiet", "q", false, "no progress output on stderr")
@@ -114,7 +114,7 @@ func checkOutputPath(key, path string) error {
 // (3) and a line on stderr say which report is missing.
 func finish(stdout, stderr io.Writer, cfg *config.Config, res *finding.Result) error {
 	w := writeReports(stdout, stderr, cfg, res)
-	return w.conclude(res)
+	return w.conclude()
 }
 
 // written is where a run's reports went and what failed.
@@ -124,25 +124,34 @@ type written struct {
 	out    io.Writer
 	opt    report.SummaryOptions
 	failed []string
+	// res is the result as the reports show it: with report.redact_keys,
+	// its keys are keyed hashes.
+	res *finding.Result
 }
 
-// writeReports writes the configured report files (or the CSV to stdout).
+// writeReports writes the configured report files (or the CSV to stdout),
+// with report.file_mode, and with keyed hashes for keys when
+// report.redact_keys is set.
 func writeReports(stdout, stderr io.Writer, cfg *config.Config, res *finding.Result) *written {
-	w := &written{out: stdout}
+	if cfg.Report.RedactKeys {
+		res = report.RedactKeys(res, cfg.Report.RedactKey)
+	}
+	w := &written{out: stdout, res: res}
+	mode := cfg.Report.FileMode
 	if cfg.Report.CSV == "-" {
 		w.out = stderr
 		if err := report.WriteResultCSV(stdout, res); err != nil {
 			w.failed = append(w.failed, fmt.Sprintf("the CSV report could not be written to stdout: %v", err))
 		}
 	} else if cfg.Report.CSV != "" {
-		p, err := report.WriteCSVFile(cfg.Report.CSV, res)
+		p, err := report.WriteCSVFile(cfg.Report.CSV, res, mode)
 		if err != nil {
 			w.failed = append(w.failed, fmt.Sprintf("the CSV report could not be written: %v", err))
 		}
 		w.opt.CSVPath = p
 	}
 	if cfg.Report.JSON != "" {
-		p, err := report.WriteJSONFile(cfg.Report.JSON, res)
+		p, err := report.WriteJSONFile(cfg.Report.JSON, res, mode)
 		if err != nil {
 			w.failed = append(w.failed, fmt.Sprintf("the JSON report could not be written: %v", err))
 		}
@@ -150,7 +159,7 @@ func writeReports(stdout, stderr io.Writer, cfg *config.Config, res *finding.Res
 	}
 	if cfg.Report.HTML != "" {
 		hopt := report.HTMLOptions{CSVPath: w.opt.CSVPath, JSONPath: w.opt.JSONPath, Config: cfg.Redacted()}
-		p, err := report.WriteHTMLFile(cfg.Report.HTML, res, hopt)
+		p, err := report.WriteHTMLFile(cfg.Report.HTML, res, hopt, mode)
 		if err != nil {
 			w.failed = append(w.failed, fmt.Sprintf("the HTML report could not be written: %v", err))
 		}
@@ -175,7 +184,8 @@ func (w *written) writeMetrics(cfg *config.Config, res *finding.Result, started 
 }
 
 // conclude prints the summary and returns the exit status of the result.
-func (w *written) conclude(res *finding.Result) error {
+func (w *written) conclude() error {
+	res := w.res
 	w.opt.Color = colorOK(w.out)
 	if err := report.WriteSummary(w.out, res, w.opt); err != nil {
 		w.failed = append(w.failed, fmt.Sprintf("printing the summary: %v", err))

@@ -125,11 +125,11 @@ func TestCommandFlags(t *testing.T) {
 		}
 	}
 	configFlags := []string{"config", "brokers", "command-config", "from", "to", "store-dir", "csv", "json", "metrics-file",
-		"interval", "listen", "log-format"}
+		"interval", "listen", "log-format", "web.config.file"}
 	want := map[string][]string{
 		"audit":     {"config", "brokers", "command-config", "from", "to", "store-dir", "csv", "json", "metrics-file", "quiet"},
 		"reconcile": {"config", "brokers", "command-config", "from", "to", "store-dir", "csv", "json", "metrics-file", "quiet"},
-		"watch":     {"config", "brokers", "command-config", "from", "to", "store-dir", "csv", "json", "interval", "listen", "log-format"},
+		"watch":     {"config", "brokers", "command-config", "from", "to", "store-dir", "csv", "json", "interval", "listen", "log-format", "web.config.file"},
 		"scan":      {"config", "brokers", "command-config", "from", "to", "json", "quiet", "decode", "topic"},
 		"topology":  {"config", "brokers", "command-config"},
 		"demo":      {"dir", "seed", "quiet"},

@@ -49,7 +49,7 @@ func newReconcileCmd(g *globalFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return out.conclude(out.res)
+			return out.conclude()
 		},
 	}
 	cmd.Flags().BoolVarP(&quiet, "quiet", "q", false, "no progress output on stderr")
@@ -114,7 +114,7 @@ func reconcileStep(ctx context.Context, cfg *config.Config, o app.Options, stdou
 	w := writeReports(stdout, stderr, cfg, res)
 	if len(w.failed) > 0 {
 		w.failed = append(w.failed, "the step was not committed: the next one repeats it")
-		return &stepOutcome{written: w, res: res}, nil
+		return &stepOutcome{written: w, res: w.res}, nil
 	}
 	// The reports are written: the step is committed even if a signal
 	// came meanwhile, so that state and reports agree (a second signal
@@ -124,7 +124,7 @@ func reconcileStep(ctx context.Context, cfg *config.Config, o app.Options, stdou
 		return nil, withCode(exitIncomplete, fmt.Errorf("the step's reports were written but its state could not be committed (the next step repeats it): %w", err))
 	}
 	w.writeMetrics(cfg, res, started)
-	return &stepOutcome{written: w, res: res}, nil
+	return &stepOutcome{written: w, res: w.res}, nil
 }
 
 // failpoints stop a reconcile step at a named point, for the test bed's

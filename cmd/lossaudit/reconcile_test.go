@@ -7,9 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -352,15 +350,7 @@ func TestWatchServesTheLastStep(t *testing.T) {
 	go func() {
 		done <- execute(ctx, newRootCmd(&stdout, &stderr), []string{"watch", "-c", s.yaml, "--interval", "200ms", "--listen", addr, "--log-format", "json"}, &stderr)
 	}()
-	get := func(path string) (int, string) {
-		resp, err := http.Get("http://" + addr + path)
-		if err != nil {
-			return 0, err.Error()
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
-	}
+	get := func(path string) (int, string) { return httpGet("http://" + addr + path) }
 	var code int
 	var body string
 	if err := poll.Until(context.Background(), 90*time.Second, 50*time.Millisecond, "watch at step 3", func() bool {

@@ -21,7 +21,7 @@ func commandFlags() map[string][]string {
 		"audit":     {"config", "brokers", "command-config", "from", "to", "store-dir", "csv", "json", "html", "metrics-file"},
 		"compare":   {"config", "brokers", "command-config", "store-dir", "csv", "json", "html", "ledger"},
 		"reconcile": {"config", "brokers", "command-config", "from", "to", "store-dir", "csv", "json", "html", "metrics-file"},
-		"watch":     {"config", "brokers", "command-config", "from", "to", "store-dir", "csv", "json", "html", "interval", "listen", "log-format"},
+		"watch":     {"config", "brokers", "command-config", "from", "to", "store-dir", "csv", "json", "html", "interval", "listen", "log-format", "web.config.file"},
 		"scan":      {"config", "brokers", "command-config", "from", "to"},
 		"topology":  {"config", "brokers", "command-config"},
 	}

@@ -144,6 +144,13 @@ func scanTopics(cfg *config.Config, flagged []string, listTopics func() ([]strin
 		add(in.Topic)
 	}
 	add(p.Output)
+	// Internal topics named in the configuration are scanned even when the
+	// listing lacks them: Kafka lists only the topics the principal may
+	// describe, and a topic it may not is an error, not an omission.
+	for _, in := range p.Inputs {
+		add(in.RepartitionTopic)
+		add(in.ChangelogTopic)
+	}
 	if p.ApplicationID != "" {
 		all, err := listTopics()
 		if err != nil {

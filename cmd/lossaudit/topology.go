@@ -80,6 +80,13 @@ type topicRow struct {
 	topic bool
 }
 
+// topicAccessChecker asks the cluster why a topic is missing from its
+// listing (kread.Client): an authorization error when the principal may
+// not describe it.
+type topicAccessChecker interface {
+	TopicAccess(ctx context.Context, topic string) error
+}
+
 // runTopology builds the model, prints the stage map to w and checks the
 // topics against lister. A missing topic that the config names is a
 // *config.Error (exit 2) naming the key; a missing derived topic is marked
@@ -135,8 +142,16 @@ func runTopology(ctx context.Context, cfg *config.Config, lister topology.TopicL
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "INPUT\tROLE\tFROM\tSTATUS\tNAME")
 	var userMissing []topicRow
-	var derivedMissing []string
+	var derivedMissing, denied []string
+	access, _ := lister.(topicAccessChecker)
+	deniedErr := func(topic string) error {
+		if access == nil {
+			return nil
+		}
+		return access.TopicAccess(ctx, topic)
+	}
 	for _, r := range rows {
+		var accessErr error
 		status := "-"
 		name := r.name
 		switch {
@@ -145,6 +160,10 @@ func runTopology(ctx context.Context, cfg *config.Config, lister topology.TopicL
 			name = "(none: no repartitioning)"
 		case exists[name]:
 			status = "ok"
+		case func() bool { accessErr = deniedErr(name); return accessErr != nil }():
+			// Kafka lists only the topics the principal may describe.
+			status = "DENIED"
+			denied = append(denied, fmt.Sprintf("topic %q: %v", name, accessErr))
 		default:
 			status = "MISSING"
 			if r.key != "" {
@@ -160,6 +179,9 @@ func runTopology(ctx context.Context, cfg *config.Config, lister topology.TopicL
 	}
 	for _, warn := range m.Warnings {
 		fmt.Fprintf(w, "warning: %s\n", safe(warn))
+	}
+	if len(denied) > 0 {
+		return nil, withCode(exitIncomplete, fmt.Errorf("%s (lossaudit's principal needs DESCRIBE on every topic of the pipeline, and READ to audit them: docs/security.md)", strings.Join(denied, "; ")))
 	}
 	if len(userMissing) > 0 {
 		first := userMissing[0]

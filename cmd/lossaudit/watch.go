@@ -31,8 +31,10 @@ func newWatchCmd(g *globalFlags) *cobra.Command {
 			"(--listen): /metrics (Prometheus), /healthz (200 while the last step succeeded within three\n" +
 			"intervals), /report.json and /loss-report.csv (the last completed step's reports). Each step\n" +
 			"also writes the configured report files, and logs one line to stderr (--log-format json for\n" +
-			"JSON). SIGTERM or Ctrl-C stops it; a step cut short is not committed, and the next run of\n" +
-			"watch or reconcile continues from the last committed one (docs/reconcile.md).",
+			"JSON). It listens on loopback by default; --web.config.file adds TLS and basic authentication\n" +
+			"(exporter-toolkit's format, docs/security.md). SIGTERM or Ctrl-C stops it; a step cut short\n" +
+			"is not committed, and the next run of watch or reconcile continues from the last committed\n" +
+			"one (docs/reconcile.md).",
 		Example: "  lossaudit watch -c audit.yaml --interval 1m --listen 127.0.0.1:9464",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -75,19 +77,25 @@ func watch(ctx context.Context, cfg *config.Config, stderr io.Writer) error {
 	}
 	log := slog.New(h)
 	w := &watcher{interval: cfg.Watch.Interval, config: cfg.Redacted(), started: time.Now(), m: metrics.New(), now: time.Now}
+	web, err := readWebConfig(cfg.Watch.WebConfigFile)
+	if err != nil {
+		return err
+	}
 	ln, err := net.Listen("tcp", cfg.Watch.Listen)
 	if err != nil {
 		return &config.Error{Key: "watch.listen", Msg: fmt.Sprintf("cannot listen on %s: %v", cfg.Watch.Listen, err)}
 	}
-	srv := &http.Server{Handler: w.handler(), ReadHeaderTimeout: 10 * time.Second}
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
+	srv, served := serveWatch(ln, w.handler(), cfg.Watch.WebConfigFile, h)
 	defer func() {
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		_ = srv.Shutdown(sctx)
 	}()
-	log.Info("watching", "listen", ln.Addr().String(), "interval", cfg.Watch.Interval.String(), "store_dir", cfg.Store.Dir)
+	log.Info("watching", "listen", ln.Addr().String(), "tls", web.tls, "basic_auth", web.auth,
+		"interval", cfg.Watch.Interval.String(), "store_dir", cfg.Store.Dir)
+	if warning := web.exposure(ln.Addr()); warning != "" {
+		log.Warn(warning, "listen", ln.Addr().String())
+	}
 	for {
 		started := w.now()
 		w.setRunning(true)
