@@ -343,19 +343,15 @@ type Summary struct {
 	DecodeErrorSamples []DecodeErrorSample
 	// Timings are the durations of the run's phases.
 	Timings map[string]time.Duration
-	// Compare is set by lossaudit compare: the identity rule and the
-	// counters of the sinks and the ledger; nil for an audit.
-	Compare *CompareSummary
+	// Sections are the mode's own parts of the summary (Section): the
+	// Kafka Streams audit's *Streams, a comparison's *CompareSummary; a
+	// result without one is rendered as a Kafka Streams audit's.
+	Sections []Section
 	// Index says how much evidence the run kept: the records it read and
 	// the index entries it wrote for them.
 	Index IndexStats
-	// Pipeline names the audited Kafka Streams pipeline's topics, for a
-	// picture of it; nil for audits of another kind of pipeline.
-	Pipeline *Pipeline
-	// Timeline counts the audited and pending input records by timestamp;
-	// nil when the run did not keep one.
-	Timeline *Timeline
-	// Step describes a reconciliation step; nil for an audit.
+	// Step describes a reconciliation step (of any mode); nil for an
+	// audit.
 	Step *Step
 }
 

@@ -24,13 +24,13 @@ func compareResult() *finding.Result {
 			finding.StageLedger: {KeysChecked: 5000, Findings: map[finding.Kind]int64{finding.AckedMissing: 2, finding.UnackedPresent: 1, finding.UnackedMissing: 1, finding.Duplicated: 1}},
 		},
 		Timings: map[string]time.Duration{"snapshot": time.Second, "read": 20 * time.Second, "check": 2 * time.Second},
-		Compare: &finding.CompareSummary{Match: "record", Grace: 5 * time.Minute,
+		Sections: []finding.Section{&finding.CompareSummary{Match: "record", Grace: 5 * time.Minute,
 			Pairs: []finding.CompareCounts{
 				{Name: "orders", Source: "orders", Sink: "dr.orders", SinkRecords: 119002, Identities: 119998, Unexplained: 1},
 				{Name: "payments", Source: "payments", Sink: "dr.payments", SourceNoIdentity: 3, SinkRecords: 5000, SinkNoIdentity: 3, Identities: 5000},
 			},
 			Ledger: &finding.LedgerCounts{Lines: 5004, Acked: 5001, Failed: 3, Verified: 4998, Expired: 1, Skipped: 2},
-		},
+		}},
 	}
 	rows := []finding.Row{
 		{Kind: finding.Missing, Stage: finding.StageSink, Input: "orders", Key: []byte("o-17"), Topic: "orders", Partition: 2, Offset: 4711,
@@ -105,8 +105,8 @@ func TestCompareDetail(t *testing.T) {
 func TestCompareLedgerOnlySummary(t *testing.T) {
 	res := &finding.Result{
 		Summary: finding.Summary{
-			Stages:  map[finding.Stage]*finding.StageCounts{finding.StageLedger: {KeysChecked: 10, Findings: map[finding.Kind]int64{finding.AckedMissing: 1}}},
-			Compare: &finding.CompareSummary{Match: "record", Grace: time.Minute, Ledger: &finding.LedgerCounts{Lines: 10, Acked: 10, Verified: 9}},
+			Stages:   map[finding.Stage]*finding.StageCounts{finding.StageLedger: {KeysChecked: 10, Findings: map[finding.Kind]int64{finding.AckedMissing: 1}}},
+			Sections: []finding.Section{&finding.CompareSummary{Match: "record", Grace: time.Minute, Ledger: &finding.LedgerCounts{Lines: 10, Acked: 10, Verified: 9}}},
 		},
 		Rows: []finding.Row{{Kind: finding.AckedMissing, Stage: finding.StageLedger, Input: "t", Topic: "t", Offset: 9,
 			Ledger: &finding.LedgerEvidence{Line: 10, Acked: true, Sends: 1, LogEnd: 5}}},

@@ -36,11 +36,10 @@ type pipelineNode struct {
 	Findings int64
 }
 
-// newPipelineView draws the pipeline of a Kafka Streams audit; nil when
-// the result describes no such pipeline.
-func newPipelineView(res *finding.Result) *pipelineView {
+// newPipelineView draws pl, the pipeline of a Kafka Streams audit, with
+// what res found along it; nil when pl describes no pipeline.
+func newPipelineView(res *finding.Result, pl *finding.Pipeline) *pipelineView {
 	s := &res.Summary
-	pl := s.Pipeline
 	if pl == nil || len(pl.Inputs) == 0 {
 		return nil
 	}
