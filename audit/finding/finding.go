@@ -94,15 +94,12 @@ type Row struct {
 	// meaningful when HasObserved is true.
 	ObservedTS  int64
 	HasObserved bool
-	// Witness, on changelog rows, says whether the repartition topic still
-	// holds a processed copy of the lost update; nil on other rows.
-	Witness *Witness
-	// Sink, on sink rows (lossaudit compare), counts the copies of the
-	// record on both sides; nil on other rows.
-	Sink *SinkEvidence
-	// Ledger, on ledger rows, names the ledger line and what the topic
-	// holds; nil on other rows.
-	Ledger *LedgerEvidence
+	// Evidence proves the row, in the type of its stage: a *Witness on
+	// changelog rows (whether the repartition topic still holds a
+	// processed copy of the lost update), a *SinkEvidence on sink rows, a
+	// *LedgerEvidence on ledger rows; nil when there is none (output
+	// rows).
+	Evidence Evidence
 	// FirstSeen is when a reconciliation first reported the finding; zero
 	// for an audit's rows.
 	FirstSeen time.Time
@@ -149,18 +146,15 @@ const (
 // list them.
 var PartitionKinds = []PartitionKind{PurgedPastCommit, StuckLSO, OffsetReset, Truncated, PoisonPill}
 
-// PartitionFinding is an anomaly of one topic partition. Exactly the
-// evidence field matching Kind is set.
+// PartitionFinding is an anomaly of one topic partition.
 type PartitionFinding struct {
 	Kind      PartitionKind
 	Topic     string
 	Partition int32
-
-	Purge      *PurgeEvidence
-	Stuck      *StuckEvidence
-	Reset      *ResetEvidence
-	Truncation *TruncationEvidence
-	Poison     *PoisonEvidence
+	// Evidence proves the finding, in the type of its kind:
+	// *PurgeEvidence, *StuckEvidence, *ResetEvidence, *TruncationEvidence
+	// or *PoisonEvidence.
+	Evidence Evidence
 }
 
 // PurgeEvidence proves purged_past_commit: the log starts above the offset

@@ -43,3 +43,36 @@ func (*Streams) SectionName() string { return "streams" }
 
 // SectionName implements Section: the key of the JSON block "compare".
 func (*CompareSummary) SectionName() string { return "compare" }
+
+// Evidence is the structured proof of one finding (Row.Evidence,
+// PartitionFinding.Evidence): what a detector saw, in numbers and names,
+// never in words. Each mode contributes its own types; the report words
+// each type (report.Detail, report.Evidence). EvidenceKind names the type
+// for logs and tests.
+type Evidence interface {
+	EvidenceKind() string
+}
+
+// EvidenceKind implements Evidence.
+func (*Witness) EvidenceKind() string { return "witness" }
+
+// EvidenceKind implements Evidence.
+func (*SinkEvidence) EvidenceKind() string { return "sink" }
+
+// EvidenceKind implements Evidence.
+func (*LedgerEvidence) EvidenceKind() string { return "ledger" }
+
+// EvidenceKind implements Evidence.
+func (*PurgeEvidence) EvidenceKind() string { return string(PurgedPastCommit) }
+
+// EvidenceKind implements Evidence.
+func (*StuckEvidence) EvidenceKind() string { return string(StuckLSO) }
+
+// EvidenceKind implements Evidence.
+func (*ResetEvidence) EvidenceKind() string { return string(OffsetReset) }
+
+// EvidenceKind implements Evidence.
+func (*TruncationEvidence) EvidenceKind() string { return string(Truncated) }
+
+// EvidenceKind implements Evidence.
+func (*PoisonEvidence) EvidenceKind() string { return string(PoisonPill) }

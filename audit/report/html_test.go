@@ -145,7 +145,7 @@ func hostileResult() *finding.Result {
 	streamsOf(res).Timeline = &finding.Timeline{Bucket: time.Second, Inputs: map[string]map[int64]finding.BucketCounts{
 		hostile[3]: {ms(10, 15, 0, 0): {Audited: 10}}, "b": {ms(10, 15, 2, 0): {Audited: 5}}}}
 	s.Partitions = []finding.PartitionFinding{{Kind: finding.PurgedPastCommit, Topic: hostile[1], Partition: 0,
-		Purge: &finding.PurgeEvidence{Group: hostile[0], LogStart: 10, Committed: 5}}}
+		Evidence: &finding.PurgeEvidence{Group: hostile[0], LogStart: 10, Committed: 5}}}
 	s.Reads = []finding.ReadIssue{{Topic: hostile[0], Partition: 1, Gaps: 3}}
 	s.SchemaSources = []finding.SchemaSource{{Source: hostile[1], Error: hostile[0], ServedBy: hostile[4]}}
 	s.DecodeErrorsBySchema = map[string]int64{hostile[0]: 2}
@@ -154,7 +154,7 @@ func hostileResult() *finding.Result {
 	for i, h := range hostile {
 		res.Rows = append(res.Rows, finding.Row{Kind: finding.Missing, Stage: finding.StageChangelog, Input: hostile[3], Key: []byte(h),
 			Topic: hostile[0], Partition: int32(i), Offset: int64(i), Timestamp: ms(10, 15, 0, i), ExpectedTS: ms(10, 15, 0, i),
-			Witness: &finding.Witness{Topic: hostile[1], Seen: true}})
+			Evidence: &finding.Witness{Topic: hostile[1], Seen: true}})
 	}
 	res.Rows = append(res.Rows, finding.Row{Kind: finding.Kind(hostile[0]), Stage: finding.Stage(hostile[4]), Input: "b", Key: []byte("k"),
 		Topic: "topicB", Timestamp: ms(10, 15, 2, 0), ExpectedTS: ms(10, 15, 2, 0)})

@@ -55,7 +55,7 @@ func (streamsView) rowNote(r *finding.Row) string {
 	} else {
 		note += "nothing for the key"
 	}
-	if w := r.Witness; w != nil && w.Seen {
+	if w, _ := r.Evidence.(*finding.Witness); w != nil && w.Seen {
 		note += fmt.Sprintf("; in the repartition topic at [%d]@%d: lost before the store", w.Partition, w.Offset)
 	} else if w != nil {
 		note += "; not in the repartition topic (purged, or never written)"
