@@ -1,9 +1,11 @@
 // Package finding holds the vocabulary of an audit result: the kinds of
 // anomaly lossaudit can report, the per-(input, key) rows of the loss
 // report with their structured evidence, the partition-level findings, the
-// reasons a verdict is inconclusive and the run summary. The detectors
-// produce these values and the reports render them; the words a user reads
-// are written only by the reports. Besides naming, the package owns one
+// reasons a verdict is inconclusive and the run summary. The vocabulary is
+// open: evidence is one interface (Evidence) that each mode implements
+// with its own types, and what only one mode knows of a run is its Section
+// in Summary.Sections. The detectors produce these values and the reports
+// render them; the words a user reads are written only by the reports. Besides naming, the package owns one
 // behaviour: the order of rows and partition findings (SortRows,
 // SortPartitions), so that every report lists them alike.
 package finding
@@ -401,7 +403,9 @@ type Step struct {
 	// committed step ran (zero on the baseline).
 	BaselineAt, Previous time.Time
 	// Read counts the records (committed and aborted) this step read, by
-	// the role of the topic: input, repartition, changelog, output.
+	// the role of the topic (the Kafka Streams audit's input, repartition,
+	// changelog and output; a mode lists every role it reads, zeros
+	// included).
 	Read map[string]int64
 	// KeysJudged counts the keys this step judged: those its reads touched,
 	// those pending at the second hop, and those with open findings.

@@ -338,9 +338,7 @@ func jsonStepOf(res *finding.Result) (*jsonStep, *[]jsonRow) {
 	js := &jsonStep{Number: st.Number, Baseline: st.Baseline, BaselineAt: formatTime(st.BaselineAt),
 		Previous: formatTime(st.Previous), Read: map[string]int64{}, KeysJudged: st.KeysJudged, Resolved: st.Resolved,
 		Rebuilt: nonNil(st.Rebuilt)}
-	for _, role := range []string{"input", "repartition", "changelog", "output"} {
-		js.Read[role] = st.Read[role]
-	}
+	maps.Copy(js.Read, st.Read)
 	resolved := make([]jsonRow, 0, len(res.Resolved))
 	for i := range res.Resolved {
 		resolved = append(resolved, jsonRowOf(&res.Resolved[i]))

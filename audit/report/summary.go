@@ -396,9 +396,12 @@ func writeStep(b *strings.Builder, res *finding.Result) {
 		return
 	}
 	b.WriteString("\n" + wrap("", StepText(st), "  "))
-	b.WriteString(wrap("  ", fmt.Sprintf("read %s input, %s repartition, %s changelog and %s output records; %s judged (the input counters above are totals since the baseline)",
-		Thousands(st.Read["input"]), Thousands(st.Read["repartition"]), Thousands(st.Read["changelog"]),
-		Thousands(st.Read["output"]), plural(st.KeysJudged, "key", "keys")), "    "))
+	var read []string
+	for _, role := range stepRoles(st) {
+		read = append(read, Thousands(st.Read[role])+" "+safe(role))
+	}
+	b.WriteString(wrap("  ", fmt.Sprintf("read %s records; %s judged (the input counters above are totals since the baseline)",
+		andList(read), plural(st.KeysJudged, "key", "keys")), "    "))
 	for _, p := range st.Rebuilt {
 		b.WriteString(wrap("  ", safe(p)+" was truncated: read again from its start, its keys' state rebuilt", "    "))
 	}
@@ -417,6 +420,35 @@ func writeStep(b *strings.Builder, res *finding.Result) {
 	if limit < n {
 		fmt.Fprintf(b, "    ... and %s more, all in the JSON report's \"resolved\"\n", Thousands(int64(n-limit)))
 	}
+}
+
+// stepRoleOrder is the order in which a step lists the roles of the topics
+// it read: the Kafka Streams audit's in pipeline order, then a
+// comparison's; other roles follow by name.
+var stepRoleOrder = []string{"input", "repartition", "changelog", "output", "source", "sink", "ledger"}
+
+// stepRoles returns the roles st counts reads for, in stepRoleOrder.
+func stepRoles(st *finding.Step) []string {
+	roles := slices.Sorted(maps.Keys(st.Read))
+	slices.SortStableFunc(roles, func(a, b string) int {
+		ra, rb := slices.Index(stepRoleOrder, a), slices.Index(stepRoleOrder, b)
+		if ra < 0 {
+			ra = len(stepRoleOrder)
+		}
+		if rb < 0 {
+			rb = len(stepRoleOrder)
+		}
+		return ra - rb
+	})
+	return roles
+}
+
+// andList joins "a", "a and b", "a, b and c".
+func andList(parts []string) string {
+	if len(parts) < 2 {
+		return strings.Join(parts, "")
+	}
+	return strings.Join(parts[:len(parts)-1], ", ") + " and " + parts[len(parts)-1]
 }
 
 func writeTimings(b *strings.Builder, s *finding.Summary) {
