@@ -110,6 +110,7 @@ func Verdict(res *finding.Result) string {
 //	    "timestamp": timestamp, "expected_ts": timestamp,
 //	    "observed_ts": timestamp | null,   // null when missing at the stage
 //	    "detail": string,
+//	    "columns": {string: string},      // optional: the CSV columns a mode adds, by name
 //	    "first_seen": timestamp }]         // reconcile only: when first reported
 //	}
 type jsonReport struct {
@@ -215,7 +216,9 @@ type jsonRow struct {
 	ExpectedTS string        `json:"expected_ts"`
 	ObservedTS *string       `json:"observed_ts"`
 	Detail     string        `json:"detail"`
-	FirstSeen  string        `json:"first_seen,omitempty"`
+	// Columns are the cells of the columns a section adds to the CSV.
+	Columns   map[string]string `json:"columns,omitempty"`
+	FirstSeen string            `json:"first_seen,omitempty"`
 }
 
 type jsonStep struct {
@@ -230,12 +233,12 @@ type jsonStep struct {
 }
 
 // jsonRowOf is the JSON form of a row.
-func jsonRowOf(r *finding.Row) jsonRow {
+func jsonRowOf(r *finding.Row, cols rowColumns) jsonRow {
 	jr := jsonRow{
 		Finding: r.Kind, Stage: r.Stage, Input: r.Input, Key: FormatKey(r.Key),
 		Topic: r.Topic, Partition: r.Partition, Offset: r.Offset,
 		Timestamp: FormatTS(r.Timestamp), ExpectedTS: FormatTS(r.ExpectedTS), Detail: Detail(r),
-		FirstSeen: formatTime(r.FirstSeen),
+		FirstSeen: formatTime(r.FirstSeen), Columns: cols.byName(r),
 	}
 	if r.HasObserved {
 		obs := FormatTS(r.ObservedTS)
@@ -296,7 +299,7 @@ func WriteJSON(w io.Writer, res *finding.Result) error {
 	if s.Step != nil {
 		tail.Step, tail.Resolved = jsonStepOf(res)
 	}
-	return writeJSONStream(w, []any{&rep, jsonBlocks(s), &tail}, res.Rows)
+	return writeJSONStream(w, []any{&rep, jsonBlocks(s), &tail}, res.Rows, columnsOf(s))
 }
 
 // jsonInputs are the per-input counters, in inputNames order.
@@ -340,8 +343,9 @@ func jsonStepOf(res *finding.Result) (*jsonStep, *[]jsonRow) {
 		Rebuilt: nonNil(st.Rebuilt)}
 	maps.Copy(js.Read, st.Read)
 	resolved := make([]jsonRow, 0, len(res.Resolved))
+	cols := columnsOf(&res.Summary)
 	for i := range res.Resolved {
-		resolved = append(resolved, jsonRowOf(&res.Resolved[i]))
+		resolved = append(resolved, jsonRowOf(&res.Resolved[i], cols))
 	}
 	return js, &resolved
 }
@@ -351,7 +355,7 @@ func jsonStepOf(res *finding.Result) (*jsonStep, *[]jsonRow) {
 // so that a report with millions of rows never exists in memory as JSON.
 // The output is the same as encoding one struct with all those fields and
 // a "rows" field last.
-func writeJSONStream(w io.Writer, parts []any, rows []finding.Row) error {
+func writeJSONStream(w io.Writer, parts []any, rows []finding.Row, cols rowColumns) error {
 	bw := bufio.NewWriterSize(w, 64<<10)
 	bw.WriteString("{")
 	sep := "\n"
@@ -372,7 +376,7 @@ func writeJSONStream(w io.Writer, parts []any, rows []finding.Row) error {
 	renc.SetEscapeHTML(false)
 	renc.SetIndent("    ", "  ")
 	for i := range rows {
-		jr := jsonRowOf(&rows[i])
+		jr := jsonRowOf(&rows[i], cols)
 		rb.Reset()
 		if err := renc.Encode(&jr); err != nil {
 			return fmt.Errorf("writing JSON report row %d: %w", i+1, err)

@@ -25,6 +25,8 @@ import (
 //     findings (the Kafka Streams audit's pipeline picture and timeline).
 //   - jsonView: one block of the JSON report, after "timings", under the
 //     section's name.
+//   - csvView: columns of the loss report, after "detail" (and before a
+//     step's "first_seen"), also in each JSON row's "columns".
 //
 // viewOf is the only place the report names a section type. A section type
 // may also be its own view (a type of this package implementing the
@@ -89,12 +91,60 @@ type jsonView interface {
 	jsonBlock() any
 }
 
+// csvView gives a mode's own columns of the loss report.
+type csvView interface {
+	// columns name the columns; cells returns a row's, one per column.
+	columns() []string
+	cells(r *finding.Row) []string
+}
+
+// rowColumns are the columns the sections of a result add to its rows.
+type rowColumns struct {
+	names []string
+	views []csvView
+}
+
+// columnsOf returns the columns the sections of s add, in section order.
+func columnsOf(s *finding.Summary) rowColumns {
+	var out rowColumns
+	for _, sec := range s.Sections {
+		if c, ok := viewOf(sec).(csvView); ok {
+			out.names = append(out.names, c.columns()...)
+			out.views = append(out.views, c)
+		}
+	}
+	return out
+}
+
+// cells returns the cells of r in the columns' order.
+func (c rowColumns) cells(r *finding.Row) []string {
+	var out []string
+	for _, v := range c.views {
+		out = append(out, v.cells(r)...)
+	}
+	return out
+}
+
+// byName returns the cells of r by column name; nil without columns.
+func (c rowColumns) byName(r *finding.Row) map[string]string {
+	if len(c.names) == 0 {
+		return nil
+	}
+	m := make(map[string]string, len(c.names))
+	for i, v := range c.cells(r) {
+		if i < len(c.names) {
+			m[c.names[i]] = v
+		}
+	}
+	return m
+}
+
 // viewOf returns the view of a section: the section itself when it is one,
 // else the view of a known section type; nil for a section the report
 // cannot render.
 func viewOf(sec finding.Section) any {
 	switch v := sec.(type) {
-	case modeView, countsView, cardsView, jsonView:
+	case modeView, countsView, cardsView, jsonView, csvView:
 		return v
 	case *finding.Streams:
 		return streamsView{v}

@@ -2,7 +2,9 @@ package report
 
 import (
 	"bytes"
+	"encoding/csv"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 
@@ -97,5 +99,75 @@ func TestAResultWithoutSectionsIsAnAudit(t *testing.T) {
 		if a.String() != b.String() {
 			t.Errorf("%s: a result without sections renders otherwise than an audit's", name)
 		}
+	}
+}
+
+// windows is a section with a column of its own, as windowed keys would
+// add one: the window of each row, here from its timestamp.
+type windows struct{}
+
+func (windows) SectionName() string { return "windows" }
+
+func (windows) columns() []string { return []string{"window"} }
+
+func (windows) cells(r *finding.Row) []string {
+	return []string{FormatTS(r.Timestamp - r.Timestamp%60000)}
+}
+
+// TestSectionColumns: a section's column lands in the CSV after detail and
+// before a step's first_seen, and in each JSON row's "columns" (resolved
+// rows too); without one the CSV is WriteCSV's.
+func TestSectionColumns(t *testing.T) {
+	res := stepResult()
+	res.Summary.Sections = []finding.Section{windows{}}
+	var b bytes.Buffer
+	if err := WriteResultCSV(&b, res); err != nil {
+		t.Fatal(err)
+	}
+	recs, err := csv.NewReader(&b).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := strings.Join(recs[0], ","), strings.Join(CSVHeader, ",")+",window,first_seen"; got != want {
+		t.Errorf("header %q, want %q", got, want)
+	}
+	for i, r := range res.Rows {
+		rec := recs[i+1]
+		if got, want := rec[len(rec)-2:], []string{FormatTS(r.Timestamp - r.Timestamp%60000), formatTime(r.FirstSeen)}; !slices.Equal(got, want) {
+			t.Errorf("row %d ends with %q, want %q", i, got, want)
+		}
+	}
+
+	b.Reset()
+	if err := WriteJSON(&b, res); err != nil {
+		t.Fatal(err)
+	}
+	var rep struct {
+		Rows     []map[string]any `json:"rows"`
+		Resolved []map[string]any `json:"resolved"`
+	}
+	if err := json.Unmarshal(b.Bytes(), &rep); err != nil {
+		t.Fatal(err)
+	}
+	for _, row := range append(rep.Rows, rep.Resolved...) {
+		cols, _ := row["columns"].(map[string]any)
+		if w, _ := cols["window"].(string); !strings.HasSuffix(w, ":00.000Z") {
+			t.Errorf("JSON row %v: columns %v, want its window", row["key"], row["columns"])
+		}
+	}
+	if !strings.Contains(b.String(), "\"detail\": \"seen in repartition topic app-A-repartition[2]@88, lost before the store\",\n      \"columns\": {\n        \"window\": ") {
+		t.Errorf("columns do not follow detail in the JSON rows:\n%s", b.String())
+	}
+
+	plain := stepResult()
+	var got, want bytes.Buffer
+	if err := WriteResultCSV(&got, plain); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteStepCSV(&want, plain.Rows); err != nil {
+		t.Fatal(err)
+	}
+	if got.String() != want.String() {
+		t.Error("without a section's columns, the step CSV differs from WriteStepCSV's")
 	}
 }
