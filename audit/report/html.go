@@ -271,7 +271,7 @@ func newHTMLPage(res *finding.Result, opt HTMLOptions) *htmlPage {
 		p.Why = append(p.Why, safe(why))
 	}
 	for i := range s.Inconclusive {
-		p.Why = append(p.Why, safe(InconclusiveText(&s.Inconclusive[i])))
+		p.Why = append(p.Why, safe(InconclusiveText(s, &s.Inconclusive[i])))
 	}
 	p.Rows, p.RowsShown, p.RowsTotal = htmlRows(res, opt.MaxRows)
 	p.CSVHref, p.CSVName = fileHref(opt.CSVPath), safe(filepath.Base(opt.CSVPath))

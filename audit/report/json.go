@@ -271,7 +271,7 @@ func WriteJSON(w io.Writer, res *finding.Result) error {
 	}
 	for i := range s.Inconclusive {
 		in := &s.Inconclusive[i]
-		rep.Inconclusive = append(rep.Inconclusive, jsonInconclusive{Reason: in.Reason, Input: in.Input, Detail: InconclusiveText(in)})
+		rep.Inconclusive = append(rep.Inconclusive, jsonInconclusive{Reason: in.Reason, Input: in.Input, Detail: InconclusiveText(s, in)})
 	}
 	for _, p := range s.Partitions {
 		ev, offs := Evidence(&p)

@@ -45,6 +45,9 @@ type modeView interface {
 	// stages are listed in the stage table and the JSON report even when
 	// they counted nothing, so that reports have a stable shape.
 	stages() []finding.Stage
+	// inconclusiveText says why the mode could not vouch for an input in
+	// its own words; "" leaves it to the audit's (InconclusiveText).
+	inconclusiveText(i *finding.Inconclusive) string
 }
 
 // rowWords say what the rows of a mode are.

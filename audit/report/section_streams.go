@@ -12,6 +12,9 @@ type streamsView struct{ sec *finding.Streams }
 
 func (streamsView) checkedHeader() string { return "KEYS CHECKED" }
 
+// inconclusiveText: the audit's words are InconclusiveText's own.
+func (streamsView) inconclusiveText(*finding.Inconclusive) string { return "" }
+
 // stages: the changelog and output stages are always listed.
 func (streamsView) stages() []finding.Stage { return finding.Stages }
 

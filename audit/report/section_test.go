@@ -171,3 +171,16 @@ func TestSectionColumns(t *testing.T) {
 		t.Error("without a section's columns, the step CSV differs from WriteStepCSV's")
 	}
 }
+
+// TestInconclusiveInTheModesWords: the same reason reads in the words of
+// the mode that ran.
+func TestInconclusiveInTheModesWords(t *testing.T) {
+	in := finding.Inconclusive{Reason: finding.NoCommittedOffsets, Input: "orders", Group: "mirror", Key: "compare.group"}
+	cmp := &finding.Summary{Sections: []finding.Section{&finding.CompareSummary{Group: "mirror"}}}
+	if got, want := InconclusiveText(cmp, &in), "pair orders: group mirror has no committed offset on its source"; !strings.HasPrefix(got, want) {
+		t.Errorf("comparison: %q, want it to start with %q", got, want)
+	}
+	if got, want := InconclusiveText(&finding.Summary{}, &in), "input orders: group mirror has no committed offset on its topic"; !strings.HasPrefix(got, want) {
+		t.Errorf("audit: %q, want it to start with %q", got, want)
+	}
+}

@@ -96,7 +96,7 @@ func writeVerdict(b *strings.Builder, res *finding.Result, mode modeView, opt Su
 		b.WriteString(wrap("  why: ", safe(why), "       "))
 	}
 	for i := range s.Inconclusive {
-		b.WriteString(wrap("  why: ", safe(InconclusiveText(&s.Inconclusive[i])), "       "))
+		b.WriteString(wrap("  why: ", safe(InconclusiveText(s, &s.Inconclusive[i])), "       "))
 	}
 	if hint := nextStep(res, mode, opt); hint != "" {
 		b.WriteString(wrap("  next: ", hint, "        "))

@@ -76,15 +76,14 @@ func PartialReason(s *finding.Summary) string {
 	return string(s.PartialReason)
 }
 
-// InconclusiveText says in words why the run cannot vouch for an input (or
-// for itself), and what to do about it.
-func InconclusiveText(i *finding.Inconclusive) string {
-	c := i.Counts
-	if i.Key != "" {
-		if t := compareInconclusive(i); t != "" {
-			return t
-		}
+// InconclusiveText says in words why the run summarised by s cannot vouch
+// for an input (or for itself), and what to do about it: in the words of
+// the mode that produced s where it has its own, else in the audit's.
+func InconclusiveText(s *finding.Summary, i *finding.Inconclusive) string {
+	if t := modeOf(s).inconclusiveText(i); t != "" {
+		return t
 	}
+	c := i.Counts
 	switch i.Reason {
 	case finding.NoCommittedOffsets:
 		return fmt.Sprintf("input %s: group %s has no committed offset on its topic, so no record counts as processed (%s records pending): check pipeline.application_id (list the groups with kafka-consumer-groups.sh --bootstrap-server HOST:PORT --list); committed offsets of a group without members expire after offsets.retention.minutes",

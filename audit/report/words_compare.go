@@ -83,9 +83,9 @@ func ledgerDetail(r *finding.Row, e *finding.LedgerEvidence) string {
 	return ""
 }
 
-// compareInconclusive says why a comparison cannot vouch for a pair; ""
-// when the audit's words fit.
-func compareInconclusive(i *finding.Inconclusive) string {
+// inconclusiveText says why a comparison cannot vouch for a pair; "" when
+// the audit's words fit.
+func (compareView) inconclusiveText(i *finding.Inconclusive) string {
 	c := i.Counts
 	switch i.Reason {
 	case finding.NoCommittedOffsets:
