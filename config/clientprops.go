@@ -67,7 +67,7 @@ func checkPropertyNames(path string, props map[string]string, lines map[string]i
 // values it supplies are located there too (c.prov).
 func applyClientProperties(c *Config, sec, path string, explicit map[string]bool) error {
 	k := c.section(sec)
-	key := sec + ".client_properties"
+	key := c.keyOf(k.ClientProperties)
 	named := key
 	if sec == sectionKafka {
 		named += " (--command-config)"
@@ -104,23 +104,25 @@ func applyClientProperties(c *Config, sec, path string, explicit map[string]bool
 		}
 		return err
 	}
-	from := func(cfgKey, prop string) {
+	// from records that the value at dst came from prop.
+	from := func(dst any, prop string) {
 		if c.prov != nil {
-			c.prov.keys[cfgKey] = source{file: path, line: lines[prop], prop: prop}
+			c.prov.keys[c.keyOf(dst)] = source{file: path, line: lines[prop], prop: prop}
 		}
 	}
-	set := func(cfgKey, prop string, dst *string, v string) {
-		if !explicit[cfgKey] && v != "" {
+	given := func(dst any) bool { return explicit[c.keyOf(dst)] }
+	set := func(prop string, dst *string, v string) {
+		if !given(dst) && v != "" {
 			*dst = v
-			from(cfgKey, prop)
+			from(dst, prop)
 		}
 	}
 
 	bs, hasBootstrap := props["bootstrap.servers"]
 	switch {
-	case explicit[sec+".brokers"]:
+	case given(k.Brokers):
 	case !hasBootstrap:
-		return &Error{File: path, Msg: "sets no bootstrap.servers, and " + sec + ".brokers is not set either: add bootstrap.servers=host:port to it, or set " + sec + ".brokers"}
+		return &Error{File: path, Msg: "sets no bootstrap.servers, and " + c.keyOf(k.Brokers) + " is not set either: add bootstrap.servers=host:port to it, or set " + c.keyOf(k.Brokers)}
 	default:
 		var brokers []string
 		for _, b := range splitList(bs) {
@@ -135,8 +137,8 @@ func applyClientProperties(c *Config, sec, path string, explicit map[string]bool
 		if len(brokers) == 0 {
 			return at("bootstrap.servers", "no broker address given")
 		}
-		k.Brokers = brokers
-		from(sec+".brokers", "bootstrap.servers")
+		*k.Brokers = brokers
+		from(k.Brokers, "bootstrap.servers")
 	}
 
 	proto := strings.ToUpper(strings.TrimSpace(props["security.protocol"]))
@@ -152,16 +154,16 @@ func applyClientProperties(c *Config, sec, path string, explicit map[string]bool
 	default:
 		return at("security.protocol", "%q is not one of PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL", props["security.protocol"])
 	}
-	if useTLS && !explicit[sec+".tls.enabled"] {
+	if useTLS && !given(&k.TLS.Enabled) {
 		k.TLS.Enabled = true
-		from(sec+".tls.enabled", "security.protocol")
+		from(&k.TLS.Enabled, "security.protocol")
 	}
 
 	if useSASL {
 		mech := strings.ToUpper(strings.TrimSpace(props["sasl.mechanism"]))
 		switch mech {
 		case "":
-			if !explicit[sec+".sasl.mechanism"] {
+			if !given(&k.SASL.Mechanism) {
 				return at("sasl.mechanism", "is not set, so Kafka clients would use GSSAPI (Kerberos), which lossaudit does not support; set PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512")
 			}
 		case MechanismPlain, MechanismScramSHA256, MechanismScramSHA512:
@@ -169,7 +171,7 @@ func applyClientProperties(c *Config, sec, path string, explicit map[string]bool
 			return at("sasl.mechanism", "%q is not one of %s, %s, %s", props["sasl.mechanism"],
 				MechanismPlain, MechanismScramSHA256, MechanismScramSHA512)
 		}
-		set(sec+".sasl.mechanism", "sasl.mechanism", &k.SASL.Mechanism, mech)
+		set("sasl.mechanism", &k.SASL.Mechanism, mech)
 		if jaas, ok := props["sasl.jaas.config"]; ok {
 			login, err := parseJAAS(jaas)
 			if err != nil {
@@ -188,11 +190,11 @@ func applyClientProperties(c *Config, sec, path string, explicit map[string]bool
 			default:
 				return at("sasl.jaas.config", "login module %s is not supported; use PlainLoginModule or ScramLoginModule", login.Module)
 			}
-			if login.Options["username"] == "" && !explicit[sec+".sasl.username"] {
+			if login.Options["username"] == "" && !given(&k.SASL.Username) {
 				return at("sasl.jaas.config", "has no username option")
 			}
-			set(sec+".sasl.username", "sasl.jaas.config", &k.SASL.Username, login.Options["username"])
-			set(sec+".sasl.password", "sasl.jaas.config", &k.SASL.Password, login.Options["password"])
+			set("sasl.jaas.config", &k.SASL.Username, login.Options["username"])
+			set("sasl.jaas.config", &k.SASL.Password, login.Options["password"])
 		}
 	}
 
@@ -206,41 +208,35 @@ func applyClientProperties(c *Config, sec, path string, explicit map[string]bool
 		// ssl.*store.type says (checkPEM explains how to convert JKS/PKCS12).
 		// ssl.endpoint.identification.algorithm is not mapped: host names are
 		// verified unless kafka.tls.insecure_skip_verify is set.
-		stores := []struct{ prop, cfgKey string }{
-			{"ssl.truststore.location", sec + ".tls.ca_file"},
-			{"ssl.keystore.location", sec + ".tls.cert_file"},
-			{"ssl.ca.location", sec + ".tls.ca_file"},
-			{"ssl.certificate.location", sec + ".tls.cert_file"},
-			{"ssl.key.location", sec + ".tls.key_file"},
+		stores := []struct {
+			prop string
+			dst  *string
+		}{
+			{"ssl.truststore.location", &k.TLS.CAFile},
+			{"ssl.keystore.location", &k.TLS.CertFile},
+			{"ssl.ca.location", &k.TLS.CAFile},
+			{"ssl.certificate.location", &k.TLS.CertFile},
+			{"ssl.key.location", &k.TLS.KeyFile},
 		}
 		for _, s := range stores {
 			loc := strings.TrimSpace(props[s.prop])
-			if loc == "" || explicit[s.cfgKey] {
+			if loc == "" || given(s.dst) {
 				continue
 			}
 			check := checkPEM
 			if s.prop == "ssl.keystore.location" || s.prop == "ssl.key.location" {
 				check = checkKeyPEM // a PEM key store holds the private key too
 			}
-			if err := check(s.cfgKey, loc); err != nil {
+			if err := check(c.keyOf(s.dst), loc); err != nil {
 				return in(s.prop, err)
 			}
-			switch s.prop {
-			case "ssl.truststore.location", "ssl.ca.location":
-				k.TLS.CAFile = loc
-			case "ssl.keystore.location":
-				// A PEM key store holds the certificate chain and the private key.
-				k.TLS.CertFile = loc
-				if !explicit[sec+".tls.key_file"] && props["ssl.key.location"] == "" {
-					k.TLS.KeyFile = loc
-					from(sec+".tls.key_file", s.prop)
-				}
-			case "ssl.certificate.location":
-				k.TLS.CertFile = loc
-			case "ssl.key.location":
+			*s.dst = loc
+			// A PEM key store holds the certificate chain and the private key.
+			if s.prop == "ssl.keystore.location" && !given(&k.TLS.KeyFile) && props["ssl.key.location"] == "" {
 				k.TLS.KeyFile = loc
+				from(&k.TLS.KeyFile, s.prop)
 			}
-			from(s.cfgKey, s.prop)
+			from(s.dst, s.prop)
 		}
 	}
 
@@ -248,7 +244,7 @@ func applyClientProperties(c *Config, sec, path string, explicit map[string]bool
 		return nil
 	}
 	if u := strings.TrimSpace(props["schema.registry.url"]); u != "" {
-		set("schema.registry_url", "schema.registry.url", &c.Schema.RegistryURL, splitList(u)[0])
+		set("schema.registry.url", &c.Schema.RegistryURL, splitList(u)[0])
 	}
 	infoProp := "basic.auth.user.info"
 	if props[infoProp] == "" {
@@ -259,22 +255,31 @@ func applyClientProperties(c *Config, sec, path string, explicit map[string]bool
 		if !ok {
 			return at(infoProp, "must be user:password")
 		}
-		set("schema.registry_username", infoProp, &c.Schema.RegistryUsername, user)
-		set("schema.registry_password", infoProp, &c.Schema.RegistryPassword, pass)
+		set(infoProp, &c.Schema.RegistryUsername, user)
+		set(infoProp, &c.Schema.RegistryPassword, pass)
 	}
 	return nil
 }
 
-// The sections holding a cluster's connection settings.
+// The sections holding a cluster's connection settings, and compare's.
 const (
 	sectionKafka     = "kafka"
 	sectionSinkKafka = "sink_kafka"
+	sectionCompare   = "compare"
 )
 
+// conn points at the connection settings of one section.
+type conn struct {
+	Brokers          *[]string
+	ClientProperties *string
+	TLS              *TLS
+	SASL             *SASL
+}
+
 // section returns the connection settings of section sec.
-func (c *Config) section(sec string) *Kafka {
+func (c *Config) section(sec string) conn {
 	if sec == sectionSinkKafka {
-		return &c.SinkKafka
+		return conn{&c.SinkKafka.Brokers, &c.SinkKafka.ClientProperties, &c.SinkKafka.TLS, &c.SinkKafka.SASL}
 	}
-	return &c.Kafka
+	return conn{&c.Kafka.Brokers, &c.Kafka.ClientProperties, &c.Kafka.TLS, &c.Kafka.SASL}
 }

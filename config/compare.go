@@ -10,25 +10,27 @@ import (
 // topics, how records are identified, what makes a source record due, and
 // an optional producer ledger.
 type Compare struct {
-	Pairs []Pair
+	Pairs []Pair `mapstructure:"pairs" list:"a list of pairs (- {name: ..., source: ..., sink: ...})" entry:"a pair"`
 	// Match is record, key, field:<avro path> or header:<name> (see
 	// MatchRecord etc.).
-	Match string
+	Match string `mapstructure:"match" default:"record"`
 	// Group, when set, is the consumer group whose committed offsets on
 	// the sources say which records have been processed (are due).
-	Group string
+	Group string `mapstructure:"group"`
 	// Grace: without a group, source records older than the snapshot time
 	// minus Grace are due.
-	Grace time.Duration
+	Grace time.Duration `mapstructure:"grace" default:"5m" check:"nonnegative"`
 	// Ledger is the path of a producer ledger, "" for none.
-	Ledger string
+	Ledger string `mapstructure:"ledger" flag:"ledger" usage:"producer ledger to check against its topic"`
 	// ReportUnexpected also reports sink records with no source record.
-	ReportUnexpected bool
+	ReportUnexpected bool `mapstructure:"report_unexpected"`
 }
 
 // Pair is one compared source topic and its sink topic.
 type Pair struct {
-	Name, Source, Sink string
+	Name   string `mapstructure:"name"`
+	Source string `mapstructure:"source"`
+	Sink   string `mapstructure:"sink"`
 }
 
 // The match rules of compare.match (MatchField and MatchHeader are
@@ -42,31 +44,6 @@ const (
 
 // DefaultGrace is compare.grace's default.
 const DefaultGrace = 5 * time.Minute
-
-// readCompare reads the sink_kafka and compare sections into c. Any
-// sink_kafka key given (in the file, the environment or a flag) makes the
-// sink another cluster.
-func readCompare(r *reader, c *Config) {
-	c.SinkKafka = r.connection(sectionSinkKafka)
-	for k := range r.prov.keys {
-		if strings.HasPrefix(k, sectionSinkKafka+".") {
-			c.HasSinkKafka = true
-		}
-	}
-	cp := &c.Compare
-	for _, e := range r.entries("compare.pairs", "a list of pairs (- {name: ..., source: ..., sink: ...})", "a pair", pairKeyNames()) {
-		p := Pair{Name: e["name"], Source: e["source"], Sink: e["sink"]}
-		if strings.TrimSpace(p.Name) == "" {
-			p.Name = p.Source
-		}
-		cp.Pairs = append(cp.Pairs, p)
-	}
-	cp.Match = strings.TrimSpace(r.str("compare.match"))
-	cp.Group = r.str("compare.group")
-	cp.Grace = r.duration("compare.grace")
-	cp.Ledger = r.str("compare.ledger")
-	cp.ReportUnexpected = r.bool("compare.report_unexpected")
-}
 
 // Sink returns the connection settings of the sink cluster: sink_kafka's
 // brokers, client properties, TLS and SASL with kafka's tuning (fetch
@@ -109,83 +86,56 @@ func (c *Config) ValidateCompare() error {
 }
 
 func (c *Config) validateCompare() error {
-	cp := c.Compare
+	cp := &c.Compare
 	if len(cp.Pairs) == 0 && cp.Ledger == "" {
 		if c.prov != nil && c.prov.file == "" {
-			return &Error{Msg: "no configuration file was given (pass one with -c compare.yaml); compare.pairs is not set"}
+			return &Error{Msg: fmt.Sprintf("no configuration file was given (pass one with -c compare.yaml); %s is not set", c.keyOf(&cp.Pairs))}
 		}
-		return errorf("compare.pairs", "must list at least one {name, source, sink} pair (or set compare.ledger to check a ledger alone)")
+		return errorf(c.keyOf(&cp.Pairs), "must list at least one {name, source, sink} pair (or set %s to check a ledger alone)", c.keyOf(&cp.Ledger))
 	}
 	seen := map[string]int{}
-	for i, p := range cp.Pairs {
-		at := fmt.Sprintf("compare.pairs[%d]", i)
+	for i := range cp.Pairs {
+		p := &cp.Pairs[i]
 		if strings.TrimSpace(p.Source) == "" {
-			return errorf(at+".source", "must name the source topic")
+			return errorf(c.keyOf(&p.Source), "must name the source topic")
 		}
 		if strings.TrimSpace(p.Sink) == "" {
-			return errorf(at+".sink", "must name the sink topic")
+			return errorf(c.keyOf(&p.Sink), "must name the sink topic")
 		}
 		if p.Source == p.Sink && !c.HasSinkKafka {
-			return errorf(at+".sink", "%q is the source topic on the same cluster; name the copy's topic (or set sink_kafka for another cluster)", p.Sink)
+			return errorf(c.keyOf(&p.Sink), "%q is the source topic on the same cluster; name the copy's topic (or set %s for another cluster)", p.Sink, sectionSinkKafka)
 		}
 		if j, dup := seen[p.Name]; dup {
-			return errorf(at+".name", "%q is already the name of compare.pairs[%d]", p.Name, j)
+			return errorf(c.keyOf(&p.Name), "%q is already the name of %s", p.Name, c.keyOf(&cp.Pairs[j]))
 		}
 		seen[p.Name] = i
 	}
 	if _, _, err := ParseMatch(cp.Match); err != nil {
-		return errorf("compare.match", "%v", err)
+		return errorf(c.keyOf(&cp.Match), "%v", err)
 	}
-	if cp.Grace < 0 {
-		return errorf("compare.grace", "must not be negative, is %s", cp.Grace)
+	if err := c.checkBounds(func(key string) bool { return strings.HasPrefix(key, sectionCompare+".") }); err != nil {
+		return err
 	}
 	if cp.Ledger != "" {
-		if err := checkReadable("compare.ledger", cp.Ledger); err != nil {
+		if err := checkReadable(c.keyOf(&cp.Ledger), cp.Ledger); err != nil {
 			return err
 		}
 	}
 	if !c.Window.From.IsZero() || !c.Window.To.IsZero() {
-		key := "window.from"
+		from, to := c.keyOf(&c.Window.From), c.keyOf(&c.Window.To)
+		key := from
 		if c.Window.From.IsZero() {
-			key = "window.to"
+			key = to
 		}
-		return errorf(key, "compare reads the whole topics and takes no window; remove window.from and window.to")
+		return errorf(key, "compare reads the whole topics and takes no window; remove %s and %s", from, to)
 	}
 	if c.HasSinkKafka {
 		if len(c.SinkKafka.Brokers) == 0 {
-			return errorf("sink_kafka.brokers", "no broker address given (sink_kafka is set, so the sink is another cluster)")
+			return errorf(c.keyOf(&c.SinkKafka.Brokers), "no broker address given (%s is set, so the sink is another cluster)", sectionSinkKafka)
 		}
-		if err := validateConnection(sectionSinkKafka, c.SinkKafka); err != nil {
+		if err := c.validateConnection(sectionSinkKafka); err != nil {
 			return err
 		}
 	}
 	return nil
-}
-
-// redactedConnection adds the connection keys of section sec (kafka or
-// sink_kafka) to Redacted, with the password masked.
-func redactedConnection(line func(key string, v any), sec string, k Kafka) {
-	line(sec+".brokers", strings.Join(k.Brokers, ","))
-	line(sec+".client_properties", k.ClientProperties)
-	line(sec+".tls.enabled", k.TLS.Enabled)
-	line(sec+".tls.ca_file", k.TLS.CAFile)
-	line(sec+".tls.cert_file", k.TLS.CertFile)
-	line(sec+".tls.key_file", k.TLS.KeyFile)
-	line(sec+".tls.insecure_skip_verify", k.TLS.InsecureSkipVerify)
-	line(sec+".sasl.mechanism", k.SASL.Mechanism)
-	line(sec+".sasl.username", k.SASL.Username)
-	line(sec+".sasl.password", mask(k.SASL.Password))
-}
-
-// redactedCompare adds the compare keys to Redacted.
-func (c *Config) redactedCompare(line func(key string, v any)) {
-	cp := c.Compare
-	for i, p := range cp.Pairs {
-		line(fmt.Sprintf("compare.pairs[%d]", i), fmt.Sprintf("{name: %s, source: %s, sink: %s}", p.Name, p.Source, p.Sink))
-	}
-	line("compare.match", cp.Match)
-	line("compare.group", cp.Group)
-	line("compare.grace", cp.Grace)
-	line("compare.ledger", cp.Ledger)
-	line("compare.report_unexpected", cp.ReportUnexpected)
 }

@@ -7,6 +7,10 @@
 // file (kafka.client_properties); any value set in the YAML file, the
 // environment or a flag wins over that file.
 //
+// Every key is declared once, by a field of Config and its struct tags
+// (see Config). Viper merges the layers and decodes them into Config; the
+// package keeps beside it where each value came from.
+//
 // Every problem with the configuration is reported as an *Error that names
 // the offending key and where its value was written (file and line,
 // environment variable or flag); the CLI maps it to exit code 2.
@@ -15,27 +19,34 @@
 // are built by audit/kread from these values.
 package config
 
-import (
-	"fmt"
-	"time"
-)
+import "time"
 
 // Config is the whole lossaudit configuration.
+//
+// The struct tags are the one declaration of every key: `mapstructure`
+// names it (the YAML path and, with LOSSAUDIT_ and underscores, the
+// environment variable), `default` gives its default as text, `flag` and
+// `usage` the command-line flag that overrides it, `redact` how Redacted
+// shows it (secret, url), `check` a bound Validate enforces (positive,
+// atleast1, nonnegative, nonempty). Keys, Defaults, Flags, the
+// environment names, the loader, Redacted and the reference test all
+// derive from these tags (see docs/development.md, "Adding a
+// configuration key").
 type Config struct {
-	Kafka    Kafka
-	Schema   Schema
-	Pipeline Pipeline
-	Window   Window
-	Store    Store
-	Report   Report
-	Audit    Audit
+	Kafka Kafka `mapstructure:"kafka"`
 	// SinkKafka is the sink cluster of lossaudit compare, set only when
 	// HasSinkKafka (a sink_kafka key was given); Sink() merges it with
 	// Kafka's tuning.
-	SinkKafka    Kafka
-	HasSinkKafka bool
-	Compare      Compare
-	Watch        Watch
+	SinkKafka    Connection `mapstructure:"sink_kafka"`
+	HasSinkKafka bool       `mapstructure:"-"`
+	Schema       Schema     `mapstructure:"schema"`
+	Pipeline     Pipeline   `mapstructure:"pipeline"`
+	Window       Window     `mapstructure:"window"`
+	Store        Store      `mapstructure:"store"`
+	Report       Report     `mapstructure:"report"`
+	Audit        Audit      `mapstructure:"audit"`
+	Compare      Compare    `mapstructure:"compare"`
+	Watch        Watch      `mapstructure:"watch"`
 
 	// prov records where Load found each value, for messages; nil for a
 	// Config built in code.
@@ -45,48 +56,55 @@ type Config struct {
 // Kafka says how to reach the audited cluster.
 type Kafka struct {
 	// Brokers are bootstrap addresses, host:port each.
-	Brokers []string
+	Brokers []string `mapstructure:"brokers" default:"localhost:9092" flag:"brokers" usage:"bootstrap brokers, host:port, comma-separated"`
 	// ClientProperties is the path of an optional Java-style client.properties.
-	ClientProperties string
-	TLS              TLS
-	SASL             SASL
+	ClientProperties string `mapstructure:"client_properties" flag:"command-config" usage:"Java-style client.properties file with the connection settings, as Kafka's tools take it"`
+	TLS              TLS    `mapstructure:"tls"`
+	SASL             SASL   `mapstructure:"sasl"`
 	// FetchMaxBytes bounds the bytes one fetch request may return.
-	FetchMaxBytes int32
+	FetchMaxBytes int32 `mapstructure:"fetch_max_bytes" default:"52428800" check:"positive"`
 	// PartitionMaxBytes bounds the bytes one fetch may return per partition.
-	PartitionMaxBytes int32
+	PartitionMaxBytes int32 `mapstructure:"partition_max_bytes" default:"1048576" check:"positive"`
 	// Concurrency bounds the number of fetches in flight.
-	Concurrency int
+	Concurrency int `mapstructure:"concurrency" default:"8" check:"atleast1"`
 	// Timeout bounds one request to the cluster.
-	Timeout time.Duration
+	Timeout time.Duration `mapstructure:"timeout" default:"30s" check:"positive"`
 	// ConnectTimeout bounds opening a connection to a broker (TCP, TLS,
 	// the first Kafka request).
-	ConnectTimeout time.Duration
+	ConnectTimeout time.Duration `mapstructure:"connect_timeout" default:"10s" check:"positive"`
 	// RetryTimeout bounds the time spent retrying one problem.
-	RetryTimeout time.Duration
+	RetryTimeout time.Duration `mapstructure:"retry_timeout" default:"1m" check:"positive"`
+}
+
+// Connection is the sink cluster's section (sink_kafka): the connection
+// settings of Kafka without its tuning, and no default broker.
+type Connection struct {
+	Brokers          []string `mapstructure:"brokers"`
+	ClientProperties string   `mapstructure:"client_properties"`
+	TLS              TLS      `mapstructure:"tls"`
+	SASL             SASL     `mapstructure:"sasl"`
 }
 
 // TLS configures transport security to the brokers. Files are PEM.
 type TLS struct {
-	Enabled            bool
-	CAFile             string
-	CertFile           string
-	KeyFile            string
-	InsecureSkipVerify bool
+	Enabled            bool   `mapstructure:"enabled"`
+	CAFile             string `mapstructure:"ca_file"`
+	CertFile           string `mapstructure:"cert_file"`
+	KeyFile            string `mapstructure:"key_file"`
+	InsecureSkipVerify bool   `mapstructure:"insecure_skip_verify"`
 }
 
 // SASL configures authentication to the brokers. Mechanism is "" (none),
 // PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512.
 type SASL struct {
-	Mechanism string
-	Username  string
-	Password  string
+	Mechanism string `mapstructure:"mechanism"`
+	Username  string `mapstructure:"username"`
+	Password  string `mapstructure:"password" redact:"secret"`
 }
 
 // String renders the SASL settings without the password, so that printing a
 // Config with %v never leaks it.
-func (s SASL) String() string {
-	return fmt.Sprintf("{Mechanism:%s Username:%s Password:%s}", s.Mechanism, s.Username, mask(s.Password))
-}
+func (s SASL) String() string { return redactedStruct(s) }
 
 // GoString is like String, for %#v.
 func (s SASL) GoString() string { return "config.SASL" + s.String() }
@@ -94,22 +112,19 @@ func (s SASL) GoString() string { return "config.SASL" + s.String() }
 // Schema says where Avro writer schemas come from.
 type Schema struct {
 	// RegistryURL is a Confluent-compatible Schema Registry, "" for none.
-	RegistryURL      string
-	RegistryUsername string
-	RegistryPassword string
+	RegistryURL      string `mapstructure:"registry_url" redact:"url"`
+	RegistryUsername string `mapstructure:"registry_username"`
+	RegistryPassword string `mapstructure:"registry_password" redact:"secret"`
 	// SchemasTopic is the registry's storage topic, read when no registry is
 	// configured or it is unreachable.
-	SchemasTopic string
+	SchemasTopic string `mapstructure:"schemas_topic" default:"_schemas"`
 	// AvscDir holds local .avsc files.
-	AvscDir string
+	AvscDir string `mapstructure:"avsc_dir"`
 }
 
 // String renders the schema settings without the registry password (or a
 // password embedded in the registry URL).
-func (s Schema) String() string {
-	return fmt.Sprintf("{RegistryURL:%s RegistryUsername:%s RegistryPassword:%s SchemasTopic:%s AvscDir:%s}",
-		redactURL(s.RegistryURL), s.RegistryUsername, mask(s.RegistryPassword), s.SchemasTopic, s.AvscDir)
-}
+func (s Schema) String() string { return redactedStruct(s) }
 
 // GoString is like String, for %#v.
 func (s Schema) GoString() string { return "config.Schema" + s.String() }
@@ -118,65 +133,67 @@ func (s Schema) GoString() string { return "config.Schema" + s.String() }
 type Pipeline struct {
 	// ApplicationID is the Kafka Streams application.id: the consumer group
 	// and the internal topic prefix.
-	ApplicationID string
+	ApplicationID string `mapstructure:"application_id"`
 	// TopologyFile optionally holds the text printed by Topology#describe().
-	TopologyFile string
+	TopologyFile string `mapstructure:"topology_file"`
 	// Output is the sink topic of the join.
-	Output string
+	Output string `mapstructure:"output"`
 	// Inputs in join order: the first is the left side of the leftJoins.
-	Inputs []Input
+	Inputs []Input `mapstructure:"inputs" list:"a list of inputs (- name: ..., topic: ...)" entry:"an input"`
 }
 
 // Input is one source topic of the pipeline.
 type Input struct {
-	Name  string
-	Topic string
+	Name  string `mapstructure:"name"`
+	Topic string `mapstructure:"topic"`
 	// Rekey is the field path in the Avro value giving the selected key; ""
 	// keeps the record key.
-	Rekey string
+	Rekey string `mapstructure:"rekey"`
 	// KeyFormat is string, avro or bytes: how to read the record key when
 	// Rekey is "".
-	KeyFormat string
+	KeyFormat string `mapstructure:"key_format" default:"string"`
 	// TimestampField is set only when the application uses a custom
 	// TimestampExtractor.
-	TimestampField   string
-	Store            string
-	RepartitionTopic string
-	ChangelogTopic   string
+	TimestampField   string `mapstructure:"timestamp_field"`
+	Store            string `mapstructure:"store"`
+	RepartitionTopic string `mapstructure:"repartition_topic"`
+	ChangelogTopic   string `mapstructure:"changelog_topic"`
 }
 
 // Window bounds the audited input records by timestamp; a zero time is
 // unbounded. Load resolves relative times (-2h, now) against the time it
 // ran.
 type Window struct {
-	From, To time.Time
+	From time.Time `mapstructure:"from" flag:"from" usage:"audit input records from this time: RFC 3339 (2026-11-29T10:00:00Z), a duration before now (-2h, 30m) or now"`
+	To   time.Time `mapstructure:"to" flag:"to" usage:"audit input records before this time: RFC 3339 (2026-11-29T10:00:00Z), a duration before now (-2h, 30m) or now"`
 }
 
 // Store says where the on-disk index lives.
 type Store struct {
-	Dir string
+	Dir string `mapstructure:"dir" default:"./lossaudit-data" check:"nonempty" flag:"store-dir" usage:"directory of the on-disk index"`
 }
 
 // Report names the report files; "" writes none. CSV may be "-": the
 // audit command writes the CSV report to stdout then.
 type Report struct {
-	CSV, JSON string
+	CSV  string `mapstructure:"csv" default:"loss-report.csv" flag:"csv" usage:"write the CSV loss report to this path, - for stdout, \"\" for none"`
+	JSON string `mapstructure:"json" flag:"json" usage:"write the JSON report to this path"`
 	// HTML is the self-contained HTML report (report.html).
-	HTML string
+	HTML string `mapstructure:"html" flag:"html" usage:"write the self-contained HTML report to this path"`
 	// MetricsFile, when set, receives the run's metrics in the Prometheus
 	// text format (for node_exporter's textfile collector).
-	MetricsFile string
+	MetricsFile string `mapstructure:"metrics_file" flag:"metrics-file" usage:"write the run's metrics to this path in the Prometheus text format, atomically, for node_exporter's textfile collector"`
 }
 
 // Watch tunes `lossaudit watch`.
 type Watch struct {
 	// Interval is the time from the start of one reconcile step to the
 	// start of the next.
-	Interval time.Duration
+	Interval time.Duration `mapstructure:"interval" default:"1m" flag:"interval" usage:"time between the starts of two reconcile steps, e.g. 1m"`
 	// Listen is the address the HTTP endpoints are served on.
-	Listen string
+	Listen string `mapstructure:"listen" default:"127.0.0.1:9464" flag:"listen" usage:"address to serve /metrics, /healthz and the reports on"`
 	// LogFormat is LogText or LogJSON.
-	LogFormat string
+	LogFormat string `mapstructure:"log_format" default:"text" flag:"log-format" usage:"text or json: the format of the one log line per step"`
 }
 
 // The log formats of watch.log_format.
@@ -189,5 +206,5 @@ const (
 type Audit struct {
 	// SettleTimeout bounds the wait for open transactions to end before a
 	// downstream snapshot.
-	SettleTimeout time.Duration
+	SettleTimeout time.Duration `mapstructure:"settle_timeout" default:"60s" check:"nonnegative"`
 }

@@ -94,6 +94,17 @@ type provenance struct {
 	keys map[string]source
 }
 
+// set records that key's value came from s, in place of what a lower
+// source (the file) said about it and its elements and fields.
+func (p *provenance) set(key string, s source) {
+	for k := range p.keys {
+		if strings.HasPrefix(k, key+"[") || strings.HasPrefix(k, key+".") {
+			delete(p.keys, k)
+		}
+	}
+	p.keys[key] = s
+}
+
 // lookup returns the source of key, or of the nearest enclosing key
 // ("pipeline.inputs[1].rekey", then "pipeline.inputs[1]", then
 // "pipeline.inputs").

@@ -54,13 +54,13 @@ func pemPair(t *testing.T) (certPEM, keyPEM string) {
 		string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kder}))
 }
 
-// clearEnv unsets every LOSSAUDIT_ variable but the test bed's for the
-// test's duration.
+// clearEnv unsets every LOSSAUDIT_ variable (the test bed's too: config
+// knows none of them) for the test's duration.
 func clearEnv(t *testing.T) {
 	t.Helper()
 	for _, kv := range os.Environ() {
 		name, _, _ := strings.Cut(kv, "=")
-		if strings.HasPrefix(name, EnvPrefix+"_") && !IsTestbedEnv(name) {
+		if strings.HasPrefix(name, EnvPrefix+"_") {
 			t.Setenv(name, "")
 			os.Unsetenv(name)
 		}

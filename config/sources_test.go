@@ -3,10 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
-	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -105,67 +102,6 @@ func TestConfigFlagNamesTheFile(t *testing.T) {
 	}
 	if c.Store.Dir != "/from/file" {
 		t.Errorf("store.dir = %q", c.Store.Dir)
-	}
-}
-
-func TestTestbedVariablesAreAllowed(t *testing.T) {
-	clearEnv(t)
-	for _, name := range append(testbedEnv(), "LOSSAUDIT_TESTBED_KEEP", "LOSSAUDIT_TESTBED_ANYTHING") {
-		t.Setenv(name, "1")
-	}
-	if _, err := Load(LoadOptions{}); err != nil {
-		t.Fatalf("Load with the test bed's variables set: %v", err)
-	}
-}
-
-// TestTestbedVariablesAreListed: every LOSSAUDIT_ name the repository's
-// code and scripts use is a key's variable or a test bed variable, so that
-// Load never rejects an environment the test bed sets up.
-func TestTestbedVariablesAreListed(t *testing.T) {
-	known := map[string]bool{}
-	for _, k := range Keys() {
-		known[EnvName(k)] = true
-	}
-	name := regexp.MustCompile(`LOSSAUDIT_[A-Z0-9_]*[A-Z0-9]`)
-	root := ".."
-	var unknown []string
-	reported := map[string]bool{}
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			if n := d.Name(); n == ".git" || n == ".cache" || n == "node_modules" || n == "target" {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		rel, _ := filepath.Rel(root, path)
-		// Tests of config and the CLI spell unknown variables on purpose.
-		if (strings.HasPrefix(rel, "config/") || strings.HasPrefix(rel, "cmd/")) && strings.HasSuffix(rel, "_test.go") {
-			return nil
-		}
-		if ext := filepath.Ext(rel); ext != ".go" && ext != ".sh" && ext != ".md" && rel != filepath.Join(".ci", "run") {
-			return nil
-		}
-		data, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		for _, n := range name.FindAllString(string(data), -1) {
-			// IsTestbedEnv(n+"_"): the prefix LOSSAUDIT_TESTBED_ itself.
-			if !known[n] && !IsTestbedEnv(n) && !IsTestbedEnv(n+"_") && !reported[n] {
-				reported[n] = true
-				unknown = append(unknown, n+" ("+rel+")")
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(unknown) > 0 {
-		t.Errorf("variables neither configuration keys nor in testbedEnv: %s", strings.Join(unknown, ", "))
 	}
 }
 

@@ -5,8 +5,10 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"reflect"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Validate checks everything but the pipeline section and returns the first
@@ -16,57 +18,70 @@ func (c *Config) Validate() error {
 }
 
 func (c *Config) validate() error {
-	k := c.Kafka
-	if err := validateConnection(sectionKafka, k); err != nil {
+	if err := c.validateConnection(sectionKafka); err != nil {
 		return err
 	}
-	if k.FetchMaxBytes <= 0 {
-		return errorf("kafka.fetch_max_bytes", "must be positive, is %d", k.FetchMaxBytes)
-	}
-	if k.PartitionMaxBytes <= 0 {
-		return errorf("kafka.partition_max_bytes", "must be positive, is %d", k.PartitionMaxBytes)
-	}
-	if k.Concurrency <= 0 {
-		return errorf("kafka.concurrency", "must be at least 1, is %d", k.Concurrency)
-	}
-	if k.Timeout <= 0 {
-		return errorf("kafka.timeout", "must be positive, is %s", k.Timeout)
-	}
-	if k.ConnectTimeout <= 0 {
-		return errorf("kafka.connect_timeout", "must be positive, is %s", k.ConnectTimeout)
-	}
-	if k.RetryTimeout <= 0 {
-		return errorf("kafka.retry_timeout", "must be positive, is %s", k.RetryTimeout)
+	if err := c.checkBounds(func(key string) bool { return !strings.HasPrefix(key, sectionCompare+".") }); err != nil {
+		return err
 	}
 
-	s := c.Schema
+	s := &c.Schema
 	if s.RegistryURL != "" {
 		u, err := url.Parse(s.RegistryURL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return errorf("schema.registry_url", "%q is not an http:// or https:// URL", redactURL(s.RegistryURL))
+			return errorf(c.keyOf(&s.RegistryURL), "%q is not an http:// or https:// URL", redactURL(s.RegistryURL))
 		}
 	}
 	if s.AvscDir != "" {
 		st, err := os.Stat(s.AvscDir)
 		if err != nil {
-			return errorf("schema.avsc_dir", "%s: %s", s.AvscDir, describeFileErr(err))
+			return errorf(c.keyOf(&s.AvscDir), "%s: %s", s.AvscDir, describeFileErr(err))
 		}
 		if !st.IsDir() {
-			return errorf("schema.avsc_dir", "%s is not a directory", s.AvscDir)
+			return errorf(c.keyOf(&s.AvscDir), "%s is not a directory", s.AvscDir)
 		}
 	}
 
 	if !c.Window.From.IsZero() && !c.Window.To.IsZero() && !c.Window.From.Before(c.Window.To) {
-		return errorf("window.from", "%s is not before window.to %s",
-			c.Window.From.Format("2006-01-02T15:04:05.000Z07:00"), c.Window.To.Format("2006-01-02T15:04:05.000Z07:00"))
-	}
-	if strings.TrimSpace(c.Store.Dir) == "" {
-		return errorf("store.dir", "must not be empty")
-	}
-	if c.Audit.SettleTimeout < 0 {
-		return errorf("audit.settle_timeout", "must not be negative, is %s", c.Audit.SettleTimeout)
+		return errorf(c.keyOf(&c.Window.From), "%s is not before %s %s", c.Window.From.Format("2006-01-02T15:04:05.000Z07:00"),
+			c.keyOf(&c.Window.To), c.Window.To.Format("2006-01-02T15:04:05.000Z07:00"))
 	}
 	return c.validateWatch(false)
+}
+
+// checkBounds checks the bound each key that keep accepts declares in its
+// `check` tag (positive, atleast1, nonnegative, nonempty), in declaration
+// order.
+func (c *Config) checkBounds(keep func(key string) bool) error {
+	cv := reflect.ValueOf(c).Elem()
+	for _, s := range keySpecs() {
+		if s.check == "" || !keep(s.key) {
+			continue
+		}
+		v := cv.FieldByIndex(s.index)
+		var n int64
+		var shown any
+		switch x := v.Interface().(type) {
+		case time.Duration:
+			n, shown = int64(x), x
+		case int, int32:
+			n, shown = v.Int(), x
+		case string:
+			if s.check == "nonempty" && strings.TrimSpace(x) == "" {
+				return errorf(s.key, "must not be empty")
+			}
+			continue
+		}
+		switch {
+		case s.check == "positive" && n <= 0:
+			return errorf(s.key, "must be positive, is %v", shown)
+		case s.check == "atleast1" && n < 1:
+			return errorf(s.key, "must be at least 1, is %v", shown)
+		case s.check == "nonnegative" && n < 0:
+			return errorf(s.key, "must not be negative, is %v", shown)
+		}
+	}
+	return nil
 }
 
 // ValidateWatch checks the watch section for `lossaudit watch`, which
@@ -76,13 +91,13 @@ func (c *Config) ValidateWatch() error { return c.Locate(c.validateWatch(true)) 
 // validateWatch checks the watch keys that are set (all, with all).
 func (c *Config) validateWatch(all bool) error {
 	if c.Watch.Interval < 0 || (all && c.Watch.Interval == 0) {
-		return errorf("watch.interval", "must be positive, is %s", c.Watch.Interval)
+		return errorf(c.keyOf(&c.Watch.Interval), "must be positive, is %s", c.Watch.Interval)
 	}
 	if _, _, err := net.SplitHostPort(c.Watch.Listen); err != nil && (all || c.Watch.Listen != "") {
-		return errorf("watch.listen", "%q is not host:port (e.g. 127.0.0.1:9464)", c.Watch.Listen)
+		return errorf(c.keyOf(&c.Watch.Listen), "%q is not host:port (e.g. 127.0.0.1:9464)", c.Watch.Listen)
 	}
 	if c.Watch.LogFormat != LogText && c.Watch.LogFormat != LogJSON && (all || c.Watch.LogFormat != "") {
-		return errorf("watch.log_format", "%q is not %s or %s", c.Watch.LogFormat, LogText, LogJSON)
+		return errorf(c.keyOf(&c.Watch.LogFormat), "%q is not %s or %s", c.Watch.LogFormat, LogText, LogJSON)
 	}
 	return nil
 }
@@ -98,7 +113,7 @@ func (c *Config) ValidatePipeline() error {
 const NoFileHint = "pass one with -c audit.yaml"
 
 func (c *Config) validatePipeline() error {
-	p := c.Pipeline
+	p := &c.Pipeline
 	missing := func(key, msg string) error {
 		if c.prov != nil && c.prov.file == "" {
 			return &Error{Msg: fmt.Sprintf("no configuration file was given (%s); %s is not set", NoFileHint, key)}
@@ -106,36 +121,36 @@ func (c *Config) validatePipeline() error {
 		return errorf(key, "%s", msg)
 	}
 	if strings.TrimSpace(p.ApplicationID) == "" {
-		return missing("pipeline.application_id", "must be set to the Kafka Streams application.id")
+		return missing(c.keyOf(&p.ApplicationID), "must be set to the Kafka Streams application.id")
 	}
 	if strings.TrimSpace(p.Output) == "" {
-		return missing("pipeline.output", "must name the output topic")
+		return missing(c.keyOf(&p.Output), "must name the output topic")
 	}
 	if len(p.Inputs) == 0 {
-		return missing("pipeline.inputs", "must list at least one input")
+		return missing(c.keyOf(&p.Inputs), "must list at least one input")
 	}
 	if p.TopologyFile != "" {
-		if err := checkReadable("pipeline.topology_file", p.TopologyFile); err != nil {
+		if err := checkReadable(c.keyOf(&p.TopologyFile), p.TopologyFile); err != nil {
 			return err
 		}
 	}
 	seen := map[string]int{}
-	for i, in := range p.Inputs {
-		at := "pipeline.inputs[" + strconv.Itoa(i) + "]"
+	for i := range p.Inputs {
+		in := &p.Inputs[i]
 		if strings.TrimSpace(in.Name) == "" {
-			return errorf(at+".name", "must not be empty")
+			return errorf(c.keyOf(&in.Name), "must not be empty")
 		}
 		if j, dup := seen[in.Name]; dup {
-			return errorf(at+".name", "%q is already the name of pipeline.inputs[%d]", in.Name, j)
+			return errorf(c.keyOf(&in.Name), "%q is already the name of %s", in.Name, c.keyOf(&p.Inputs[j]))
 		}
 		seen[in.Name] = i
 		if strings.TrimSpace(in.Topic) == "" {
-			return errorf(at+".topic", "must not be empty")
+			return errorf(c.keyOf(&in.Topic), "must not be empty")
 		}
 		switch in.KeyFormat {
 		case KeyFormatString, KeyFormatAvro, KeyFormatBytes:
 		default:
-			return errorf(at+".key_format", "%q is not one of %s, %s, %s", in.KeyFormat,
+			return errorf(c.keyOf(&in.KeyFormat), "%q is not one of %s, %s, %s", in.KeyFormat,
 				KeyFormatString, KeyFormatAvro, KeyFormatBytes)
 		}
 	}
@@ -182,40 +197,43 @@ func checkReadable(key, path string) error {
 	return nil
 }
 
-// validateConnection checks the connection settings k of section sec
+// validateConnection checks the connection settings of section sec
 // (kafka or sink_kafka): brokers, TLS files and SASL.
-func validateConnection(sec string, k Kafka) error {
-	if len(k.Brokers) == 0 {
-		return errorf(sec+".brokers", "no broker address given")
+func (c *Config) validateConnection(sec string) error {
+	k := c.section(sec)
+	brokers := c.keyOf(k.Brokers)
+	if len(*k.Brokers) == 0 {
+		return errorf(brokers, "no broker address given")
 	}
-	for i, b := range k.Brokers {
+	for i, b := range *k.Brokers {
 		if err := checkAddress(b); err != nil {
-			return errorf(fmt.Sprintf("%s.brokers[%d]", sec, i), "%q is not a host:port address: %s", b, err)
+			return errorf(fmt.Sprintf("%s[%d]", brokers, i), "%q is not a host:port address: %s", b, err)
 		}
 	}
-	if err := checkPEM(sec+".tls.ca_file", k.TLS.CAFile); err != nil {
+	ca, cert, key := c.keyOf(&k.TLS.CAFile), c.keyOf(&k.TLS.CertFile), c.keyOf(&k.TLS.KeyFile)
+	if err := checkPEM(ca, k.TLS.CAFile); err != nil {
 		return err
 	}
-	if err := checkPEM(sec+".tls.cert_file", k.TLS.CertFile); err != nil {
+	if err := checkPEM(cert, k.TLS.CertFile); err != nil {
 		return err
 	}
-	if err := checkKeyPEM(sec+".tls.key_file", k.TLS.KeyFile); err != nil {
+	if err := checkKeyPEM(key, k.TLS.KeyFile); err != nil {
 		return err
 	}
 	if (k.TLS.CertFile == "") != (k.TLS.KeyFile == "") {
 		if k.TLS.CertFile == "" {
-			return errorf(sec+".tls.cert_file", "must be set when %s.tls.key_file is: a client certificate needs both", sec)
+			return errorf(cert, "must be set when %s is: a client certificate needs both", key)
 		}
-		return errorf(sec+".tls.key_file", "must be set when %s.tls.cert_file is: a client certificate needs both", sec)
+		return errorf(key, "must be set when %s is: a client certificate needs both", cert)
 	}
 	switch k.SASL.Mechanism {
 	case "":
 	case MechanismPlain, MechanismScramSHA256, MechanismScramSHA512:
 		if k.SASL.Username == "" {
-			return errorf(sec+".sasl.username", "must be set when %s.sasl.mechanism is %s", sec, k.SASL.Mechanism)
+			return errorf(c.keyOf(&k.SASL.Username), "must be set when %s is %s", c.keyOf(&k.SASL.Mechanism), k.SASL.Mechanism)
 		}
 	default:
-		return errorf(sec+".sasl.mechanism", "%q is not one of %s, %s, %s", k.SASL.Mechanism,
+		return errorf(c.keyOf(&k.SASL.Mechanism), "%q is not one of %s, %s, %s", k.SASL.Mechanism,
 			MechanismPlain, MechanismScramSHA256, MechanismScramSHA512)
 	}
 	return nil

@@ -12,16 +12,21 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-// readYAML parses the configuration file and returns the value node of
-// every key it sets. Syntax errors, a second document, a top level that is
-// not a mapping, a section that is not a mapping, a key set twice and an
-// unknown key are *Error values naming the file and line.
-func readYAML(file string, data []byte, defs []keyDef) (map[string]*yaml.Node, error) {
+// readYAML parses the configuration file for viper's file layer and
+// records the line of every key it sets in prov. It is kept only for what
+// viper cannot say: where each value was written and, for a key that is
+// not one, the nearest that is. The values keep the text as written (a
+// scalar is its text, a list a []any, a mapping a map[string]any, null
+// ""), so that the decode hooks see "2.50", "0042" or "yes" as the user
+// wrote them. Syntax errors, a second document, a top level or section
+// that is not a mapping, a key set twice and an unknown key are *Error
+// values naming the file and line.
+func readYAML(file string, data []byte, specs []keySpec, prov *provenance) (map[string]any, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var doc yaml.Node
 	if err := dec.Decode(&doc); err != nil {
 		if errors.Is(err, io.EOF) {
-			return map[string]*yaml.Node{}, nil
+			return map[string]any{}, nil
 		}
 		return nil, yamlError(file, "", err)
 	}
@@ -36,35 +41,38 @@ func readYAML(file string, data []byte, defs []keyDef) (map[string]*yaml.Node, e
 		root = resolve(root.Content[0])
 	}
 	if isNull(root) {
-		return map[string]*yaml.Node{}, nil
+		return map[string]any{}, nil
 	}
 	if root.Kind != yaml.MappingNode {
 		return nil, &Error{File: file, Line: root.Line,
 			Msg: fmt.Sprintf("must be a mapping of sections (kafka:, schema:, pipeline:, ...), not %s", describeNode(root))}
 	}
-	w := &yamlWalker{file: file, leaf: map[string]bool{}, secs: sections(defs), out: map[string]*yaml.Node{}}
-	for _, d := range defs {
-		w.leaf[d.key] = true
+	w := &yamlWalker{file: file, leaf: map[string]keySpec{}, secs: sections(specs), prov: prov}
+	for _, s := range specs {
+		w.leaf[s.key] = s
 	}
-	if err := w.walk("", root); err != nil {
-		return nil, err
-	}
-	return w.out, nil
+	return w.walk("", root)
 }
 
 type yamlWalker struct {
 	file string
-	leaf map[string]bool
+	leaf map[string]keySpec
 	secs map[string][]string
-	out  map[string]*yaml.Node
+	prov *provenance
 }
 
-func (w *yamlWalker) walk(prefix string, m *yaml.Node) error {
+// at records that key was written on line.
+func (w *yamlWalker) at(key string, line int) {
+	w.prov.keys[key] = source{file: w.file, line: line}
+}
+
+func (w *yamlWalker) walk(prefix string, m *yaml.Node) (map[string]any, error) {
+	out := map[string]any{}
 	seen := map[string]int{}
 	for i := 0; i+1 < len(m.Content); i += 2 {
 		k, v := resolve(m.Content[i]), resolve(m.Content[i+1])
 		if k.Kind != yaml.ScalarNode {
-			return &Error{File: w.file, Line: k.Line, Key: prefix, Msg: "a key must be a name, not " + describeNode(k)}
+			return nil, &Error{File: w.file, Line: k.Line, Key: prefix, Msg: "a key must be a name, not " + describeNode(k)}
 		}
 		name := strings.ToLower(k.Value)
 		key := name
@@ -72,28 +80,124 @@ func (w *yamlWalker) walk(prefix string, m *yaml.Node) error {
 			key = prefix + "." + name
 		}
 		if first, dup := seen[name]; dup {
-			return &Error{File: w.file, Line: k.Line, Key: key, Msg: fmt.Sprintf("set twice (first on line %d)", first)}
+			return nil, &Error{File: w.file, Line: k.Line, Key: key, Msg: fmt.Sprintf("set twice (first on line %d)", first)}
 		}
 		seen[name] = k.Line
+		spec, leaf := w.leaf[key]
 		switch {
-		case w.leaf[key]:
-			w.out[key] = v
+		case leaf && spec.entry != nil:
+			w.at(key, v.Line)
+			val, err := walkEntries(v, key, spec.entry, w)
+			if err != nil {
+				return nil, err
+			}
+			out[name] = val
+		case leaf:
+			w.at(key, v.Line)
+			if v.Kind == yaml.SequenceNode {
+				for j, e := range v.Content {
+					w.at(fmt.Sprintf("%s[%d]", key, j), resolve(e).Line)
+				}
+			}
+			out[name] = plain(v)
 		case w.secs[key] != nil:
 			if isNull(v) {
 				continue // an empty section
 			}
 			if v.Kind != yaml.MappingNode {
-				return &Error{File: w.file, Line: v.Line, Key: key,
+				return nil, &Error{File: w.file, Line: v.Line, Key: key,
 					Msg: fmt.Sprintf("must be a mapping of %s, not %s", strings.Join(w.secs[key], ", "), describeNode(v))}
 			}
-			if err := w.walk(key, v); err != nil {
-				return err
+			sub, err := w.walk(key, v)
+			if err != nil {
+				return nil, err
 			}
+			out[name] = sub
 		default:
-			return &Error{File: w.file, Line: k.Line, Key: key, Msg: w.unknown(prefix, name)}
+			return nil, &Error{File: w.file, Line: k.Line, Key: key, Msg: w.unknown(prefix, name)}
 		}
 	}
-	return nil
+	return out, nil
+}
+
+// plain converts n to the value viper holds, keeping the text as written:
+// a scalar is its text ("" for null), a list a []any, a mapping a
+// map[string]any (keys lower-cased).
+func plain(n *yaml.Node) any {
+	n = resolve(n)
+	switch {
+	case isNull(n):
+		return ""
+	case n.Kind == yaml.SequenceNode:
+		out := make([]any, len(n.Content))
+		for i, e := range n.Content {
+			out[i] = plain(e)
+		}
+		return out
+	case n.Kind == yaml.MappingNode:
+		out := map[string]any{}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			out[strings.ToLower(resolve(n.Content[i]).Value)] = plain(n.Content[i+1])
+		}
+		return out
+	}
+	return n.Value
+}
+
+// walkEntries reads a list of mappings (pipeline.inputs, compare.pairs)
+// from n: each entry's field names are checked (unknown with the nearest
+// name, set twice) and, when w is not nil (the file), located. key names
+// the list in messages; it is "" for a value from the environment, whose
+// messages the loader prefixes with the key. A value of another shape is
+// returned as it is, for the decoder to say what it should be.
+func walkEntries(n *yaml.Node, key string, e *entrySpec, w *yamlWalker) (any, error) {
+	n = resolve(n)
+	if n.Kind != yaml.SequenceNode {
+		return plain(n), nil
+	}
+	out := make([]any, 0, len(n.Content))
+	for i, en := range n.Content {
+		en = resolve(en)
+		at := fmt.Sprintf("%s[%d]", key, i)
+		fail := func(line int, key, msg string) error {
+			if w == nil {
+				return &Error{Key: key, Msg: msg}
+			}
+			return &Error{File: w.file, Line: line, Key: key, Msg: msg}
+		}
+		if w != nil {
+			w.at(at, en.Line)
+		}
+		if en.Kind != yaml.MappingNode {
+			out = append(out, plain(en))
+			continue
+		}
+		fields := map[string]any{}
+		seen := map[string]int{}
+		for j := 0; j+1 < len(en.Content); j += 2 {
+			k, fv := resolve(en.Content[j]), resolve(en.Content[j+1])
+			name := strings.ToLower(k.Value)
+			fkey := at + "." + name
+			if w != nil {
+				w.at(fkey, k.Line)
+			}
+			switch {
+			case k.Kind != yaml.ScalarNode:
+				return nil, fail(k.Line, at, "a key must be a name, not "+describeNode(k))
+			case !contains(e.fields, name):
+				if near := nearest(name, e.fields); near != "" {
+					return nil, fail(k.Line, fkey, fmt.Sprintf("unknown key (did you mean %s?)", near))
+				}
+				return nil, fail(k.Line, fkey, fmt.Sprintf("unknown key; %s takes %s", e.one, strings.Join(e.fields, ", ")))
+			case seen[name] > 0:
+				return nil, fail(k.Line, fkey, fmt.Sprintf("set twice (first on line %d)", seen[name]))
+			}
+			seen[name] = max(k.Line, 1)
+			fields[name] = plain(fv)
+		}
+		out = append(out, fields)
+	}
+	return out, nil
 }
 
 // unknown says that name is not a key under prefix, and what is.

@@ -22,6 +22,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/lossaudit/lossaudit/config"
+	"github.com/lossaudit/lossaudit/testbed/testbedenv"
 )
 
 // testPKI is a CA with a server certificate for 127.0.0.1 and a client
@@ -181,7 +182,7 @@ func TestConnectsToCluster(t *testing.T) {
 			if tc.props != "" {
 				t.Setenv("LOSSAUDIT_KAFKA_CLIENT_PROPERTIES", writeFile(t, t.TempDir(), "client.properties", tc.props))
 			}
-			c, err := config.Load(config.LoadOptions{File: writeFile(t, t.TempDir(), "audit.yaml", yaml+"\n")})
+			c, err := config.Load(config.LoadOptions{IgnoreEnv: testbedenv.Is, File: writeFile(t, t.TempDir(), "audit.yaml", yaml+"\n")})
 			if err != nil {
 				t.Fatalf("Load: %v", err)
 			}
@@ -223,7 +224,7 @@ func clearEnv(t *testing.T) {
 	t.Helper()
 	for _, kv := range os.Environ() {
 		name, _, _ := strings.Cut(kv, "=")
-		if strings.HasPrefix(name, "LOSSAUDIT_") && !config.IsTestbedEnv(name) {
+		if strings.HasPrefix(name, "LOSSAUDIT_") && !testbedenv.Is(name) {
 			t.Setenv(name, "")
 			os.Unsetenv(name)
 		}
@@ -260,7 +261,7 @@ func TestKafkaOptionsErrors(t *testing.T) {
 				t.Setenv(k, v)
 			}
 			file := writeFile(t, t.TempDir(), "audit.yaml", tc.yaml)
-			c, err := config.Load(config.LoadOptions{File: file})
+			c, err := config.Load(config.LoadOptions{IgnoreEnv: testbedenv.Is, File: file})
 			if err != nil {
 				t.Fatalf("Load: %v", err)
 			}

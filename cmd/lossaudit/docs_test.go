@@ -117,6 +117,42 @@ func TestConfigurationDocsGiveEveryDefault(t *testing.T) {
 	}
 }
 
+// TestConfigurationDocsListTheDeclaredKeys: the table of
+// docs/configuration.md has a row for each key Config declares (its struct
+// tags, through config.Keys) and none for a key it does not, and each key
+// that a flag overrides has that flag in docs/reference.md next to it.
+func TestConfigurationDocsListTheDeclaredKeys(t *testing.T) {
+	doc := readDoc(t, "docs/configuration.md")
+	_, table, ok := strings.Cut(doc, "\n## Every key")
+	if !ok {
+		t.Fatal("docs/configuration.md has no section \"Every key\"")
+	}
+	table, _, _ = strings.Cut(table, "\n## ")
+	row := regexp.MustCompile("(?m)^\\| `([^`]+)` \\|")
+	documented := map[string]bool{}
+	for _, m := range row.FindAllStringSubmatch(table, -1) {
+		documented[m[1]] = true
+	}
+	declared := map[string]bool{}
+	for _, k := range config.Keys() {
+		declared[k] = true
+		if !documented[k] {
+			t.Errorf("docs/configuration.md lacks a row for %s", k)
+		}
+	}
+	for k := range documented {
+		if !declared[k] {
+			t.Errorf("docs/configuration.md has a row for %s, which config does not declare", k)
+		}
+	}
+	ref := readDoc(t, "docs/reference.md")
+	for _, f := range config.Flags() {
+		if f.Key != "" && !strings.Contains(ref, "`--"+f.Name) {
+			t.Errorf("flag --%s (overrides %s) is not in docs/reference.md", f.Name, f.Key)
+		}
+	}
+}
+
 // TestDocLinksResolve: every relative link in the README and docs/ names a
 // file of the repository, and no file names one that is not there.
 func TestDocLinksResolve(t *testing.T) {

@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/lossaudit/lossaudit/config"
+	"github.com/lossaudit/lossaudit/testbed/testbedenv"
 )
 
 // clearEnv unsets every LOSSAUDIT_ variable but the test bed's for the
@@ -24,7 +25,7 @@ func clearEnv(t *testing.T) {
 	t.Helper()
 	for _, kv := range os.Environ() {
 		name, _, _ := strings.Cut(kv, "=")
-		if strings.HasPrefix(name, config.EnvPrefix+"_") && !config.IsTestbedEnv(name) {
+		if strings.HasPrefix(name, config.EnvPrefix+"_") && !testbedenv.Is(name) {
 			t.Setenv(name, "")
 			os.Unsetenv(name)
 		}

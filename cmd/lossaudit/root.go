@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/lossaudit/lossaudit/config"
+	"github.com/lossaudit/lossaudit/testbed/testbedenv"
 )
 
 // commandFlags is the one table of which command takes which
@@ -43,7 +44,7 @@ type globalFlags struct {
 // line. Problems are *config.Error (exit 2). The pipeline section is not
 // validated; commands that need it call ValidatePipeline.
 func (g *globalFlags) load(cmd *cobra.Command) (*config.Config, error) {
-	cfg, err := config.Load(config.LoadOptions{Flags: cmd.Flags()})
+	cfg, err := config.Load(config.LoadOptions{Flags: cmd.Flags(), IgnoreEnv: testbedenv.Is})
 	if err != nil {
 		return nil, err
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/lossaudit/lossaudit/audit/app"
 	"github.com/lossaudit/lossaudit/audit/finding"
 	"github.com/lossaudit/lossaudit/config"
+	"github.com/lossaudit/lossaudit/testbed/testbedenv"
 )
 
 // profileMain runs one audit in this process (audit/app.Run, exactly
@@ -54,7 +55,7 @@ func profileMain(ctx context.Context, args []string, stdout io.Writer) error {
 			return err
 		}
 	}
-	cfg, err := config.Load(config.LoadOptions{File: *cfgPath})
+	cfg, err := config.Load(config.LoadOptions{IgnoreEnv: testbedenv.Is, File: *cfgPath})
 	if err != nil {
 		return err
 	}
@@ -115,7 +116,7 @@ func profileMain(ctx context.Context, args []string, stdout io.Writer) error {
 // configuration at cfgPath, appends share of the loaded records, and
 // returns the step to profile.
 func prepareStep(ctx context.Context, cfgPath, manifestPath string, share float64, stdout io.Writer) (func() (*finding.Result, error), error) {
-	cfg, err := config.Load(config.LoadOptions{File: cfgPath})
+	cfg, err := config.Load(config.LoadOptions{IgnoreEnv: testbedenv.Is, File: cfgPath})
 	if err != nil {
 		return nil, err
 	}
@@ -160,7 +161,7 @@ func appendRecorded(ctx context.Context, cfgPath, manifestPath string, share flo
 	if err != nil {
 		return nil, fmt.Errorf("-reconcile and -append-only need -manifest: %w", err)
 	}
-	cfg, err := config.Load(config.LoadOptions{File: cfgPath})
+	cfg, err := config.Load(config.LoadOptions{IgnoreEnv: testbedenv.Is, File: cfgPath})
 	if err != nil {
 		return nil, err
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/lossaudit/lossaudit/testbed/kafka"
 	"github.com/lossaudit/lossaudit/testbed/loadgen"
 	"github.com/lossaudit/lossaudit/testbed/streamsapp"
+	"github.com/lossaudit/lossaudit/testbed/testbedenv"
 )
 
 // Topic names used by every scenario.
@@ -255,7 +256,7 @@ func RunScenario(t *testing.T, sc Scenario) *Result {
 	if err := os.WriteFile(cfgFile, []byte(AuditYAML(c.Bootstrap(), app.TopologyFile(), filepath.Join(env.Dir, "lossaudit-data"))), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := config.Load(config.LoadOptions{File: cfgFile})
+	cfg, err := config.Load(config.LoadOptions{IgnoreEnv: testbedenv.Is, File: cfgFile})
 	if err != nil {
 		t.Fatalf("loading generated %s: %v", cfgFile, err)
 	}

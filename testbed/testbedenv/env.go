@@ -1,0 +1,33 @@
+// Package testbedenv names the LOSSAUDIT_ environment variables of the test bed
+// and the tests (versions, caches, test sizes): they are not configuration
+// keys, and the configuration loader would otherwise refuse them as
+// misspelt settings. Whatever loads a configuration where the test bed may
+// have set them passes Is as config.LoadOptions.IgnoreEnv (the CLI does, so
+// the binary the tests start accepts them).
+package testbedenv
+
+import (
+	"slices"
+	"strings"
+)
+
+// Names returns the test bed's variables other than LOSSAUDIT_TESTBED_*.
+func Names() []string {
+	return []string{
+		"LOSSAUDIT_CACHE",           // testbed/kafka: where jars and builds are cached
+		"LOSSAUDIT_REAL_KAFKA",      // testbed/kafka: 0 skips the tests that start brokers
+		"LOSSAUDIT_KAFKA_VERSION",   // testbed/kafka: the broker version of the tests
+		"LOSSAUDIT_STREAMS_VERSION", // testbed/streamsapp: the Kafka Streams version
+		"LOSSAUDIT_SIM_SCALE",       // audit/demo/sim: records per input of the scale test
+		"LOSSAUDIT_PROPERTY_SEEDS",  // audit/app: seeds of the property test
+	}
+}
+
+// Prefix starts every other test bed variable (LOSSAUDIT_TESTBED_KEEP, ...).
+const Prefix = "LOSSAUDIT_TESTBED_"
+
+// Is reports whether name is a variable of the test bed rather than a
+// configuration key: LOSSAUDIT_TESTBED_* or one of Names.
+func Is(name string) bool {
+	return strings.HasPrefix(name, Prefix) || slices.Contains(Names(), name)
+}
