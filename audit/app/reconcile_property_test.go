@@ -23,8 +23,8 @@ import (
 // rowSig renders every field of a row that a report shows.
 func rowSig(r finding.Row) string {
 	w := ""
-	if r.Witness != nil {
-		w = fmt.Sprintf(" witness=%v %s[%d]@%d", r.Witness.Seen, r.Witness.Topic, r.Witness.Partition, r.Witness.Offset)
+	if e, ok := r.Evidence.(*finding.Witness); ok {
+		w = fmt.Sprintf(" witness=%v %s[%d]@%d", e.Seen, e.Topic, e.Partition, e.Offset)
 	}
 	obs := "-"
 	if r.HasObserved {

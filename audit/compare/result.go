@@ -42,7 +42,7 @@ func assemble(o Options, snap *compareSnapshot, col *collector, led *ledgerState
 		Reads:                col.stats.Issues(),
 		DecodeErrorsBySchema: col.decode.ByClass,
 		DecodeErrorSamples:   col.decode.Samples,
-		Compare:              cs,
+		Sections:             []finding.Section{cs},
 	}
 	sink := &finding.StageCounts{Findings: map[finding.Kind]int64{}}
 	if len(o.Pairs) > 0 {

@@ -1,9 +1,11 @@
 // Package finding holds the vocabulary of an audit result: the kinds of
 // anomaly lossaudit can report, the per-(input, key) rows of the loss
 // report with their structured evidence, the partition-level findings, the
-// reasons a verdict is inconclusive and the run summary. The detectors
-// produce these values and the reports render them; the words a user reads
-// are written only by the reports. Besides naming, the package owns one
+// reasons a verdict is inconclusive and the run summary. The vocabulary is
+// open: evidence is one interface (Evidence) that each mode implements
+// with its own types, and what only one mode knows of a run is its Section
+// in Summary.Sections. The detectors produce these values and the reports
+// render them; the words a user reads are written only by the reports. Besides naming, the package owns one
 // behaviour: the order of rows and partition findings (SortRows,
 // SortPartitions), so that every report lists them alike.
 package finding
@@ -94,15 +96,12 @@ type Row struct {
 	// meaningful when HasObserved is true.
 	ObservedTS  int64
 	HasObserved bool
-	// Witness, on changelog rows, says whether the repartition topic still
-	// holds a processed copy of the lost update; nil on other rows.
-	Witness *Witness
-	// Sink, on sink rows (lossaudit compare), counts the copies of the
-	// record on both sides; nil on other rows.
-	Sink *SinkEvidence
-	// Ledger, on ledger rows, names the ledger line and what the topic
-	// holds; nil on other rows.
-	Ledger *LedgerEvidence
+	// Evidence proves the row, in the type of its stage: a *Witness on
+	// changelog rows (whether the repartition topic still holds a
+	// processed copy of the lost update), a *SinkEvidence on sink rows, a
+	// *LedgerEvidence on ledger rows; nil when there is none (output
+	// rows).
+	Evidence Evidence
 	// FirstSeen is when a reconciliation first reported the finding; zero
 	// for an audit's rows.
 	FirstSeen time.Time
@@ -149,18 +148,15 @@ const (
 // list them.
 var PartitionKinds = []PartitionKind{PurgedPastCommit, StuckLSO, OffsetReset, Truncated, PoisonPill}
 
-// PartitionFinding is an anomaly of one topic partition. Exactly the
-// evidence field matching Kind is set.
+// PartitionFinding is an anomaly of one topic partition.
 type PartitionFinding struct {
 	Kind      PartitionKind
 	Topic     string
 	Partition int32
-
-	Purge      *PurgeEvidence
-	Stuck      *StuckEvidence
-	Reset      *ResetEvidence
-	Truncation *TruncationEvidence
-	Poison     *PoisonEvidence
+	// Evidence proves the finding, in the type of its kind:
+	// *PurgeEvidence, *StuckEvidence, *ResetEvidence, *TruncationEvidence
+	// or *PoisonEvidence.
+	Evidence Evidence
 }
 
 // PurgeEvidence proves purged_past_commit: the log starts above the offset
@@ -346,19 +342,15 @@ type Summary struct {
 	DecodeErrorSamples []DecodeErrorSample
 	// Timings are the durations of the run's phases.
 	Timings map[string]time.Duration
-	// Compare is set by lossaudit compare: the identity rule and the
-	// counters of the sinks and the ledger; nil for an audit.
-	Compare *CompareSummary
+	// Sections are the mode's own parts of the summary (Section): the
+	// Kafka Streams audit's *Streams, a comparison's *CompareSummary; a
+	// result without one is rendered as a Kafka Streams audit's.
+	Sections []Section
 	// Index says how much evidence the run kept: the records it read and
 	// the index entries it wrote for them.
 	Index IndexStats
-	// Pipeline names the audited Kafka Streams pipeline's topics, for a
-	// picture of it; nil for audits of another kind of pipeline.
-	Pipeline *Pipeline
-	// Timeline counts the audited and pending input records by timestamp;
-	// nil when the run did not keep one.
-	Timeline *Timeline
-	// Step describes a reconciliation step; nil for an audit.
+	// Step describes a reconciliation step (of any mode); nil for an
+	// audit.
 	Step *Step
 }
 
@@ -414,7 +406,9 @@ type Step struct {
 	// committed step ran (zero on the baseline).
 	BaselineAt, Previous time.Time
 	// Read counts the records (committed and aborted) this step read, by
-	// the role of the topic: input, repartition, changelog, output.
+	// the role of the topic (the Kafka Streams audit's input, repartition,
+	// changelog and output; a mode lists every role it reads, zeros
+	// included).
 	Read map[string]int64
 	// KeysJudged counts the keys this step judged: those its reads touched,
 	// those pending at the second hop, and those with open findings.

@@ -9,6 +9,7 @@ package metrics
 import (
 	"io"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -92,8 +93,8 @@ func New() *Set {
 func (s *Set) Completed(res *finding.Result, started time.Time) {
 	sum := &res.Summary
 	s.findings.Reset()
-	for _, st := range finding.Stages {
-		for _, k := range finding.Kinds {
+	for _, st := range zeroStages(sum) {
+		for _, k := range st.Kinds() {
 			s.findings.WithLabelValues(string(st), string(k))
 		}
 	}
@@ -131,8 +132,8 @@ func (s *Set) Completed(res *finding.Result, started time.Time) {
 	if st := sum.Step; st != nil {
 		s.step.Set(float64(st.Number))
 		s.resolved.Add(float64(len(res.Resolved)))
-		for _, r := range roles {
-			s.read.WithLabelValues(r).Add(float64(st.Read[r]))
+		for r, n := range st.Read {
+			s.read.WithLabelValues(r).Add(float64(n))
 		}
 	}
 	s.lastSuccess.Set(seconds(started))
@@ -208,4 +209,18 @@ func (t *totals) Collect(ch chan<- prometheus.Metric) {
 	for label, v := range t.v {
 		ch <- prometheus.MustNewConstMetric(t.desc, prometheus.CounterValue, v, label)
 	}
+}
+
+// zeroStages are the stages whose findings are exported even when zero:
+// the Kafka Streams audit's, and every stage the run counted (a
+// comparison's sink and ledger), so that a mode's series exist from its
+// first run.
+func zeroStages(sum *finding.Summary) []finding.Stage {
+	out := slices.Clone(finding.Stages)
+	for st := range sum.Stages {
+		if !slices.Contains(out, st) {
+			out = append(out, st)
+		}
+	}
+	return out
 }

@@ -84,6 +84,32 @@ func TestMetricsOfAStep(t *testing.T) {
 	}
 }
 
+// TestMetricsOfAComparisonStep: a mode's own stages and read roles get
+// their series (zeros included) from the result, not from a list of the
+// Kafka Streams audit's.
+func TestMetricsOfAComparisonStep(t *testing.T) {
+	s := New()
+	res := &finding.Result{Summary: finding.Summary{
+		Stages: map[finding.Stage]*finding.StageCounts{finding.StageSink: {KeysChecked: 5, Findings: map[finding.Kind]int64{finding.Duplicated: 1}}},
+		Step:   &finding.Step{Number: 2, Read: map[string]int64{"source": 30, "sink": 31}},
+	}, Rows: []finding.Row{{Kind: finding.Duplicated, Stage: finding.StageSink, Input: "p"}}}
+	s.Completed(res, time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC))
+	var buf bytes.Buffer
+	if err := s.Write(&buf); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		`lossaudit_findings{kind="duplicated",stage="sink"} 1`,
+		`lossaudit_findings{kind="unexpected",stage="sink"} 0`,
+		`lossaudit_records_read_total{role="sink"} 31`,
+		`lossaudit_records_read_total{role="source"} 30`,
+	} {
+		if !strings.Contains(buf.String(), want+"\n") {
+			t.Errorf("metrics lack %q:\n%s", want, buf.String())
+		}
+	}
+}
+
 func TestWriteFileIsAtomicTextFormat(t *testing.T) {
 	s := New()
 	res := stepResult()

@@ -15,7 +15,7 @@ func manyRows(n int) *finding.Result {
 		res.Rows = append(res.Rows, finding.Row{Kind: finding.Missing, Stage: []finding.Stage{finding.StageChangelog, finding.StageOutput}[i%2],
 			Input: []string{"c", "a", "b"}[i%3], Key: fmt.Appendf(nil, "customer-%09d", (i*7919)%n), Topic: "topicA",
 			Partition: int32(i % 12), Offset: int64(i), Timestamp: ms(10, 0, 0, 0) + int64(i), ExpectedTS: ms(10, 0, 0, 0) + int64(i),
-			Witness: &finding.Witness{Topic: "myapp-g-repartition", Seen: true, Partition: 3, Offset: 12345}})
+			Evidence: &finding.Witness{Topic: "myapp-g-repartition", Seen: true, Partition: 3, Offset: 12345}})
 	}
 	finding.SortRows(res.Rows, res.Summary.InputOrder)
 	return res

@@ -24,40 +24,40 @@ func compareResult() *finding.Result {
 			finding.StageLedger: {KeysChecked: 5000, Findings: map[finding.Kind]int64{finding.AckedMissing: 2, finding.UnackedPresent: 1, finding.UnackedMissing: 1, finding.Duplicated: 1}},
 		},
 		Timings: map[string]time.Duration{"snapshot": time.Second, "read": 20 * time.Second, "check": 2 * time.Second},
-		Compare: &finding.CompareSummary{Match: "record", Grace: 5 * time.Minute,
+		Sections: []finding.Section{&finding.CompareSummary{Match: "record", Grace: 5 * time.Minute,
 			Pairs: []finding.CompareCounts{
 				{Name: "orders", Source: "orders", Sink: "dr.orders", SinkRecords: 119002, Identities: 119998, Unexplained: 1},
 				{Name: "payments", Source: "payments", Sink: "dr.payments", SourceNoIdentity: 3, SinkRecords: 5000, SinkNoIdentity: 3, Identities: 5000},
 			},
 			Ledger: &finding.LedgerCounts{Lines: 5004, Acked: 5001, Failed: 3, Verified: 4998, Expired: 1, Skipped: 2},
-		},
+		}},
 	}
 	rows := []finding.Row{
 		{Kind: finding.Missing, Stage: finding.StageSink, Input: "orders", Key: []byte("o-17"), Topic: "orders", Partition: 2, Offset: 4711,
-			Timestamp: ms(10, 15, 0, 0), ExpectedTS: ms(10, 15, 0, 0), Sink: &finding.SinkEvidence{Topic: "dr.orders", SourceCopies: 1, Due: 1}},
+			Timestamp: ms(10, 15, 0, 0), ExpectedTS: ms(10, 15, 0, 0), Evidence: &finding.SinkEvidence{Topic: "dr.orders", SourceCopies: 1, Due: 1}},
 		{Kind: finding.Missing, Stage: finding.StageSink, Input: "orders", Key: []byte("o-18"), Topic: "orders", Partition: 0, Offset: 9,
 			Timestamp: ms(10, 15, 0, 0), ExpectedTS: ms(10, 15, 0, 0), ObservedTS: ms(10, 15, 0, 0), HasObserved: true,
-			Sink: &finding.SinkEvidence{Topic: "dr.orders", Copies: 1, SourceCopies: 2, Due: 2, At: []finding.Coord{{Partition: 0, Offset: 8}}}},
+			Evidence: &finding.SinkEvidence{Topic: "dr.orders", Copies: 1, SourceCopies: 2, Due: 2, At: []finding.Coord{{Partition: 0, Offset: 8}}}},
 		{Kind: finding.Duplicated, Stage: finding.StageSink, Input: "orders", Key: []byte("o-20"), Topic: "orders", Partition: 1, Offset: 30,
 			Timestamp: ms(10, 16, 0, 0), ExpectedTS: ms(10, 16, 0, 0), ObservedTS: ms(10, 16, 0, 0), HasObserved: true,
-			Sink: &finding.SinkEvidence{Topic: "dr.orders", Copies: 5, SourceCopies: 1, Due: 1,
+			Evidence: &finding.SinkEvidence{Topic: "dr.orders", Copies: 5, SourceCopies: 1, Due: 1,
 				At: []finding.Coord{{Partition: 1, Offset: 29}, {Partition: 1, Offset: 31}, {Partition: 1, Offset: 40}}}},
 		{Kind: finding.Unexpected, Stage: finding.StageSink, Input: "payments", Key: nil, Topic: "dr.payments", Partition: 0, Offset: 3,
 			Timestamp: ms(9, 0, 0, 0), ExpectedTS: ms(9, 0, 0, 0), ObservedTS: ms(9, 0, 0, 0), HasObserved: true,
-			Sink: &finding.SinkEvidence{Topic: "dr.payments", Copies: 1, At: []finding.Coord{{Partition: 0, Offset: 3}}}},
+			Evidence: &finding.SinkEvidence{Topic: "dr.payments", Copies: 1, At: []finding.Coord{{Partition: 0, Offset: 3}}}},
 		{Kind: finding.AckedMissing, Stage: finding.StageLedger, Input: "payments", Key: []byte("p-1"), Topic: "payments", Partition: 0, Offset: 800,
-			Timestamp: ms(10, 0, 0, 0), ExpectedTS: ms(10, 0, 0, 0), Ledger: &finding.LedgerEvidence{Line: 801, Acked: true, Sends: 1, LogStart: 0, LogEnd: 790}},
+			Timestamp: ms(10, 0, 0, 0), ExpectedTS: ms(10, 0, 0, 0), Evidence: &finding.LedgerEvidence{Line: 801, Acked: true, Sends: 1, LogStart: 0, LogEnd: 790}},
 		{Kind: finding.AckedMissing, Stage: finding.StageLedger, Input: "payments", Key: []byte("p-2"), Topic: "payments", Partition: 0, Offset: 700,
-			Timestamp: ms(10, 0, 0, 0), ExpectedTS: ms(10, 0, 0, 0), Ledger: &finding.LedgerEvidence{Line: 701, Acked: true, Sends: 1, Copies: 1, LogEnd: 790,
+			Timestamp: ms(10, 0, 0, 0), ExpectedTS: ms(10, 0, 0, 0), Evidence: &finding.LedgerEvidence{Line: 701, Acked: true, Sends: 1, Copies: 1, LogEnd: 790,
 				Elsewhere: 1, At: []finding.Coord{{Partition: 1, Offset: 12}}}},
 		{Kind: finding.UnackedPresent, Stage: finding.StageLedger, Input: "payments", Key: []byte("p-3"), Topic: "payments", Partition: 2, Offset: 55,
 			Timestamp: ms(10, 0, 1, 0), ExpectedTS: ms(10, 0, 1, 0), ObservedTS: ms(10, 0, 1, 0), HasObserved: true,
-			Ledger: &finding.LedgerEvidence{Line: 900, Sends: 1, Copies: 1, At: []finding.Coord{{Partition: 2, Offset: 55}}}},
+			Evidence: &finding.LedgerEvidence{Line: 900, Sends: 1, Copies: 1, At: []finding.Coord{{Partition: 2, Offset: 55}}}},
 		{Kind: finding.UnackedMissing, Stage: finding.StageLedger, Input: "payments", Key: []byte("p-4"), Topic: "payments", Partition: -1, Offset: -1,
-			Timestamp: ms(10, 0, 2, 0), ExpectedTS: ms(10, 0, 2, 0), Ledger: &finding.LedgerEvidence{Line: 901, Sends: 1}},
+			Timestamp: ms(10, 0, 2, 0), ExpectedTS: ms(10, 0, 2, 0), Evidence: &finding.LedgerEvidence{Line: 901, Sends: 1}},
 		{Kind: finding.Duplicated, Stage: finding.StageLedger, Input: "payments", Key: []byte("p-5"), Topic: "payments", Partition: 1, Offset: 77,
 			Timestamp: ms(10, 0, 3, 0), ExpectedTS: ms(10, 0, 3, 0), ObservedTS: ms(10, 0, 3, 0), HasObserved: true,
-			Ledger: &finding.LedgerEvidence{Line: 950, Sends: 1, Copies: 2, At: []finding.Coord{{Partition: 1, Offset: 77}}}},
+			Evidence: &finding.LedgerEvidence{Line: 950, Sends: 1, Copies: 2, At: []finding.Coord{{Partition: 1, Offset: 77}}}},
 	}
 	finding.SortRows(rows, s.InputOrder)
 	return &finding.Result{Summary: s, Rows: rows}
@@ -105,11 +105,11 @@ func TestCompareDetail(t *testing.T) {
 func TestCompareLedgerOnlySummary(t *testing.T) {
 	res := &finding.Result{
 		Summary: finding.Summary{
-			Stages:  map[finding.Stage]*finding.StageCounts{finding.StageLedger: {KeysChecked: 10, Findings: map[finding.Kind]int64{finding.AckedMissing: 1}}},
-			Compare: &finding.CompareSummary{Match: "record", Grace: time.Minute, Ledger: &finding.LedgerCounts{Lines: 10, Acked: 10, Verified: 9}},
+			Stages:   map[finding.Stage]*finding.StageCounts{finding.StageLedger: {KeysChecked: 10, Findings: map[finding.Kind]int64{finding.AckedMissing: 1}}},
+			Sections: []finding.Section{&finding.CompareSummary{Match: "record", Grace: time.Minute, Ledger: &finding.LedgerCounts{Lines: 10, Acked: 10, Verified: 9}}},
 		},
 		Rows: []finding.Row{{Kind: finding.AckedMissing, Stage: finding.StageLedger, Input: "t", Topic: "t", Offset: 9,
-			Ledger: &finding.LedgerEvidence{Line: 10, Acked: true, Sends: 1, LogEnd: 5}}},
+			Evidence: &finding.LedgerEvidence{Line: 10, Acked: true, Sends: 1, LogEnd: 5}}},
 	}
 	var b bytes.Buffer
 	if err := WriteSummary(&b, res, SummaryOptions{}); err != nil {

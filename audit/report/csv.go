@@ -29,18 +29,25 @@ const FirstSeenColumn = "first_seen"
 // (cut, awk, grep) then see no stray CR on the last column; and encoding/csv
 // in CRLF mode would rewrite LF inside a quoted field to CRLF and drop bare
 // CRs, altering the detail text.
-func WriteCSV(w io.Writer, rows []finding.Row) error { return writeCSV(w, rows, false, false) }
+func WriteCSV(w io.Writer, rows []finding.Row) error {
+	return writeCSV(w, rows, rowColumns{}, false, false)
+}
 
 // WriteStepCSV writes the loss report of a reconciliation step: WriteCSV's
 // columns, then first_seen.
-func WriteStepCSV(w io.Writer, rows []finding.Row) error { return writeCSV(w, rows, true, false) }
+func WriteStepCSV(w io.Writer, rows []finding.Row) error {
+	return writeCSV(w, rows, rowColumns{}, true, false)
+}
 
-func writeCSV(w io.Writer, rows []finding.Row, firstSeen, redacted bool) error {
+// writeCSV writes CSVHeader's columns, then the sections' cols, then
+// first_seen when asked; keys redacted when the result's are
+// (Summary.KeysRedacted).
+func writeCSV(w io.Writer, rows []finding.Row, cols rowColumns, firstSeen, redacted bool) error {
 	cw := csv.NewWriter(w)
 	cw.UseCRLF = false
-	header := CSVHeader
+	header := append(slices.Clone(CSVHeader), cols.names...)
 	if firstSeen {
-		header = append(slices.Clone(CSVHeader), FirstSeenColumn)
+		header = append(header, FirstSeenColumn)
 	}
 	if err := cw.Write(header); err != nil {
 		return fmt.Errorf("writing CSV header: %w", err)
@@ -62,8 +69,11 @@ func writeCSV(w io.Writer, rows []finding.Row, firstSeen, redacted bool) error {
 			rec[9] = FormatTS(r.ObservedTS)
 		}
 		rec[10] = Detail(r)
+		if len(cols.names) > 0 {
+			copy(rec[len(CSVHeader):], cols.cells(r))
+		}
 		if firstSeen {
-			rec[11] = formatTime(r.FirstSeen)
+			rec[len(rec)-1] = formatTime(r.FirstSeen)
 		}
 		if err := cw.Write(rec); err != nil {
 			return fmt.Errorf("writing CSV row %d: %w", i+1, err)
@@ -76,11 +86,12 @@ func writeCSV(w io.Writer, rows []finding.Row, firstSeen, redacted bool) error {
 	return nil
 }
 
-// WriteResultCSV writes the rows of res as the loss report: WriteStepCSV's
-// for a reconciliation step, WriteCSV's otherwise.
+// WriteResultCSV writes the rows of res as the loss report: WriteCSV's
+// columns, the columns its sections add (none for today's modes), and for
+// a reconciliation step first_seen.
 func WriteResultCSV(w io.Writer, res *finding.Result) error {
 	if res == nil {
 		return errNilResult
 	}
-	return writeCSV(w, res.Rows, res.Summary.Step != nil, res.Summary.KeysRedacted)
+	return writeCSV(w, res.Rows, columnsOf(&res.Summary), res.Summary.Step != nil, res.Summary.KeysRedacted)
 }

@@ -19,8 +19,15 @@
 //     order, input in configured order, key bytewise, then offset), and
 //     partition findings in finding.SortPartitions order; the reports do
 //     not reorder them.
-//   - Every word a user reads about a finding is written here (words.go),
-//     from the detectors' structured evidence.
+//   - Every word a user reads is written in this package, from the
+//     structured values of package finding; no other package writes them.
+//     The words every mode shares are in the core (summary.go, json.go,
+//     html.go, words.go); the words of one mode are in its section's file
+//     (section_streams.go, section_compare.go), and the words of an
+//     evidence type beside the others of its mode (words.go,
+//     words_compare.go). A mode's counts, words, HTML cards and JSON block
+//     reach the core only through its section's view (section.go), so the
+//     core never asks which mode ran.
 //
 // Incomplete runs: a partial or inconclusive audit (not Result.Complete)
 // never replaces a complete report. Its files are written to the

@@ -75,19 +75,19 @@ func findingRows() []finding.Row {
 			Timestamp: ms(10, 15, 2, 123), ExpectedTS: ms(10, 15, 2, 123), ObservedTS: ms(10, 14, 59, 0), HasObserved: true,
 		},
 		{Kind: finding.Missing, Stage: finding.StageChangelog, Input: "c", Key: []byte("cust-1"), Topic: "topicC", Partition: 0, Offset: 5,
-			Timestamp: ms(10, 15, 3, 0), ExpectedTS: ms(10, 15, 3, 0), Witness: &finding.Witness{Topic: "app-C-repartition"}},
+			Timestamp: ms(10, 15, 3, 0), ExpectedTS: ms(10, 15, 3, 0), Evidence: &finding.Witness{Topic: "app-C-repartition"}},
 		{Kind: finding.Missing, Stage: finding.StageChangelog, Input: "a", Key: []byte("cust-10"), Topic: "topicA", Partition: 2, Offset: 1234567,
-			Timestamp: ms(10, 15, 2, 5), ExpectedTS: ms(10, 15, 2, 5), Witness: &finding.Witness{Topic: "app-A-repartition", Seen: true, Partition: 2, Offset: 88}},
+			Timestamp: ms(10, 15, 2, 5), ExpectedTS: ms(10, 15, 2, 5), Evidence: &finding.Witness{Topic: "app-A-repartition", Seen: true, Partition: 2, Offset: 88}},
 		{Kind: finding.Aborted, Stage: finding.StageChangelog, Input: "b", Key: []byte{0xff, 0x00, 0x10}, Topic: "topicB", Partition: 3, Offset: 9,
 			Timestamp: ms(10, 16, 0, 999), ExpectedTS: ms(10, 16, 0, 999), ObservedTS: ms(10, 1, 0, 0), HasObserved: true,
-			Witness: &finding.Witness{Topic: "app-B-repartition, \"quoted\""}},
+			Evidence: &finding.Witness{Topic: "app-B-repartition, \"quoted\""}},
 		{Kind: finding.Stale, Stage: finding.StageChangelog, Input: "a", Key: []byte("cust-1"), Topic: "topicA", Partition: 0, Offset: 42,
 			Timestamp: ms(10, 15, 1, 0), ExpectedTS: ms(10, 15, 1, 0), ObservedTS: ms(10, 0, 0, 0), HasObserved: true,
-			Witness: &finding.Witness{Topic: "app-A-repartition", Seen: true, Partition: 0, Offset: 7}},
+			Evidence: &finding.Witness{Topic: "app-A-repartition", Seen: true, Partition: 0, Offset: 7}},
 		{Kind: finding.Missing, Stage: finding.StageChangelog, Input: "a", Key: []byte("b64:not-really"), Topic: "topicA", Partition: 0, Offset: 3,
-			Timestamp: ms(10, 15, 0, 0), ExpectedTS: ms(10, 15, 0, 0), Witness: &finding.Witness{Topic: "app-A-repartition"}},
+			Timestamp: ms(10, 15, 0, 0), ExpectedTS: ms(10, 15, 0, 0), Evidence: &finding.Witness{Topic: "app-A-repartition"}},
 		{Kind: finding.Missing, Stage: finding.StageChangelog, Input: "a", Key: []byte("Zürich, \"HQ\"\nline2"), Topic: "topicA", Partition: 1, Offset: 8,
-			Timestamp: ms(10, 15, 0, 0), ExpectedTS: ms(10, 15, 0, 0), Witness: &finding.Witness{Topic: "app-A-repartition"}},
+			Timestamp: ms(10, 15, 0, 0), ExpectedTS: ms(10, 15, 0, 0), Evidence: &finding.Witness{Topic: "app-A-repartition"}},
 	}
 }
 
@@ -111,9 +111,9 @@ func partitionsResult() *finding.Result {
 	s := baseSummary()
 	s.Partitions = []finding.PartitionFinding{
 		{Kind: finding.PurgedPastCommit, Topic: "myapp-KSTREAM-REDUCE-STATE-STORE-0000000002-repartition", Partition: 1,
-			Purge: &finding.PurgeEvidence{Group: "myapp", LogStart: 1200, Committed: 1000}},
+			Evidence: &finding.PurgeEvidence{Group: "myapp", LogStart: 1200, Committed: 1000}},
 		{Kind: finding.StuckLSO, Topic: "myapp-KSTREAM-REDUCE-STATE-STORE-0000000009-changelog", Partition: 2,
-			Stuck: &finding.StuckEvidence{LSO: 5000, StartHighWatermark: 5210, HighWatermark: 5300, Waited: time.Minute}},
+			Evidence: &finding.StuckEvidence{LSO: 5000, StartHighWatermark: 5210, HighWatermark: 5300, Waited: time.Minute}},
 	}
 	return &finding.Result{Summary: s}
 }
@@ -153,7 +153,7 @@ func stepResult() *finding.Result {
 	}
 	res.Resolved = []finding.Row{
 		{Kind: finding.Missing, Stage: finding.StageChangelog, Input: "a", Key: []byte("cust-7"), Topic: "topicA", Partition: 2, Offset: 11,
-			Timestamp: ms(9, 0, 1, 0), ExpectedTS: ms(9, 0, 1, 0), Witness: &finding.Witness{Topic: "app-A-repartition"}, FirstSeen: base},
+			Timestamp: ms(9, 0, 1, 0), ExpectedTS: ms(9, 0, 1, 0), Evidence: &finding.Witness{Topic: "app-A-repartition"}, FirstSeen: base},
 	}
 	res.Summary.Step = &finding.Step{Number: 7, BaselineAt: base, Previous: started.Add(-time.Minute), KeysJudged: 812, Resolved: 1,
 		Read:    map[string]int64{"input": 10234, "repartition": 10400, "changelog": 5120, "output": 4096},

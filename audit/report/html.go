@@ -86,10 +86,25 @@ func WriteHTML(w io.Writer, res *finding.Result, opt HTMLOptions) error {
 	if res == nil {
 		return errNilResult
 	}
-	if err := htmlAssets.tmpl.Execute(w, newHTMLPage(res, opt)); err != nil {
+	p := newHTMLPage(res, opt)
+	cards, err := cardsOf(res)
+	if err != nil {
+		return fmt.Errorf("writing the HTML report: %w", err)
+	}
+	p.Cards = cards
+	if err := htmlAssets.tmpl.Execute(w, p); err != nil {
 		return fmt.Errorf("writing the HTML report: %w", err)
 	}
 	return nil
+}
+
+// executeCard renders one card of a section.
+func executeCard(c htmlCard) (template.HTML, error) {
+	var b strings.Builder
+	if err := htmlAssets.tmpl.ExecuteTemplate(&b, c.Template, c.Data); err != nil {
+		return "", err
+	}
+	return template.HTML(b.String()), nil //nolint:gosec // produced by html/template, escaped there
 }
 
 // WriteHTMLFile writes the HTML report of res atomically to
@@ -142,22 +157,20 @@ type htmlPage struct {
 	JS    template.JS
 	Title string
 
-	Verdict    string
-	Tone       string
-	Why        []string
-	Next       string
-	Inputs     htmlTable
-	InputNotes []string
-	Stages     htmlTable
-	// Compare is set for lossaudit compare: Inputs is then the pairs
-	// table (empty without pairs), CountsTitle its title and Ledger the
-	// ledger's counts (nil without a ledger).
-	Compare     bool
-	CountsTitle string
-	Ledger      *htmlTable
-
-	Pipeline *pipelineView
-	Timeline *timelineView
+	Verdict string
+	Tone    string
+	Why     []string
+	Next    string
+	// Counts are the sections' counts tables (an audit's inputs, a
+	// comparison's pairs and ledger).
+	Counts []htmlCounts
+	Stages htmlTable
+	// Cards are the sections' own cards (an audit's pipeline and
+	// timeline), rendered by their templates.
+	Cards []template.HTML
+	// RowsTitle heads the findings, RowsHint explains them and RowsNone
+	// stands for none: the words of the mode.
+	RowsTitle, RowsHint, RowsNone string
 
 	Rows      []htmlRow
 	RowsShown int64
@@ -192,6 +205,15 @@ func fromTable(t table) htmlTable {
 	return htmlTable{Header: t.header, Right: t.right, Rows: t.rows}
 }
 
+// htmlCounts is one counts table of the Counts card: its title, the table
+// (nil: Empty says why there is none) and notes under it.
+type htmlCounts struct {
+	Title string
+	Table *htmlTable
+	Empty string
+	Notes []string
+}
+
 // htmlRow is one line of the findings table. The *Sort fields are what the
 // table's script sorts by.
 type htmlRow struct {
@@ -224,76 +246,38 @@ type htmlTextItem struct {
 
 var toneClass = map[tone]string{toneClean: "clean", toneWarn: "warn", toneLoss: "loss"}
 
+// newHTMLPage lays out the page of res, but for the sections' cards.
 func newHTMLPage(res *finding.Result, opt HTMLOptions) *htmlPage {
 	s := &res.Summary
-	names := inputNames(s)
-	verdict, t := verdictLine(res, names)
+	mode := modeOf(s)
+	verdict, t := verdictLine(res, mode)
 	head, _, _ := strings.Cut(verdict, ":")
+	words := mode.rowWords()
 	p := &htmlPage{
 		CSP: htmlAssets.csp, CSS: htmlAssets.css, JS: htmlAssets.js,
 		Title:   "lossaudit: " + head,
 		Verdict: verdict, Tone: toneClass[t],
-		Next:   nextStep(res, SummaryOptions{CSVPath: opt.CSVPath}),
-		Stages: fromTable(stageTable(s)),
+		Next:      nextStep(res, mode, SummaryOptions{CSVPath: opt.CSVPath}),
+		Stages:    fromTable(stageTable(s, mode)),
+		RowsTitle: words.htmlTitle, RowsHint: words.htmlHint, RowsNone: words.htmlNone,
 	}
-	if s.Compare != nil {
-		title, pairs, ledger := compareTables(s)
-		p.Compare, p.CountsTitle = true, title
-		if pairs != nil {
-			p.Inputs = fromTable(*pairs)
+	for _, c := range countsOf(s) {
+		hc := htmlCounts{Title: c.htmlTitle, Empty: c.htmlEmpty, Notes: c.notes}
+		if c.table != nil {
+			t := fromTable(*c.table)
+			hc.Table = &t
 		}
-		if ledger != nil {
-			t := fromTable(*ledger)
-			p.Ledger = &t
-		}
-	} else {
-		in, total := inputTable(s, names)
-		p.Inputs, p.InputNotes = fromTable(in), inputNotes(&total)
+		p.Counts = append(p.Counts, hc)
 	}
 	if why := PartialReason(s); why != "" {
 		p.Why = append(p.Why, safe(why))
 	}
 	for i := range s.Inconclusive {
-		p.Why = append(p.Why, safe(InconclusiveText(&s.Inconclusive[i])))
+		p.Why = append(p.Why, safe(InconclusiveText(s, &s.Inconclusive[i])))
 	}
-	p.Pipeline = newPipelineView(res)
-	if s.Compare == nil {
-		// The chart counts audited input records and lost updates; a
-		// comparison keeps no timeline of its records.
-		p.Timeline = newTimelineView(res)
-	}
-
-	limit := opt.MaxRows
-	if limit == 0 {
-		limit = DefaultHTMLRows
-	}
-	limit = max(0, min(limit, len(res.Rows)))
-	p.RowsShown, p.RowsTotal = int64(limit), int64(len(res.Rows))
-	rank := map[string]int{}
-	for i, n := range names {
-		rank[n] = i
-	}
-	for i := range res.Rows[:limit] {
-		r := &res.Rows[i]
-		obs := "-"
-		if r.HasObserved {
-			obs = FormatTS(r.ObservedTS)
-		}
-		inRank, ok := rank[r.Input]
-		if !ok {
-			inRank = len(names)
-		}
-		p.Rows = append(p.Rows, htmlRow{
-			Order: i, Kind: safe(string(r.Kind)), Stage: safe(string(r.Stage)), StageSort: r.Stage.Order(),
-			Input: safe(r.Input), InputSort: inRank, Key: safe(keyText(res.Summary.KeysRedacted, r.Key)),
-			Replay:    fmt.Sprintf("%s[%d]@%d", safe(r.Topic), r.Partition, r.Offset),
-			Timestamp: FormatTS(r.Timestamp), TSSort: r.Timestamp, Expected: FormatTS(r.ExpectedTS),
-			Observed: obs, Detail: safe(Detail(r)),
-		})
-	}
+	p.Rows, p.RowsShown, p.RowsTotal = htmlRows(res, opt.MaxRows)
 	p.CSVHref, p.CSVName = fileHref(opt.CSVPath), safe(filepath.Base(opt.CSVPath))
 	p.JSONHref, p.JSONName = fileHref(opt.JSONPath), safe(filepath.Base(opt.JSONPath))
-
 	for i := range s.Partitions {
 		pf := &s.Partitions[i]
 		ev, offs := Evidence(pf)
@@ -311,6 +295,48 @@ func newHTMLPage(res *finding.Result, opt HTMLOptions) *htmlPage {
 		}
 		p.SchemaSources = append(p.SchemaSources, htmlTextItem{Where: safe(src.Source), Text: text})
 	}
+	p.setDecodeErrors(s)
+	p.setRun(s, opt.Config)
+	return p
+}
+
+// htmlRows are the first rows of the findings table (at most maxRows, 0:
+// DefaultHTMLRows), with how many are shown and how many there are.
+func htmlRows(res *finding.Result, maxRows int) ([]htmlRow, int64, int64) {
+	limit := maxRows
+	if limit == 0 {
+		limit = DefaultHTMLRows
+	}
+	limit = max(0, min(limit, len(res.Rows)))
+	names := inputNames(&res.Summary)
+	rank := map[string]int{}
+	for i, n := range names {
+		rank[n] = i
+	}
+	var out []htmlRow
+	for i := range res.Rows[:limit] {
+		r := &res.Rows[i]
+		obs := "-"
+		if r.HasObserved {
+			obs = FormatTS(r.ObservedTS)
+		}
+		inRank, ok := rank[r.Input]
+		if !ok {
+			inRank = len(names)
+		}
+		out = append(out, htmlRow{
+			Order: i, Kind: safe(string(r.Kind)), Stage: safe(string(r.Stage)), StageSort: r.Stage.Order(),
+			Input: safe(r.Input), InputSort: inRank, Key: safe(keyText(res.Summary.KeysRedacted, r.Key)),
+			Replay:    fmt.Sprintf("%s[%d]@%d", safe(r.Topic), r.Partition, r.Offset),
+			Timestamp: FormatTS(r.Timestamp), TSSort: r.Timestamp, Expected: FormatTS(r.ExpectedTS),
+			Observed: obs, Detail: safe(Detail(r)),
+		})
+	}
+	return out, int64(limit), int64(len(res.Rows))
+}
+
+// setDecodeErrors fills the decode errors card.
+func (p *htmlPage) setDecodeErrors(s *finding.Summary) {
 	p.DecodeSchemas = htmlTable{Header: []string{"SCHEMA", "ERRORS"}, Right: []bool{false, true}}
 	for _, k := range slices.Sorted(maps.Keys(s.DecodeErrorsBySchema)) {
 		p.DecodeSchemas.Rows = append(p.DecodeSchemas.Rows, []string{safe(k), Thousands(s.DecodeErrorsBySchema[k])})
@@ -320,6 +346,11 @@ func newHTMLPage(res *finding.Result, opt HTMLOptions) *htmlPage {
 	for _, d := range s.DecodeErrorSamples {
 		p.DecodeSamples = append(p.DecodeSamples, htmlTextItem{Where: fmt.Sprintf("%s[%d]@%d", safe(d.Topic), d.Partition, d.Offset), Text: safe(d.Error)})
 	}
+}
+
+// setRun fills the run card: timings, start and end, window and the
+// configuration.
+func (p *htmlPage) setRun(s *finding.Summary, config string) {
 	p.Timings = htmlTable{Header: []string{"PHASE", "TOOK"}, Right: []bool{false, true}}
 	for _, k := range timingNames(s.Timings) {
 		p.Timings.Rows = append(p.Timings.Rows, []string{safe(k), Timing(s.Timings[k])})
@@ -331,10 +362,9 @@ func newHTMLPage(res *finding.Result, opt HTMLOptions) *htmlPage {
 	if !s.Window.From.IsZero() || !s.Window.To.IsZero() {
 		p.Window = windowText(s.Window)
 	}
-	if opt.Config != "" {
-		for _, line := range strings.Split(strings.TrimRight(opt.Config, "\n"), "\n") {
+	if config != "" {
+		for _, line := range strings.Split(strings.TrimRight(config, "\n"), "\n") {
 			p.Config = append(p.Config, safe(line))
 		}
 	}
-	return p
 }

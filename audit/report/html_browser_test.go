@@ -105,7 +105,7 @@ func TestBrowserReadableWithoutJavaScript(t *testing.T) {
 	if browsertest.Eval[bool](p, `document.documentElement.hasAttribute("data-script")`) {
 		t.Fatal("the page's script ran although JavaScript is disabled")
 	}
-	want := len(newTimelineView(res).Buckets)
+	want := len(newTimelineView(res, streamsOf(res).Timeline).Buckets)
 	if n := browsertest.Eval[int](p, `document.querySelectorAll("svg.chart g.bucket").length`); n != want || n == 0 {
 		t.Errorf("%d buckets drawn without JavaScript, want %d", n, want)
 	}

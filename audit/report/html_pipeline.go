@@ -36,92 +36,25 @@ type pipelineNode struct {
 	Findings int64
 }
 
-// newPipelineView draws the pipeline of a Kafka Streams audit; nil when
-// the result describes no such pipeline.
-func newPipelineView(res *finding.Result) *pipelineView {
+// newPipelineView draws pl, the pipeline of a Kafka Streams audit, with
+// what res found along it; nil when pl describes no pipeline.
+func newPipelineView(res *finding.Result, pl *finding.Pipeline) *pipelineView {
 	s := &res.Summary
-	pl := s.Pipeline
 	if pl == nil || len(pl.Inputs) == 0 {
 		return nil
 	}
-	byTopic := map[string][]*finding.PartitionFinding{}
-	for i := range s.Partitions {
-		p := &s.Partitions[i]
-		byTopic[p.Topic] = append(byTopic[p.Topic], p)
-	}
-	// Key findings by stage and input, counted by kind.
-	type stageInput struct {
-		stage finding.Stage
-		input string
-	}
-	kinds := map[stageInput]map[finding.Kind]int64{}
-	for i := range res.Rows {
-		r := &res.Rows[i]
-		k := stageInput{r.Stage, r.Input}
-		if kinds[k] == nil {
-			kinds[k] = map[finding.Kind]int64{}
-		}
-		kinds[k][r.Kind]++
-	}
-	// keyProblems adds the key findings of stage for the inputs named, one
-	// line per kind; with several inputs, the line says how many each had.
-	keyProblems := func(n *pipelineNode, stage finding.Stage, inputs ...string) {
-		total := map[finding.Kind]int64{}
-		for _, name := range inputs {
-			for k, c := range kinds[stageInput{stage, name}] {
-				total[k] += c
-			}
-		}
-		for _, kind := range kindOrder(total) {
-			line := plural(total[kind], "update", "updates") + " " + safe(string(kind))
-			if len(inputs) > 1 {
-				var per []string
-				for _, name := range inputs {
-					if c := kinds[stageInput{stage, name}][kind]; c > 0 {
-						per = append(per, safe(name)+" "+Thousands(c))
-					}
-				}
-				line += " (" + strings.Join(per, ", ") + ")"
-			}
-			n.Problems = append(n.Problems, line)
-			n.Findings += total[kind]
-		}
-	}
-	partProblems := func(n *pipelineNode, topic string) {
-		for _, p := range byTopic[topic] {
-			n.Problems = append(n.Problems, fmt.Sprintf("%s on partition %d", safe(string(p.Kind)), p.Partition))
-			n.Findings++
-		}
-	}
-
+	f := newPipelineFindings(res)
 	v := &pipelineView{}
 	for _, in := range pl.Inputs {
-		c := s.Inputs[in.Name]
-		if c == nil {
-			c = &finding.InputCounts{}
-		}
-		inNode := pipelineNode{Role: "input " + safe(in.Name), Stage: "input", Input: safe(in.Name), Topic: safe(in.Topic),
-			Facts: []string{Thousands(c.Audited) + " audited"}}
-		if c.Pending > 0 {
-			inNode.Facts = append(inNode.Facts, Thousands(c.Pending)+" pending")
-		}
-		if d := c.NullKey + c.NullValue; d > 0 {
-			inNode.Facts = append(inNode.Facts, Thousands(d)+" dropped by design")
-		}
-		if c.DecodeErrors > 0 {
-			inNode.Facts = append(inNode.Facts, Thousands(c.DecodeErrors)+" undecodable")
-		}
-		if c.OutsideWindow > 0 {
-			inNode.Facts = append(inNode.Facts, Thousands(c.OutsideWindow)+" outside the window")
-		}
-		partProblems(&inNode, in.Topic)
+		inNode := inputNode(in, s.Inputs[in.Name])
+		f.partProblems(&inNode, in.Topic)
 
 		rep := pipelineNode{Role: "selectKey, repartition", Stage: "repartition", Input: safe(in.Name), Topic: safe(in.RepartitionTopic)}
-		partProblems(&rep, in.RepartitionTopic)
+		f.partProblems(&rep, in.RepartitionTopic)
 
 		store := pipelineNode{Role: "reduce store, changelog", Stage: string(finding.StageChangelog), Input: safe(in.Name), Topic: safe(in.ChangelogTopic)}
-		keyProblems(&store, finding.StageChangelog, in.Name)
-		partProblems(&store, in.ChangelogTopic)
+		f.keyProblems(&store, finding.StageChangelog, in.Name)
+		f.partProblems(&store, in.ChangelogTopic)
 		v.Lanes = append(v.Lanes, pipelineLane{Input: inNode, Repartition: rep, Store: store})
 	}
 	v.Join = pipelineNode{Role: "leftJoin", Stage: "join", Facts: []string{"the stores, in input order"}}
@@ -136,9 +69,95 @@ func newPipelineView(res *finding.Result) *pipelineView {
 	for _, in := range pl.Inputs {
 		names = append(names, in.Name)
 	}
-	keyProblems(&v.Output, finding.StageOutput, names...)
-	partProblems(&v.Output, pl.Output)
+	f.keyProblems(&v.Output, finding.StageOutput, names...)
+	f.partProblems(&v.Output, pl.Output)
 	return v
+}
+
+// inputNode is the box of one input, with its counts c (nil: none).
+func inputNode(in finding.PipelineInput, c *finding.InputCounts) pipelineNode {
+	if c == nil {
+		c = &finding.InputCounts{}
+	}
+	n := pipelineNode{Role: "input " + safe(in.Name), Stage: "input", Input: safe(in.Name), Topic: safe(in.Topic),
+		Facts: []string{Thousands(c.Audited) + " audited"}}
+	if c.Pending > 0 {
+		n.Facts = append(n.Facts, Thousands(c.Pending)+" pending")
+	}
+	if d := c.NullKey + c.NullValue; d > 0 {
+		n.Facts = append(n.Facts, Thousands(d)+" dropped by design")
+	}
+	if c.DecodeErrors > 0 {
+		n.Facts = append(n.Facts, Thousands(c.DecodeErrors)+" undecodable")
+	}
+	if c.OutsideWindow > 0 {
+		n.Facts = append(n.Facts, Thousands(c.OutsideWindow)+" outside the window")
+	}
+	return n
+}
+
+// stageInput names the key findings of one input at one stage.
+type stageInput struct {
+	stage finding.Stage
+	input string
+}
+
+// pipelineFindings are a result's findings as the picture places them:
+// key findings by stage and input, counted by kind, and partition
+// findings by topic.
+type pipelineFindings struct {
+	kinds   map[stageInput]map[finding.Kind]int64
+	byTopic map[string][]*finding.PartitionFinding
+}
+
+func newPipelineFindings(res *finding.Result) *pipelineFindings {
+	f := &pipelineFindings{kinds: map[stageInput]map[finding.Kind]int64{}, byTopic: map[string][]*finding.PartitionFinding{}}
+	for i := range res.Summary.Partitions {
+		p := &res.Summary.Partitions[i]
+		f.byTopic[p.Topic] = append(f.byTopic[p.Topic], p)
+	}
+	for i := range res.Rows {
+		r := &res.Rows[i]
+		k := stageInput{r.Stage, r.Input}
+		if f.kinds[k] == nil {
+			f.kinds[k] = map[finding.Kind]int64{}
+		}
+		f.kinds[k][r.Kind]++
+	}
+	return f
+}
+
+// keyProblems adds the key findings of stage for the inputs named, one
+// line per kind; with several inputs, the line says how many each had.
+func (f *pipelineFindings) keyProblems(n *pipelineNode, stage finding.Stage, inputs ...string) {
+	total := map[finding.Kind]int64{}
+	for _, name := range inputs {
+		for k, c := range f.kinds[stageInput{stage, name}] {
+			total[k] += c
+		}
+	}
+	for _, kind := range kindOrder(total) {
+		line := plural(total[kind], "update", "updates") + " " + safe(string(kind))
+		if len(inputs) > 1 {
+			var per []string
+			for _, name := range inputs {
+				if c := f.kinds[stageInput{stage, name}][kind]; c > 0 {
+					per = append(per, safe(name)+" "+Thousands(c))
+				}
+			}
+			line += " (" + strings.Join(per, ", ") + ")"
+		}
+		n.Problems = append(n.Problems, line)
+		n.Findings += total[kind]
+	}
+}
+
+// partProblems adds the partition findings of topic, one line each.
+func (f *pipelineFindings) partProblems(n *pipelineNode, topic string) {
+	for _, p := range f.byTopic[topic] {
+		n.Problems = append(n.Problems, fmt.Sprintf("%s on partition %d", safe(string(p.Kind)), p.Partition))
+		n.Findings++
+	}
 }
 
 // kindOrder returns the kinds counted in m: the known kinds in report

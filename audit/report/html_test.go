@@ -19,10 +19,10 @@ import (
 // withTimeline adds a pipeline and a timeline to res: every fine bucket
 // from the first row's minute to the last row's holds audited records.
 func withTimeline(res *finding.Result, fine time.Duration, from, to int64) *finding.Result {
-	s := &res.Summary
+	s := streamsOf(res)
 	s.Pipeline = &finding.Pipeline{Output: "joined"}
 	s.Timeline = &finding.Timeline{Bucket: fine, Inputs: map[string]map[int64]finding.BucketCounts{}}
-	for _, name := range s.InputOrder {
+	for _, name := range res.Summary.InputOrder {
 		s.Pipeline.Inputs = append(s.Pipeline.Inputs, finding.PipelineInput{Name: name, Topic: "topic" + strings.ToUpper(name),
 			RepartitionTopic: "app-" + strings.ToUpper(name) + "-repartition", ChangelogTopic: "app-" + strings.ToUpper(name) + "-changelog"})
 		m := map[int64]finding.BucketCounts{}
@@ -32,6 +32,17 @@ func withTimeline(res *finding.Result, fine time.Duration, from, to int64) *find
 		s.Timeline.Inputs[name] = m
 	}
 	return res
+}
+
+// streamsOf returns the Kafka Streams section of res, adding one if there
+// is none.
+func streamsOf(res *finding.Result) *finding.Streams {
+	if sec, ok := finding.SectionOf[*finding.Streams](&res.Summary); ok {
+		return sec
+	}
+	sec := &finding.Streams{}
+	res.Summary.Sections = append(res.Summary.Sections, sec)
+	return sec
 }
 
 func renderHTML(t *testing.T, res *finding.Result, opt HTMLOptions) string {
@@ -127,14 +138,14 @@ func hostileResult() *finding.Result {
 	s := &res.Summary
 	s.InputOrder = []string{hostile[3], "b"}
 	s.Inputs = map[string]*finding.InputCounts{hostile[3]: {Scanned: 10, Audited: 10}, "b": {Scanned: 5, Audited: 5}}
-	s.Pipeline = &finding.Pipeline{Output: hostile[4], Inputs: []finding.PipelineInput{
+	streamsOf(res).Pipeline = &finding.Pipeline{Output: hostile[4], Inputs: []finding.PipelineInput{
 		{Name: hostile[3], Topic: hostile[0], RepartitionTopic: hostile[1], ChangelogTopic: hostile[2]},
 		{Name: "b", Topic: "topicB", RepartitionTopic: "rep-b", ChangelogTopic: "cl-b"},
 	}}
-	s.Timeline = &finding.Timeline{Bucket: time.Second, Inputs: map[string]map[int64]finding.BucketCounts{
+	streamsOf(res).Timeline = &finding.Timeline{Bucket: time.Second, Inputs: map[string]map[int64]finding.BucketCounts{
 		hostile[3]: {ms(10, 15, 0, 0): {Audited: 10}}, "b": {ms(10, 15, 2, 0): {Audited: 5}}}}
 	s.Partitions = []finding.PartitionFinding{{Kind: finding.PurgedPastCommit, Topic: hostile[1], Partition: 0,
-		Purge: &finding.PurgeEvidence{Group: hostile[0], LogStart: 10, Committed: 5}}}
+		Evidence: &finding.PurgeEvidence{Group: hostile[0], LogStart: 10, Committed: 5}}}
 	s.Reads = []finding.ReadIssue{{Topic: hostile[0], Partition: 1, Gaps: 3}}
 	s.SchemaSources = []finding.SchemaSource{{Source: hostile[1], Error: hostile[0], ServedBy: hostile[4]}}
 	s.DecodeErrorsBySchema = map[string]int64{hostile[0]: 2}
@@ -143,7 +154,7 @@ func hostileResult() *finding.Result {
 	for i, h := range hostile {
 		res.Rows = append(res.Rows, finding.Row{Kind: finding.Missing, Stage: finding.StageChangelog, Input: hostile[3], Key: []byte(h),
 			Topic: hostile[0], Partition: int32(i), Offset: int64(i), Timestamp: ms(10, 15, 0, i), ExpectedTS: ms(10, 15, 0, i),
-			Witness: &finding.Witness{Topic: hostile[1], Seen: true}})
+			Evidence: &finding.Witness{Topic: hostile[1], Seen: true}})
 	}
 	res.Rows = append(res.Rows, finding.Row{Kind: finding.Kind(hostile[0]), Stage: finding.Stage(hostile[4]), Input: "b", Key: []byte("k"),
 		Topic: "topicB", Timestamp: ms(10, 15, 2, 0), ExpectedTS: ms(10, 15, 2, 0)})
@@ -273,7 +284,7 @@ func TestNiceScale(t *testing.T) {
 func TestTimelineView(t *testing.T) {
 	res := withTimeline(findingsResult(), time.Second, ms(10, 0, 0, 0), ms(10, 29, 59, 0))
 	res.Summary.Window = finding.Window{From: time.UnixMilli(ms(10, 0, 0, 0)).UTC(), To: time.UnixMilli(ms(10, 30, 0, 0)).UTC()}
-	v := newTimelineView(res)
+	v := newTimelineView(res, streamsOf(res).Timeline)
 	if v == nil {
 		t.Fatal("no timeline")
 	}
@@ -306,7 +317,7 @@ func TestTimelineView(t *testing.T) {
 	if v.LossFrom != FormatTS(ms(10, 15, 0, 0)) || v.LossTo != FormatTS(ms(10, 16, 0, 999)) {
 		t.Errorf("loss from %s to %s", v.LossFrom, v.LossTo)
 	}
-	if newTimelineView(cleanResult()) != nil {
+	if newTimelineView(cleanResult(), nil) != nil {
 		t.Error("a run with no timeline and no rows has nothing to chart")
 	}
 }
@@ -315,7 +326,7 @@ func TestPipelineViewMarksTheStagesWithFindings(t *testing.T) {
 	res := withTimeline(findingsResult(), time.Second, ms(10, 15, 0, 0), ms(10, 16, 0, 0))
 	res.Summary.Partitions = partitionsResult().Summary.Partitions
 	res.Summary.Partitions[0].Topic = "app-B-repartition"
-	v := newPipelineView(res)
+	v := newPipelineView(res, streamsOf(res).Pipeline)
 	bad := map[string]int64{}
 	for _, l := range v.Lanes {
 		for _, n := range []pipelineNode{l.Input, l.Repartition, l.Store} {
@@ -337,8 +348,7 @@ func TestPipelineViewMarksTheStagesWithFindings(t *testing.T) {
 			t.Errorf("%s: %d findings, want %d (marked %v)", k, bad[k], n, bad)
 		}
 	}
-	res.Summary.Pipeline = nil
-	if newPipelineView(res) != nil {
+	if newPipelineView(res, nil) != nil {
 		t.Error("no pipeline described, yet a picture")
 	}
 }
@@ -371,7 +381,8 @@ func TestHTMLRendersAComparison(t *testing.T) {
 		}
 	}
 
-	res.Summary.Compare.Pairs = nil
+	cs, _ := finding.SectionOf[*finding.CompareSummary](&res.Summary)
+	cs.Pairs = nil
 	res.Rows = nil
 	page = renderHTML(t, res, HTMLOptions{})
 	for _, want := range []string{"No pairs: a ledger only.", "<h3>Ledger</h3>", "No record findings: nothing missing or duplicated."} {

@@ -3,6 +3,7 @@ package report
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -115,25 +116,56 @@ type lossSeries struct {
 	N     int64
 }
 
-// newTimelineView lays out the timeline of res; nil when there is nothing
-// to chart (no audited record and no finding row).
-func newTimelineView(res *finding.Result) *timelineView {
-	s := &res.Summary
-	fine := int64(1)
-	var counts map[int64]finding.BucketCounts
-	if tl := s.Timeline; tl != nil && tl.Bucket >= time.Millisecond {
-		fine = tl.Bucket.Milliseconds()
-		counts = map[int64]finding.BucketCounts{}
-		for _, m := range tl.Inputs {
-			for k, c := range m {
-				o := counts[k]
-				o.Audited += c.Audited
-				o.Pending += c.Pending
-				counts[k] = o
-			}
+// newTimelineView lays out the timeline of res, with the record counts of
+// tl (nil: none kept); nil when there is nothing to chart (no audited
+// record and no finding row).
+func newTimelineView(res *finding.Result, tl *finding.Timeline) *timelineView {
+	fine, counts := timelineCounts(tl)
+	lo, hi, found := timelineSpan(res.Rows, counts, fine)
+	if !found {
+		return nil
+	}
+	v := &timelineView{W: chartW, H: chartH, NoCounts: counts == nil}
+	marks := v.windowMarks(res.Summary.Window, &lo, &hi)
+	d := chartBucket(fine, lo, hi)
+	first, last := floorMS(lo, d), floorMS(hi, d)
+	n := int((last-first)/d) + 1
+	bw := v.layout(first, last, d, n)
+	buckets := newBuckets(first, d, n, bw)
+	v.addCounts(buckets, counts, first, d)
+	lost := v.addLosses(buckets, res.Rows, first, d)
+	v.drawBars(buckets, lost, d)
+	v.Buckets = buckets
+	v.XTicks = timeTicks(first, d, n, bw)
+	for _, m := range marks {
+		v.Window = append(v.Window, chartMark{X: round1(chartLeft + float64(m.ms-first)/float64(int64(n)*d)*(chartRight-chartLeft)), Label: m.label})
+	}
+	v.PartitionNote = partitionNote(res.Summary.Partitions)
+	return v
+}
+
+// timelineCounts sums the inputs' counts of tl by bucket start; fine is
+// the width of its buckets (ms). nil counts when tl kept none.
+func timelineCounts(tl *finding.Timeline) (fine int64, counts map[int64]finding.BucketCounts) {
+	if tl == nil || tl.Bucket < time.Millisecond {
+		return 1, nil
+	}
+	counts = map[int64]finding.BucketCounts{}
+	for _, m := range tl.Inputs {
+		for k, c := range m {
+			o := counts[k]
+			o.Audited += c.Audited
+			o.Pending += c.Pending
+			counts[k] = o
 		}
 	}
-	lo, hi, found := int64(math.MaxInt64), int64(math.MinInt64), false
+	return tl.Bucket.Milliseconds(), counts
+}
+
+// timelineSpan returns the time span (ms) of the counted records and the
+// rows; found is false when there are neither.
+func timelineSpan(rows []finding.Row, counts map[int64]finding.BucketCounts, fine int64) (lo, hi int64, found bool) {
+	lo, hi = int64(math.MaxInt64), int64(math.MinInt64)
 	note := func(from, to int64) {
 		lo, hi, found = min(lo, from), max(hi, to), true
 	}
@@ -142,54 +174,61 @@ func newTimelineView(res *finding.Result) *timelineView {
 			note(k, k+fine-1)
 		}
 	}
-	for i := range res.Rows {
-		note(res.Rows[i].Timestamp, res.Rows[i].Timestamp)
+	for i := range rows {
+		note(rows[i].Timestamp, rows[i].Timestamp)
 	}
-	if !found {
-		return nil
-	}
-	v := &timelineView{W: chartW, H: chartH, NoCounts: counts == nil}
-	// The audit window is drawn when it does not more than double the span.
-	span := hi - lo + 1
-	var marks []struct {
-		ms    int64
-		label string
-	}
+	return lo, hi, found
+}
+
+// windowMark is a bound of the audit window drawn on the chart.
+type windowMark struct {
+	ms    int64
+	label string
+}
+
+// windowMarks returns the bounds of the audit window w to draw, widening
+// the span lo..hi to them; a bound that would more than double the span is
+// not drawn but named in WindowNote.
+func (v *timelineView) windowMarks(w finding.Window, lo, hi *int64) []windowMark {
+	span := *hi - *lo + 1
+	var marks []windowMark
 	var far []string
-	for _, w := range []struct {
+	for _, b := range []struct {
 		t     time.Time
 		label string
-	}{{s.Window.From, "window from"}, {s.Window.To, "window to"}} {
-		if w.t.IsZero() {
+	}{{w.From, "window from"}, {w.To, "window to"}} {
+		if b.t.IsZero() {
 			continue
 		}
-		ms := w.t.UnixMilli()
-		if (ms < lo && lo-ms > span) || (ms > hi && ms-hi > span) {
-			far = append(far, w.label+" "+formatTime(w.t))
+		ms := b.t.UnixMilli()
+		if (ms < *lo && *lo-ms > span) || (ms > *hi && ms-*hi > span) {
+			far = append(far, b.label+" "+formatTime(b.t))
 			continue
 		}
-		marks = append(marks, struct {
-			ms    int64
-			label string
-		}{ms, w.label})
-		lo, hi = min(lo, ms), max(hi, ms)
+		marks = append(marks, windowMark{ms, b.label})
+		*lo, *hi = min(*lo, ms), max(*hi, ms)
 	}
 	if len(far) > 0 {
 		v.WindowNote = "The audit window reaches far beyond the records (" + strings.Join(far, ", ") + "); the chart shows the records' span."
 	}
+	return marks
+}
 
-	d := chartBucket(fine, lo, hi)
-	first, last := floorMS(lo, d), floorMS(hi, d)
-	n := int((last-first)/d) + 1
+// layout sets the chart's bucket width d (ms), its n buckets from first
+// and its geometry; it returns the width of a bucket.
+func (v *timelineView) layout(first, last, d int64, n int) float64 {
 	v.BucketMS, v.BucketText = d, durationText(time.Duration(d)*time.Millisecond)
 	v.From, v.To = FormatTS(first), FormatTS(last+d)
-	bw := (chartRight - chartLeft) / float64(n)
 	v.PlotL, v.PlotR = chartLeft, chartRight
 	v.AuditY, v.AuditB, v.LossY, v.LossB = auditTop, auditTop+auditH, lossTop, lossTop+lossH
 	v.AxisY, v.BandH = axisY, lossTop+lossH-auditTop
 	v.AuditLabelY, v.LossLabelY = auditTop-10, lossTop-10
 	v.TickX, v.TickY = chartLeft-6, lossTop+lossH+4
+	return (chartRight - chartLeft) / float64(n)
+}
 
+// newBuckets returns the n empty buckets of width d from first, bw wide.
+func newBuckets(first, d int64, n int, bw float64) []timelineBucket {
 	buckets := make([]timelineBucket, n)
 	for i := range buckets {
 		start := first + int64(i)*d
@@ -198,6 +237,11 @@ func newTimelineView(res *finding.Result) *timelineView {
 		buckets[i] = timelineBucket{Start: FormatTS(start), StartMS: start, X: round1(x), W: round1(bw),
 			BarX: round1(x + gap/2), BarW: round1(max(bw-gap, 0.5))}
 	}
+	return buckets
+}
+
+// addCounts adds the record counts to their buckets.
+func (v *timelineView) addCounts(buckets []timelineBucket, counts map[int64]finding.BucketCounts, first, d int64) {
 	for k, c := range counts {
 		if c.Audited == 0 && c.Pending == 0 {
 			continue
@@ -209,20 +253,23 @@ func newTimelineView(res *finding.Result) *timelineView {
 		v.PendingInChart += c.Pending
 	}
 	v.HasPending = v.PendingInChart > 0
+}
 
-	// Lost updates by series (stage in pipeline order, then kind).
-	type seriesKey struct {
-		stage finding.Stage
-		kind  finding.Kind
-	}
+// seriesKey is one series of lost updates: a stage and a kind.
+type seriesKey struct {
+	stage finding.Stage
+	kind  finding.Kind
+}
+
+// addLosses counts the rows by bucket and series (stage in pipeline order,
+// then kind), setting the series; it returns the counts per bucket and
+// series index.
+func (v *timelineView) addLosses(buckets []timelineBucket, rows []finding.Row, first, d int64) [][]int64 {
 	perSeries := map[seriesKey]int64{}
-	for i := range res.Rows {
-		perSeries[seriesKey{res.Rows[i].Stage, res.Rows[i].Kind}]++
+	for i := range rows {
+		perSeries[seriesKey{rows[i].Stage, rows[i].Kind}]++
 	}
-	keys := make([]seriesKey, 0, len(perSeries))
-	for k := range perSeries {
-		keys = append(keys, k)
-	}
+	keys := slices.Collect(maps.Keys(perSeries))
 	slices.SortFunc(keys, func(a, b seriesKey) int {
 		if c := cmp.Compare(a.stage.Order(), b.stage.Order()); c != 0 {
 			return c
@@ -238,10 +285,10 @@ func newTimelineView(res *finding.Result) *timelineView {
 		v.Series = append(v.Series, lossSeries{Stage: k.stage, Kind: k.kind, Class: fmt.Sprintf("s%d", min(i, maxLossRows-1)),
 			Label: safe(string(k.stage)) + " · " + safe(string(k.kind)), N: perSeries[k]})
 	}
-	lost := make([][]int64, n)
+	lost := make([][]int64, len(buckets))
 	lossLo, lossHi := int64(math.MaxInt64), int64(math.MinInt64)
-	for i := range res.Rows {
-		r := &res.Rows[i]
+	for i := range rows {
+		r := &rows[i]
 		lossLo, lossHi = min(lossLo, r.Timestamp), max(lossHi, r.Timestamp)
 		x := (floorMS(r.Timestamp, d) - first) / d
 		if lost[x] == nil {
@@ -254,7 +301,12 @@ func newTimelineView(res *finding.Result) *timelineView {
 	if v.LostTotal > 0 {
 		v.LossFrom, v.LossTo = FormatTS(lossLo), FormatTS(lossHi)
 	}
+	return lost
+}
 
+// drawBars scales both panels and sizes each bucket's bars and loss
+// segments.
+func (v *timelineView) drawBars(buckets []timelineBucket, lost [][]int64, d int64) {
 	for i := range buckets {
 		v.AuditMax = max(v.AuditMax, buckets[i].Audited+buckets[i].Pending)
 		v.LossMax = max(v.LossMax, buckets[i].Lost)
@@ -293,20 +345,21 @@ func newTimelineView(res *finding.Result) *timelineView {
 		}
 		b.Title = bucketTitle(b, d, lost[i], v.Series)
 	}
-	v.Buckets = buckets
-	v.XTicks = timeTicks(first, d, n, bw)
-	for _, m := range marks {
-		v.Window = append(v.Window, chartMark{X: round1(chartLeft + float64(m.ms-first)/float64(int64(n)*d)*(chartRight-chartLeft)), Label: m.label})
+}
+
+// partitionNote says that the partition findings are not on the chart;
+// "" when there are none.
+func partitionNote(pf []finding.PartitionFinding) string {
+	np := len(pf)
+	if np == 0 {
+		return ""
 	}
-	if np := len(s.Partitions); np > 0 {
-		verb := "carry"
-		if np == 1 {
-			verb = "carries"
-		}
-		v.PartitionNote = fmt.Sprintf("%s (%s) %s no timestamp and %s not on the chart: see Partition findings below.",
-			plural(int64(np), "partition finding", "partition findings"), partitionKindCounts(s.Partitions), verb, map[bool]string{true: "is", false: "are"}[np == 1])
+	verb, be := "carry", "are"
+	if np == 1 {
+		verb, be = "carries", "is"
 	}
-	return v
+	return fmt.Sprintf("%s (%s) %s no timestamp and %s not on the chart: see Partition findings below.",
+		plural(int64(np), "partition finding", "partition findings"), partitionKindCounts(pf), verb, be)
 }
 
 // chartBucket chooses the bucket width (ms) for the span lo..hi of data

@@ -86,6 +86,7 @@ func Verdict(res *finding.Result) string {
 //	  "decode_error_samples": [{               // optional: the first few
 //	    "topic": string, "partition": n, "offset": n, "error": string }],
 //	  "timings": {string: string},         // optional, phase -> duration text
+//	  // the sections' blocks, under their names (finding.Section):
 //	  "compare": {                         // optional: lossaudit compare only
 //	    "match": string, "group": string,  // group "" when grace decided what is due
 //	    "grace": string,                   // duration text
@@ -110,6 +111,7 @@ func Verdict(res *finding.Result) string {
 //	    "timestamp": timestamp, "expected_ts": timestamp,
 //	    "observed_ts": timestamp | null,   // null when missing at the stage
 //	    "detail": string,
+//	    "columns": {string: string},      // optional: the CSV columns a mode adds, by name
 //	    "first_seen": timestamp }]         // reconcile only: when first reported
 //	}
 type jsonReport struct {
@@ -129,13 +131,23 @@ type jsonReport struct {
 	DecodeErrors  map[string]int64   `json:"decode_errors_by_schema,omitempty"`
 	DecodeSamples []jsonDecodeSample `json:"decode_error_samples,omitempty"`
 	Timings       map[string]string  `json:"timings,omitempty"`
-	Compare       *jsonCompare       `json:"compare,omitempty"`
-	Index         *jsonIndex         `json:"index,omitempty"`
-	Step          *jsonStep          `json:"step,omitempty"`
-	Resolved      *[]jsonRow         `json:"resolved,omitempty"`
-	KeysRedacted  bool               `json:"keys_redacted,omitempty"`
-	RowCount      int                `json:"row_count"`
+	// The sections' blocks follow ("compare"), then jsonTail.
+}
+
+// jsonTail is the part of the JSON report after the sections' blocks.
+type jsonTail struct {
+	Index        *jsonIndex `json:"index,omitempty"`
+	Step         *jsonStep  `json:"step,omitempty"`
+	Resolved     *[]jsonRow `json:"resolved,omitempty"`
+	KeysRedacted bool       `json:"keys_redacted,omitempty"`
+	RowCount     int        `json:"row_count"`
 	// "rows" follows, streamed by writeJSONStream.
+}
+
+// jsonField is one member of a JSON object, written in its place.
+type jsonField struct {
+	key   string
+	value any
 }
 
 type jsonInput struct {
@@ -194,54 +206,6 @@ type jsonStage struct {
 	Findings    map[finding.Kind]int64 `json:"findings"`
 }
 
-type jsonCompare struct {
-	Match  string            `json:"match"`
-	Group  string            `json:"group"`
-	Grace  string            `json:"grace"`
-	Pairs  []jsonComparePair `json:"pairs"`
-	Ledger *jsonLedger       `json:"ledger,omitempty"`
-}
-
-type jsonComparePair struct {
-	Name             string `json:"name"`
-	Source           string `json:"source"`
-	Sink             string `json:"sink"`
-	SourceNoIdentity int64  `json:"source_no_identity"`
-	SinkRecords      int64  `json:"sink_records"`
-	SinkNoIdentity   int64  `json:"sink_no_identity"`
-	SinkDecodeErrors int64  `json:"sink_decode_errors"`
-	Identities       int64  `json:"identities"`
-	Unexplained      int64  `json:"no_source_record"`
-}
-
-type jsonLedger struct {
-	Sends     int64 `json:"sends"`
-	Acked     int64 `json:"acked"`
-	Failed    int64 `json:"failed"`
-	Verified  int64 `json:"verified"`
-	Expired   int64 `json:"expired"`
-	Unsettled int64 `json:"unsettled"`
-	Other     int64 `json:"other_lines"`
-}
-
-// compareJSON renders the comparison's own counters; nil for an audit.
-func compareJSON(cs *finding.CompareSummary) *jsonCompare {
-	if cs == nil {
-		return nil
-	}
-	out := &jsonCompare{Match: cs.Match, Group: cs.Group, Grace: cs.Grace.String(), Pairs: []jsonComparePair{}}
-	for _, p := range cs.Pairs {
-		out.Pairs = append(out.Pairs, jsonComparePair{Name: p.Name, Source: p.Source, Sink: p.Sink,
-			SourceNoIdentity: p.SourceNoIdentity, SinkRecords: p.SinkRecords, SinkNoIdentity: p.SinkNoIdentity,
-			SinkDecodeErrors: p.SinkDecodeErrors, Identities: p.Identities, Unexplained: p.Unexplained})
-	}
-	if l := cs.Ledger; l != nil {
-		out.Ledger = &jsonLedger{Sends: l.Lines, Acked: l.Acked, Failed: l.Failed, Verified: l.Verified,
-			Expired: l.Expired, Unsettled: l.Unsettled, Other: l.Skipped}
-	}
-	return out
-}
-
 type jsonRow struct {
 	Finding    finding.Kind  `json:"finding"`
 	Stage      finding.Stage `json:"stage"`
@@ -254,7 +218,9 @@ type jsonRow struct {
 	ExpectedTS string        `json:"expected_ts"`
 	ObservedTS *string       `json:"observed_ts"`
 	Detail     string        `json:"detail"`
-	FirstSeen  string        `json:"first_seen,omitempty"`
+	// Columns are the cells of the columns a section adds to the CSV.
+	Columns   map[string]string `json:"columns,omitempty"`
+	FirstSeen string            `json:"first_seen,omitempty"`
 }
 
 type jsonStep struct {
@@ -269,12 +235,12 @@ type jsonStep struct {
 }
 
 // jsonRowOf is the JSON form of a row.
-func jsonRowOf(r *finding.Row, redacted bool) jsonRow {
+func jsonRowOf(r *finding.Row, cols rowColumns, redacted bool) jsonRow {
 	jr := jsonRow{
 		Finding: r.Kind, Stage: r.Stage, Input: r.Input, Key: keyText(redacted, r.Key),
 		Topic: r.Topic, Partition: r.Partition, Offset: r.Offset,
 		Timestamp: FormatTS(r.Timestamp), ExpectedTS: FormatTS(r.ExpectedTS), Detail: Detail(r),
-		FirstSeen: formatTime(r.FirstSeen),
+		FirstSeen: formatTime(r.FirstSeen), Columns: cols.byName(r),
 	}
 	if r.HasObserved {
 		obs := FormatTS(r.ObservedTS)
@@ -300,36 +266,14 @@ func WriteJSON(w io.Writer, res *finding.Result) error {
 		Started:       formatTime(s.Started),
 		Finished:      formatTime(s.Finished),
 		InputOrder:    nonNil(s.InputOrder),
-		Inputs:        []jsonInput{},
-		Stages:        []jsonStage{},
+		Inputs:        jsonInputs(s),
+		Stages:        jsonStages(s),
 		Partitions:    []jsonPartition{},
 		DecodeErrors:  s.DecodeErrorsBySchema,
-		RowCount:      len(res.Rows),
-		KeysRedacted:  s.KeysRedacted,
-		Compare:       compareJSON(s.Compare),
-	}
-	for _, name := range inputNames(s) {
-		in := jsonInput{Name: name}
-		if c := s.Inputs[name]; c != nil {
-			in.Scanned, in.Audited, in.Pending, in.NullKey, in.NullValue, in.DecodeErrors, in.OutsideWindow =
-				c.Scanned, c.Audited, c.Pending, c.NullKey, c.NullValue, c.DecodeErrors, c.OutsideWindow
-		}
-		rep.Inputs = append(rep.Inputs, in)
-	}
-	for _, st := range stageNames(s) {
-		js := jsonStage{Stage: st, Findings: map[finding.Kind]int64{}}
-		for _, k := range st.Kinds() {
-			js.Findings[k] = 0
-		}
-		if c := s.Stages[st]; c != nil {
-			js.KeysChecked = c.KeysChecked
-			maps.Copy(js.Findings, c.Findings)
-		}
-		rep.Stages = append(rep.Stages, js)
 	}
 	for i := range s.Inconclusive {
 		in := &s.Inconclusive[i]
-		rep.Inconclusive = append(rep.Inconclusive, jsonInconclusive{Reason: in.Reason, Input: in.Input, Detail: InconclusiveText(in)})
+		rep.Inconclusive = append(rep.Inconclusive, jsonInconclusive{Reason: in.Reason, Input: in.Input, Detail: InconclusiveText(s, in)})
 	}
 	for _, p := range s.Partitions {
 		ev, offs := Evidence(&p)
@@ -344,52 +288,97 @@ func WriteJSON(w io.Writer, res *finding.Result) error {
 	for _, d := range s.DecodeErrorSamples {
 		rep.DecodeSamples = append(rep.DecodeSamples, jsonDecodeSample(d))
 	}
-	if s.Index != (finding.IndexStats{}) {
-		rep.Index = &jsonIndex{RecordsRead: s.Index.RecordsRead, Entries: s.Index.Entries}
-	}
 	if len(s.Timings) > 0 {
 		rep.Timings = map[string]string{}
 		for k, d := range s.Timings {
 			rep.Timings[k] = Timing(d)
 		}
 	}
-	if st := s.Step; st != nil {
-		rep.Step = &jsonStep{Number: st.Number, Baseline: st.Baseline, BaselineAt: formatTime(st.BaselineAt),
-			Previous: formatTime(st.Previous), Read: map[string]int64{}, KeysJudged: st.KeysJudged, Resolved: st.Resolved,
-			Rebuilt: nonNil(st.Rebuilt)}
-		for _, role := range []string{"input", "repartition", "changelog", "output"} {
-			rep.Step.Read[role] = st.Read[role]
-		}
-		resolved := make([]jsonRow, 0, len(res.Resolved))
-		for i := range res.Resolved {
-			resolved = append(resolved, jsonRowOf(&res.Resolved[i], s.KeysRedacted))
-		}
-		rep.Resolved = &resolved
+	tail := jsonTail{RowCount: len(res.Rows), KeysRedacted: s.KeysRedacted}
+	if s.Index != (finding.IndexStats{}) {
+		tail.Index = &jsonIndex{RecordsRead: s.Index.RecordsRead, Entries: s.Index.Entries}
 	}
-	return writeJSONStream(w, &rep, res.Rows)
+	if s.Step != nil {
+		tail.Step, tail.Resolved = jsonStepOf(res)
+	}
+	return writeJSONStream(w, []any{&rep, jsonBlocks(s), &tail}, res.Rows, columnsOf(s), s.KeysRedacted)
 }
 
-// writeJSONStream writes rep followed by its rows, one row at a time, so
-// that a report with millions of rows never exists in memory as JSON.
-// The output is the same as encoding a struct with a "rows" field last.
-func writeJSONStream(w io.Writer, rep *jsonReport, rows []finding.Row) error {
-	bw := bufio.NewWriterSize(w, 64<<10)
-	var head bytes.Buffer
-	enc := json.NewEncoder(&head)
-	enc.SetEscapeHTML(false)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(rep); err != nil {
-		return fmt.Errorf("writing JSON report: %w", err)
+// jsonInputs are the per-input counters, in inputNames order.
+func jsonInputs(s *finding.Summary) []jsonInput {
+	out := []jsonInput{}
+	for _, name := range inputNames(s) {
+		in := jsonInput{Name: name}
+		if c := s.Inputs[name]; c != nil {
+			in.Scanned, in.Audited, in.Pending, in.NullKey, in.NullValue, in.DecodeErrors, in.OutsideWindow =
+				c.Scanned, c.Audited, c.Pending, c.NullKey, c.NullValue, c.DecodeErrors, c.OutsideWindow
+		}
+		out = append(out, in)
 	}
-	// head is "{\n ... \n}\n": reopen the object to append "rows".
-	bw.Write(bytes.TrimSuffix(head.Bytes(), []byte("\n}\n")))
-	bw.WriteString(",\n  \"rows\": [")
+	return out
+}
+
+// jsonStages are the per-stage counters, each with every kind its stage
+// can report.
+func jsonStages(s *finding.Summary) []jsonStage {
+	out := []jsonStage{}
+	for _, st := range stageNames(s, modeOf(s)) {
+		js := jsonStage{Stage: st, Findings: map[finding.Kind]int64{}}
+		for _, k := range st.Kinds() {
+			js.Findings[k] = 0
+		}
+		if c := s.Stages[st]; c != nil {
+			js.KeysChecked = c.KeysChecked
+			maps.Copy(js.Findings, c.Findings)
+		}
+		out = append(out, js)
+	}
+	return out
+}
+
+// jsonStepOf is the "step" block of a reconciliation step and its
+// "resolved" rows.
+func jsonStepOf(res *finding.Result) (*jsonStep, *[]jsonRow) {
+	st := res.Summary.Step
+	js := &jsonStep{Number: st.Number, Baseline: st.Baseline, BaselineAt: formatTime(st.BaselineAt),
+		Previous: formatTime(st.Previous), Read: map[string]int64{}, KeysJudged: st.KeysJudged, Resolved: st.Resolved,
+		Rebuilt: nonNil(st.Rebuilt)}
+	maps.Copy(js.Read, st.Read)
+	resolved := make([]jsonRow, 0, len(res.Resolved))
+	cols := columnsOf(&res.Summary)
+	for i := range res.Resolved {
+		resolved = append(resolved, jsonRowOf(&res.Resolved[i], cols, res.Summary.KeysRedacted))
+	}
+	return js, &resolved
+}
+
+// writeJSONStream writes one JSON object: the members of parts in order
+// (a struct's fields, or a []jsonField's), then "rows", one row at a time,
+// so that a report with millions of rows never exists in memory as JSON.
+// The output is the same as encoding one struct with all those fields and
+// a "rows" field last.
+func writeJSONStream(w io.Writer, parts []any, rows []finding.Row, cols rowColumns, redacted bool) error {
+	bw := bufio.NewWriterSize(w, 64<<10)
+	bw.WriteString("{")
+	sep := "\n"
+	for _, part := range parts {
+		members, err := jsonMembers(part)
+		if err != nil {
+			return fmt.Errorf("writing JSON report: %w", err)
+		}
+		for _, m := range members {
+			bw.WriteString(sep)
+			bw.Write(m)
+			sep = ",\n"
+		}
+	}
+	bw.WriteString(sep + "  \"rows\": [")
 	var rb bytes.Buffer
 	renc := json.NewEncoder(&rb)
 	renc.SetEscapeHTML(false)
 	renc.SetIndent("    ", "  ")
 	for i := range rows {
-		jr := jsonRowOf(&rows[i], rep.KeysRedacted)
+		jr := jsonRowOf(&rows[i], cols, redacted)
 		rb.Reset()
 		if err := renc.Encode(&jr); err != nil {
 			return fmt.Errorf("writing JSON report row %d: %w", i+1, err)
@@ -408,6 +397,44 @@ func writeJSONStream(w io.Writer, rep *jsonReport, rows []finding.Row) error {
 		return fmt.Errorf("writing JSON report: %w", err)
 	}
 	return nil
+}
+
+// jsonMembers returns the members of part as indented text at depth one
+// ("  \"key\": value"): a struct's fields as encoding/json writes them, or
+// each jsonField of a []jsonField.
+func jsonMembers(part any) ([][]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if fields, ok := part.([]jsonField); ok {
+		out := make([][]byte, 0, len(fields))
+		for _, f := range fields {
+			buf.Reset()
+			enc.SetIndent("  ", "  ")
+			buf.WriteString("  ")
+			if err := enc.Encode(f.key); err != nil {
+				return nil, err
+			}
+			buf.Truncate(buf.Len() - 1)
+			buf.WriteString(": ")
+			if err := enc.Encode(f.value); err != nil {
+				return nil, fmt.Errorf("%s: %w", f.key, err)
+			}
+			out = append(out, bytes.Clone(bytes.TrimSuffix(buf.Bytes(), []byte("\n"))))
+		}
+		return out, nil
+	}
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(part); err != nil {
+		return nil, err
+	}
+	// "{\n  a,\n  b\n}\n": the members are the lines between the braces,
+	// split where a line at depth one starts.
+	body := bytes.TrimSuffix(bytes.TrimPrefix(buf.Bytes(), []byte("{\n")), []byte("\n}\n"))
+	if len(body) == 0 || bytes.Equal(buf.Bytes(), []byte("{}\n")) {
+		return nil, nil
+	}
+	return [][]byte{bytes.Clone(body)}, nil
 }
 
 func nonNil[T any](s []T) []T {
@@ -438,14 +465,11 @@ func inputNames(s *finding.Summary) []string {
 	return append(names, extra...)
 }
 
-// stageNames returns the stages of s in pipeline order; the changelog and
-// output stages are always included in an audit's, so reports have a
-// stable shape (a comparison lists the stages it checked).
-func stageNames(s *finding.Summary) []finding.Stage {
-	st := []finding.Stage{finding.StageChangelog, finding.StageOutput}
-	if s.Compare != nil {
-		st = nil
-	}
+// stageNames returns the stages of s in pipeline order: those the mode
+// always lists (an audit's changelog and output, so that its reports have a
+// stable shape) and those counted.
+func stageNames(s *finding.Summary, mode modeView) []finding.Stage {
+	st := slices.Clone(mode.stages())
 	for name := range s.Stages {
 		if !slices.Contains(st, name) {
 			st = append(st, name)

@@ -59,9 +59,33 @@ func WriteSummary(w io.Writer, res *finding.Result, opt SummaryOptions) error {
 	}
 	var b strings.Builder
 	s := &res.Summary
-	names := inputNames(s)
+	mode := modeOf(s)
+	writeVerdict(&b, res, mode, opt)
+	for _, c := range countsOf(s) {
+		c.write(&b)
+	}
+	b.WriteString("\nStages\n")
+	st := stageTable(s, mode)
+	st.write(&b, "  ")
+	writeStep(&b, res)
+	writePartitions(&b, s.Partitions)
+	writeReads(&b, s.Reads)
+	writeRows(&b, res, mode, opt)
+	writeSchemaSources(&b, s.SchemaSources)
+	writeDecodeErrors(&b, s)
+	writeTimings(&b, s)
+	writeReportFiles(&b, s, opt)
+	if _, err := io.WriteString(w, b.String()); err != nil {
+		return fmt.Errorf("writing summary: %w", err)
+	}
+	return nil
+}
 
-	verdict, t := verdictLine(res, names)
+// writeVerdict writes the verdict line (coloured when asked), why the run
+// is partial or inconclusive, and what to do next.
+func writeVerdict(b *strings.Builder, res *finding.Result, mode modeView, opt SummaryOptions) {
+	s := &res.Summary
+	verdict, t := verdictLine(res, mode)
 	verdict = strings.TrimSuffix(wrap("", verdict, "  "), "\n")
 	if opt.Color {
 		verdict = t.ansi() + verdict + ansiReset
@@ -72,156 +96,122 @@ func WriteSummary(w io.Writer, res *finding.Result, opt SummaryOptions) error {
 		b.WriteString(wrap("  why: ", safe(why), "       "))
 	}
 	for i := range s.Inconclusive {
-		b.WriteString(wrap("  why: ", safe(InconclusiveText(&s.Inconclusive[i])), "       "))
+		b.WriteString(wrap("  why: ", safe(InconclusiveText(s, &s.Inconclusive[i])), "       "))
 	}
-	if hint := nextStep(res, opt); hint != "" {
+	if hint := nextStep(res, mode, opt); hint != "" {
 		b.WriteString(wrap("  next: ", hint, "        "))
 	}
+}
 
-	if s.Compare != nil {
-		writeCompareTables(&b, s)
+// write writes a counts block: its title, its table (or what stands for
+// an empty one) and its notes.
+func (c *countsBlock) write(b *strings.Builder) {
+	fmt.Fprintf(b, "\n%s\n", c.title)
+	if c.table != nil {
+		c.table.write(b, "  ")
 	} else {
-		b.WriteString("\nInputs\n")
-		in, total := inputTable(s, names)
-		in.write(&b, "  ")
-		for _, note := range inputNotes(&total) {
-			b.WriteString("  " + note + "\n")
-		}
+		b.WriteString("  " + c.empty + "\n")
 	}
+	for _, note := range c.notes {
+		b.WriteString("  " + note + "\n")
+	}
+}
 
-	b.WriteString("\nStages\n")
-	st := stageTable(s)
-	st.write(&b, "  ")
-	writeStep(&b, res)
-
-	pf := s.Partitions
+// writePartitions lists the partition findings with their evidence.
+func writePartitions(b *strings.Builder, pf []finding.PartitionFinding) {
 	if len(pf) == 0 {
 		b.WriteString("\nPartition findings: none\n")
-	} else {
-		fmt.Fprintf(&b, "\nPartition findings (%s)\n", Thousands(int64(len(pf))))
-		for i := range pf {
-			p := &pf[i]
-			fmt.Fprintf(&b, "  %s  %s[%d]\n", safe(string(p.Kind)), safe(p.Topic), p.Partition)
-			ev, offs := Evidence(p)
-			if ev != "" {
-				b.WriteString(wrap("      ", safe(ev), "      "))
-			}
-			if len(offs) > 0 {
-				fmt.Fprintf(&b, "      offsets: %s\n", offsetsText(offs))
-			}
+		return
+	}
+	fmt.Fprintf(b, "\nPartition findings (%s)\n", Thousands(int64(len(pf))))
+	for i := range pf {
+		p := &pf[i]
+		fmt.Fprintf(b, "  %s  %s[%d]\n", safe(string(p.Kind)), safe(p.Topic), p.Partition)
+		ev, offs := Evidence(p)
+		if ev != "" {
+			b.WriteString(wrap("      ", safe(ev), "      "))
+		}
+		if len(offs) > 0 {
+			fmt.Fprintf(b, "      offsets: %s\n", offsetsText(offs))
 		}
 	}
+}
 
-	if len(s.Reads) > 0 {
-		fmt.Fprintf(&b, "\nRead issues (%s)\n", plural(int64(len(s.Reads)), "partition", "partitions"))
-		for i := range s.Reads {
-			r := &s.Reads[i]
-			b.WriteString(wrap(fmt.Sprintf("  %s[%d]: ", safe(r.Topic), r.Partition), ReadIssueText(r), "      "))
-		}
+// writeReads lists the partitions whose reads met gaps or retries.
+func writeReads(b *strings.Builder, reads []finding.ReadIssue) {
+	if len(reads) == 0 {
+		return
 	}
+	fmt.Fprintf(b, "\nRead issues (%s)\n", plural(int64(len(reads)), "partition", "partitions"))
+	for i := range reads {
+		r := &reads[i]
+		b.WriteString(wrap(fmt.Sprintf("  %s[%d]: ", safe(r.Topic), r.Partition), ReadIssueText(r), "      "))
+	}
+}
 
-	writeRows(&b, res, opt)
-
-	for _, src := range s.SchemaSources {
+// writeSchemaSources names the schema sources that failed.
+func writeSchemaSources(b *strings.Builder, sources []finding.SchemaSource) {
+	for _, src := range sources {
 		line := fmt.Sprintf("%s (%s)", safe(src.Source), safe(src.Error))
 		if src.ServedBy != "" {
 			line += "; schemas came from " + safe(src.ServedBy) + " instead"
 		}
 		b.WriteString("\n" + wrap("Schema source unavailable: ", line, "  "))
 	}
+}
 
+// writeDecodeErrors counts decode errors by schema and quotes the first
+// undecodable records.
+func writeDecodeErrors(b *strings.Builder, s *finding.Summary) {
 	if len(s.DecodeErrorsBySchema) > 0 {
 		b.WriteString("\nDecode errors by schema\n")
 		dt := table{header: []string{"SCHEMA", "ERRORS"}, right: []bool{false, true}}
 		for _, k := range slices.Sorted(maps.Keys(s.DecodeErrorsBySchema)) {
 			dt.add(safe(k), Thousands(s.DecodeErrorsBySchema[k]))
 		}
-		dt.write(&b, "  ")
+		dt.write(b, "  ")
 	}
-	if len(s.DecodeErrorSamples) > 0 {
-		var total int64
-		for _, n := range s.DecodeErrorsBySchema {
-			total += n
-		}
-		if n := int64(len(s.DecodeErrorSamples)); total > n {
-			fmt.Fprintf(&b, "\nUndecodable records (first %s of %s)\n", Thousands(n), Thousands(total))
-		} else {
-			fmt.Fprintf(&b, "\nUndecodable records (%s)\n", Thousands(n))
-		}
-		for _, d := range s.DecodeErrorSamples {
-			b.WriteString(wrap(fmt.Sprintf("  %s[%d]@%d: ", safe(d.Topic), d.Partition, d.Offset), safe(d.Error), "      "))
-		}
+	if len(s.DecodeErrorSamples) == 0 {
+		return
 	}
-
-	writeTimings(&b, s)
-
-	if opt.CSVPath != "" || opt.JSONPath != "" || opt.HTMLPath != "" {
-		var files []string
-		for _, p := range []string{opt.CSVPath, opt.JSONPath, opt.HTMLPath} {
-			if p != "" {
-				files = append(files, safe(p))
-			}
-		}
-		b.WriteString("\nReports: " + strings.Join(files, ", "))
-		if s.Partial {
-			b.WriteString(" (partial)")
-		}
-		b.WriteString("\n")
+	var total int64
+	for _, n := range s.DecodeErrorsBySchema {
+		total += n
 	}
-
-	if _, err := io.WriteString(w, b.String()); err != nil {
-		return fmt.Errorf("writing summary: %w", err)
+	if n := int64(len(s.DecodeErrorSamples)); total > n {
+		fmt.Fprintf(b, "\nUndecodable records (first %s of %s)\n", Thousands(n), Thousands(total))
+	} else {
+		fmt.Fprintf(b, "\nUndecodable records (%s)\n", Thousands(n))
 	}
-	return nil
+	for _, d := range s.DecodeErrorSamples {
+		b.WriteString(wrap(fmt.Sprintf("  %s[%d]@%d: ", safe(d.Topic), d.Partition, d.Offset), safe(d.Error), "      "))
+	}
 }
 
-// inputTable is the per-input counts table of the summary, with a total
-// row when there are several inputs, and the total.
-func inputTable(s *finding.Summary, names []string) (table, finding.InputCounts) {
-	in := table{
-		header: []string{"INPUT", "SCANNED", "AUDITED", "PENDING", "DROPPED", "UNDECODABLE", "OUTSIDE"},
-		right:  []bool{false, true, true, true, true, true, true},
-	}
-	var total finding.InputCounts
-	for _, n := range names {
-		c := s.Inputs[n]
-		if c == nil {
-			c = &finding.InputCounts{}
+// writeReportFiles names the report files written for the run.
+func writeReportFiles(b *strings.Builder, s *finding.Summary, opt SummaryOptions) {
+	var files []string
+	for _, p := range []string{opt.CSVPath, opt.JSONPath, opt.HTMLPath} {
+		if p != "" {
+			files = append(files, safe(p))
 		}
-		total.Scanned += c.Scanned
-		total.Audited += c.Audited
-		total.Pending += c.Pending
-		total.NullKey += c.NullKey
-		total.NullValue += c.NullValue
-		total.DecodeErrors += c.DecodeErrors
-		total.OutsideWindow += c.OutsideWindow
-		in.add(inputCells(safe(n), c)...)
 	}
-	if len(names) > 1 {
-		in.add(inputCells("total", &total)...)
+	if len(files) == 0 {
+		return
 	}
-	return in, total
-}
-
-// inputNotes explain the input table's DROPPED and OUTSIDE columns when
-// they count something.
-func inputNotes(total *finding.InputCounts) []string {
-	var notes []string
-	if total.NullKey+total.NullValue > 0 {
-		notes = append(notes, fmt.Sprintf("DROPPED by design: %s with a null selected key, %s with a null value", plural(total.NullKey, "record", "records"), Thousands(total.NullValue)))
+	b.WriteString("\nReports: " + strings.Join(files, ", "))
+	if s.Partial {
+		b.WriteString(" (partial)")
 	}
-	if total.OutsideWindow > 0 {
-		notes = append(notes, "OUTSIDE: records whose timestamp is outside the audit window")
-	}
-	return notes
+	b.WriteString("\n")
 }
 
 // stageTable is the per-stage counts table of the summary: one column per
 // kind the stages can report (missing, stale, aborted for an audit).
-func stageTable(s *finding.Summary) table {
-	stages := stageNames(s)
+func stageTable(s *finding.Summary, mode modeView) table {
+	stages := stageNames(s, mode)
 	kinds := stageKinds(stages)
-	st := table{header: []string{"STAGE", checkedHeader(s)}, right: []bool{false, true}}
+	st := table{header: []string{"STAGE", mode.checkedHeader()}, right: []bool{false, true}}
 	for _, k := range kinds {
 		st.header = append(st.header, strings.ToUpper(strings.ReplaceAll(string(k), "_", " ")))
 		st.right = append(st.right, true)
@@ -238,14 +228,6 @@ func stageTable(s *finding.Summary) table {
 		st.add(cells...)
 	}
 	return st
-}
-
-// checkedHeader names the stage table's count column.
-func checkedHeader(s *finding.Summary) string {
-	if s.Compare != nil {
-		return "RECORDS CHECKED"
-	}
-	return "KEYS CHECKED"
 }
 
 // stageKinds returns the finding kinds the stages can report, each once, in
@@ -283,30 +265,11 @@ func (t tone) ansi() string {
 }
 
 // verdictLine returns the first line of the summary and its tone.
-func verdictLine(res *finding.Result, names []string) (string, tone) {
-	s := &res.Summary
-	if s.Compare != nil {
-		return verdictOf(res, compareWords(res))
-	}
-	var audited int64
-	for _, c := range s.Inputs {
-		if c != nil {
-			audited += c.Audited
-		}
-	}
-	nrows := int64(len(res.Rows))
-	return verdictOf(res, verdictWords{
-		scope:       fmt.Sprintf("%s, %s audited", plural(int64(len(names)), "input", "inputs"), plural(audited, "record", "records")),
-		pending:     [3]string{"record", "records", "not yet processed"},
-		rows:        plural(nrows, "key finding", "key findings"),
-		found:       fmt.Sprintf("LOSS FOUND: %s lost an update", plural(nrows, "key", "keys")),
-		partial:     "PARTIAL AUDIT",
-		nothingRows: "no key reported lost",
-	})
+func verdictLine(res *finding.Result, mode modeView) (string, tone) {
+	return verdictOf(res, mode.verdictWords(res))
 }
 
-// verdictWords are the words that differ between the verdicts of an
-// audit and of a comparison.
+// verdictWords are the words of a verdict that differ between modes.
 type verdictWords struct {
 	// scope says what was checked; rows counts the rows; found heads a
 	// verdict with rows; partial heads a partial one; nothingRows says
@@ -363,7 +326,7 @@ func inconclusiveSubject(in []finding.Inconclusive) string {
 }
 
 // nextStep says what to do about the verdict, or "" when nothing.
-func nextStep(res *finding.Result, opt SummaryOptions) string {
+func nextStep(res *finding.Result, mode modeView, opt SummaryOptions) string {
 	s := &res.Summary
 	switch {
 	case s.Partial && opt.CSVPath != "":
@@ -374,10 +337,8 @@ func nextStep(res *finding.Result, opt SummaryOptions) string {
 		return "fix what the lines above name and re-run; findings so far are in " + safe(opt.CSVPath)
 	case len(s.Inconclusive) > 0:
 		return "fix what the lines above name and re-run"
-	case len(res.Rows) > 0 && opt.CSVPath != "" && s.Compare != nil:
-		return "each row of " + safe(opt.CSVPath) + " names the source record (or the offset a ledger claims) and, in detail, the copies found"
 	case len(res.Rows) > 0 && opt.CSVPath != "":
-		return "each row of " + safe(opt.CSVPath) + " names the input record to replay (topic, partition, offset)"
+		return "each row of " + safe(opt.CSVPath) + " " + mode.rowWords().next
 	case len(res.Rows) > 0:
 		return "re-run with --csv FILE to get every row with the input record to replay"
 	case len(s.Partitions) > 0:
@@ -386,13 +347,9 @@ func nextStep(res *finding.Result, opt SummaryOptions) string {
 	return ""
 }
 
-func inputCells(name string, c *finding.InputCounts) []string {
-	return []string{name, Thousands(c.Scanned), Thousands(c.Audited), Thousands(c.Pending), Thousands(c.NullKey + c.NullValue),
-		Thousands(c.DecodeErrors), Thousands(c.OutsideWindow)}
-}
-
-// writeRows lists the first rows of the loss report.
-func writeRows(b *strings.Builder, res *finding.Result, opt SummaryOptions) {
+// writeRows lists the first rows of the loss report, each with the mode's
+// note under it.
+func writeRows(b *strings.Builder, res *finding.Result, mode modeView, opt SummaryOptions) {
 	n := len(res.Rows)
 	if n == 0 {
 		return
@@ -402,58 +359,32 @@ func writeRows(b *strings.Builder, res *finding.Result, opt SummaryOptions) {
 		limit = DefaultMaxRows
 	}
 	limit = max(0, min(limit, n))
-	title := "Key findings"
-	if res.Summary.Compare != nil {
-		title = "Record findings"
-	}
+	words := mode.rowWords()
 	where := "in the CSV report (set report.csv or pass --csv)"
 	if opt.CSVPath != "" {
 		where = "in " + safe(opt.CSVPath)
 	}
 	if limit == 0 {
-		fmt.Fprintf(b, "\n%s (%s): all %s\n", title, Thousands(int64(n)), where)
+		fmt.Fprintf(b, "\n%s (%s): all %s\n", words.title, Thousands(int64(n)), where)
 		return
 	}
 	if limit == n {
-		fmt.Fprintf(b, "\n%s (%s)\n", title, Thousands(int64(n)))
+		fmt.Fprintf(b, "\n%s (%s)\n", words.title, Thousands(int64(n)))
 	} else {
-		fmt.Fprintf(b, "\n%s (first %s of %s)\n", title, Thousands(int64(limit)), Thousands(int64(n)))
+		fmt.Fprintf(b, "\n%s (first %s of %s)\n", words.title, Thousands(int64(limit)), Thousands(int64(n)))
 	}
 	if res.Summary.KeysRedacted {
 		b.WriteString("  (keys are redacted, report.redact_keys: KEY is hmac: and a keyed hash of the\n")
 		b.WriteString("  key, the same in every report made with the same report.redact_key_file)\n")
 	}
-	if res.Summary.Compare != nil {
-		b.WriteString("  (REPLAY is the source record, topic[partition]@offset, or the offset a ledger\n")
-		b.WriteString("  claims; under each row its timestamp and the copies found)\n")
-	} else {
-		b.WriteString("  (REPLAY is the input record carrying the lost update: topic[partition]@offset;\n")
-		b.WriteString("  under each row its timestamp, what the stage holds, and the evidence)\n")
-	}
+	b.WriteString(words.legend)
 	t := table{header: []string{"FINDING", "STAGE", "INPUT", "KEY", "REPLAY"}}
-	var notes []string
-	for _, r := range res.Rows[:limit] {
+	notes := make([]string, 0, limit)
+	for i := range res.Rows[:limit] {
+		r := &res.Rows[i]
 		t.add(safe(string(r.Kind)), safe(string(r.Stage)), safe(r.Input), truncate(safe(keyText(res.Summary.KeysRedacted, r.Key)), maxKeyWidth),
 			fmt.Sprintf("%s[%d]@%d", safe(r.Topic), r.Partition, r.Offset))
-		if r.Sink != nil || r.Ledger != nil {
-			notes = append(notes, "at "+FormatTS(r.Timestamp)+"; "+safe(Detail(&r)))
-			continue
-		}
-		note := "at " + FormatTS(r.Timestamp) + "; the stage holds "
-		if r.HasObserved {
-			note += FormatTS(r.ObservedTS)
-		} else {
-			note += "nothing for the key"
-		}
-		if w := r.Witness; w != nil && w.Seen {
-			note += fmt.Sprintf("; in the repartition topic at [%d]@%d: lost before the store", w.Partition, w.Offset)
-		} else if w != nil {
-			note += "; not in the repartition topic (purged, or never written)"
-		}
-		if !r.FirstSeen.IsZero() {
-			note += "; first seen " + formatTime(r.FirstSeen)
-		}
-		notes = append(notes, note)
+		notes = append(notes, mode.rowNote(r))
 	}
 	t.writeWithNotes(b, "  ", notes, "      ")
 	if limit < n {
@@ -469,9 +400,12 @@ func writeStep(b *strings.Builder, res *finding.Result) {
 		return
 	}
 	b.WriteString("\n" + wrap("", StepText(st), "  "))
-	b.WriteString(wrap("  ", fmt.Sprintf("read %s input, %s repartition, %s changelog and %s output records; %s judged (the input counters above are totals since the baseline)",
-		Thousands(st.Read["input"]), Thousands(st.Read["repartition"]), Thousands(st.Read["changelog"]),
-		Thousands(st.Read["output"]), plural(st.KeysJudged, "key", "keys")), "    "))
+	var read []string
+	for _, role := range stepRoles(st) {
+		read = append(read, Thousands(st.Read[role])+" "+safe(role))
+	}
+	b.WriteString(wrap("  ", fmt.Sprintf("read %s records; %s judged (the input counters above are totals since the baseline)",
+		andList(read), plural(st.KeysJudged, "key", "keys")), "    "))
 	for _, p := range st.Rebuilt {
 		b.WriteString(wrap("  ", safe(p)+" was truncated: read again from its start, its keys' state rebuilt", "    "))
 	}
@@ -490,6 +424,35 @@ func writeStep(b *strings.Builder, res *finding.Result) {
 	if limit < n {
 		fmt.Fprintf(b, "    ... and %s more, all in the JSON report's \"resolved\"\n", Thousands(int64(n-limit)))
 	}
+}
+
+// stepRoleOrder is the order in which a step lists the roles of the topics
+// it read: the Kafka Streams audit's in pipeline order, then a
+// comparison's; other roles follow by name.
+var stepRoleOrder = []string{"input", "repartition", "changelog", "output", "source", "sink", "ledger"}
+
+// stepRoles returns the roles st counts reads for, in stepRoleOrder.
+func stepRoles(st *finding.Step) []string {
+	roles := slices.Sorted(maps.Keys(st.Read))
+	slices.SortStableFunc(roles, func(a, b string) int {
+		ra, rb := slices.Index(stepRoleOrder, a), slices.Index(stepRoleOrder, b)
+		if ra < 0 {
+			ra = len(stepRoleOrder)
+		}
+		if rb < 0 {
+			rb = len(stepRoleOrder)
+		}
+		return ra - rb
+	})
+	return roles
+}
+
+// andList joins "a", "a and b", "a, b and c".
+func andList(parts []string) string {
+	if len(parts) < 2 {
+		return strings.Join(parts, "")
+	}
+	return strings.Join(parts[:len(parts)-1], ", ") + " and " + parts[len(parts)-1]
 }
 
 func writeTimings(b *strings.Builder, s *finding.Summary) {

@@ -129,7 +129,7 @@ func TestWriteSummaryEscapesData(t *testing.T) {
 	res := findingsResult()
 	res.Rows[0].Key = []byte("\x1b]0;pwned\x07")
 	res.Rows[0].Topic = "evil\x1b[2J"
-	res.Summary.Partitions = []finding.PartitionFinding{{Kind: finding.PurgedPastCommit, Topic: "t\x1b[31m", Purge: &finding.PurgeEvidence{Group: "e\rX"}}}
+	res.Summary.Partitions = []finding.PartitionFinding{{Kind: finding.PurgedPastCommit, Topic: "t\x1b[31m", Evidence: &finding.PurgeEvidence{Group: "e\rX"}}}
 	var buf bytes.Buffer
 	if err := WriteSummary(&buf, res, SummaryOptions{}); err != nil {
 		t.Fatal(err)

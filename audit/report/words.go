@@ -11,58 +11,52 @@ import (
 // The words of the reports: everything a user reads about a finding is
 // written here, from the structured evidence the detectors produce.
 
-// Detail is the CSV `detail` of a row: for a changelog row, whether the
-// repartition topic still holds a processed copy of the lost update; for a
-// sink row, the copies on both sides; for a ledger row, the ledger line and
-// what the topic holds.
+// Detail is the CSV `detail` of a row, from its evidence: for a changelog
+// row (a *finding.Witness), whether the repartition topic still holds a
+// processed copy of the lost update; for a sink row, the copies on both
+// sides; for a ledger row, the ledger line and what the topic holds. A
+// mode's new evidence type gets its case here.
 func Detail(r *finding.Row) string {
-	switch {
-	case r.Sink != nil:
-		return sinkDetail(r)
-	case r.Ledger != nil:
-		return ledgerDetail(r)
+	switch e := r.Evidence.(type) {
+	case *finding.SinkEvidence:
+		return sinkDetail(r, e)
+	case *finding.LedgerEvidence:
+		return ledgerDetail(r, e)
+	case *finding.Witness:
+		if e.Seen {
+			return fmt.Sprintf("seen in repartition topic %s[%d]@%d, lost before the store", e.Topic, e.Partition, e.Offset)
+		}
+		return fmt.Sprintf("repartition topic %s no longer holds it (purged) or never did", e.Topic)
 	}
-	w := r.Witness
-	switch {
-	case w == nil:
-		return ""
-	case w.Seen:
-		return fmt.Sprintf("seen in repartition topic %s[%d]@%d, lost before the store", w.Topic, w.Partition, w.Offset)
-	}
-	return fmt.Sprintf("repartition topic %s no longer holds it (purged) or never did", w.Topic)
+	return ""
 }
 
 // Evidence returns the text and the offsets that prove a partition finding.
 func Evidence(p *finding.PartitionFinding) (string, map[string]int64) {
 	runAt := func(t time.Time) string { return t.UTC().Format(time.RFC3339) }
-	switch {
-	case p.Purge != nil:
-		e := p.Purge
+	switch e := p.Evidence.(type) {
+	case *finding.PurgeEvidence:
 		return fmt.Sprintf("log start offset %d is above the committed offset %d of group %s: %d records were deleted before the application processed them (KAFKA-17635)",
 				e.LogStart, e.Committed, e.Group, e.LogStart-e.Committed),
 			map[string]int64{"log_start": e.LogStart, "committed": e.Committed}
-	case p.Stuck != nil:
-		e := p.Stuck
+	case *finding.StuckEvidence:
 		return fmt.Sprintf("last stable offset %d stayed below %d (the high watermark when the group offsets were read) for %s: a transaction is hanging; findings for keys of this partition are withheld",
 				e.LSO, e.StartHighWatermark, e.Waited),
 			map[string]int64{"lso": e.LSO, "high_watermark_at_start": e.StartHighWatermark, "high_watermark": e.HighWatermark}
-	case p.Truncation != nil:
-		e := p.Truncation
+	case *finding.TruncationEvidence:
 		return fmt.Sprintf("high watermark moved back from %d (run at %s) to %d: %d acknowledged offsets are gone (unclean leader election, a last-replica-standing shutdown, or the topic was recreated)",
 				e.PrevHighWatermark, runAt(e.PrevRun), e.HighWatermark, e.PrevHighWatermark-e.HighWatermark),
 			map[string]int64{"previous_high_watermark": e.PrevHighWatermark, "high_watermark": e.HighWatermark}
-	case p.Reset != nil && !p.Reset.HasCommitted:
-		e := p.Reset
-		return fmt.Sprintf("group %s had committed offset %d (run at %s) and now has none: its offsets were deleted or expired, and it will restart from auto.offset.reset",
-				e.Group, e.PrevCommitted, runAt(e.PrevRun)),
-			map[string]int64{"previous_committed": e.PrevCommitted}
-	case p.Reset != nil:
-		e := p.Reset
+	case *finding.ResetEvidence:
+		if !e.HasCommitted {
+			return fmt.Sprintf("group %s had committed offset %d (run at %s) and now has none: its offsets were deleted or expired, and it will restart from auto.offset.reset",
+					e.Group, e.PrevCommitted, runAt(e.PrevRun)),
+				map[string]int64{"previous_committed": e.PrevCommitted}
+		}
 		return fmt.Sprintf("committed offset of group %s moved back from %d (run at %s) to %d: records were (or will be) processed again",
 				e.Group, e.PrevCommitted, runAt(e.PrevRun), e.Committed),
 			map[string]int64{"previous_committed": e.PrevCommitted, "committed": e.Committed}
-	case p.Poison != nil:
-		e := p.Poison
+	case *finding.PoisonEvidence:
 		return fmt.Sprintf("the committed offset of group %s points at this record, which does not decode (%s): an application that stops on deserialization errors (LogAndFailExceptionHandler) is stuck here",
 				e.Group, e.Error),
 			map[string]int64{"offset": e.Offset}
@@ -82,15 +76,14 @@ func PartialReason(s *finding.Summary) string {
 	return string(s.PartialReason)
 }
 
-// InconclusiveText says in words why the run cannot vouch for an input (or
-// for itself), and what to do about it.
-func InconclusiveText(i *finding.Inconclusive) string {
-	c := i.Counts
-	if i.Key != "" {
-		if t := compareInconclusive(i); t != "" {
-			return t
-		}
+// InconclusiveText says in words why the run summarised by s cannot vouch
+// for an input (or for itself), and what to do about it: in the words of
+// the mode that produced s where it has its own, else in the audit's.
+func InconclusiveText(s *finding.Summary, i *finding.Inconclusive) string {
+	if t := modeOf(s).inconclusiveText(i); t != "" {
+		return t
 	}
+	c := i.Counts
 	switch i.Reason {
 	case finding.NoCommittedOffsets:
 		return fmt.Sprintf("input %s: group %s has no committed offset on its topic, so no record counts as processed (%s records pending): check pipeline.application_id (list the groups with kafka-consumer-groups.sh --bootstrap-server HOST:PORT --list); committed offsets of a group without members expire after offsets.retention.minutes",

@@ -31,8 +31,7 @@ func times(n int64) string {
 }
 
 // sinkDetail is the detail of a sink row.
-func sinkDetail(r *finding.Row) string {
-	e := r.Sink
+func sinkDetail(r *finding.Row, e *finding.SinkEvidence) string {
 	switch r.Kind {
 	case finding.Missing:
 		if e.Copies == 0 {
@@ -54,8 +53,7 @@ func sinkDetail(r *finding.Row) string {
 }
 
 // ledgerDetail is the detail of a ledger row.
-func ledgerDetail(r *finding.Row) string {
-	e := r.Ledger
+func ledgerDetail(r *finding.Row, e *finding.LedgerEvidence) string {
 	switch r.Kind {
 	case finding.AckedMissing:
 		s := fmt.Sprintf("ledger line %d: acknowledged at this offset, ", e.Line)
@@ -85,9 +83,9 @@ func ledgerDetail(r *finding.Row) string {
 	return ""
 }
 
-// compareInconclusive says why a comparison cannot vouch for a pair; ""
-// when the audit's words fit.
-func compareInconclusive(i *finding.Inconclusive) string {
+// inconclusiveText says why a comparison cannot vouch for a pair; "" when
+// the audit's words fit.
+func (compareView) inconclusiveText(i *finding.Inconclusive) string {
 	c := i.Counts
 	switch i.Reason {
 	case finding.NoCommittedOffsets:

@@ -369,8 +369,8 @@ func TestRunFindingsAndDropsByDesign(t *testing.T) {
 		t.Errorf("rows:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 	for _, r := range res.Rows {
-		if r.Input == "a" && r.Stage == finding.StageChangelog && (r.Witness == nil || !r.Witness.Seen || r.Witness.Topic != "app-repA-repartition") {
-			t.Errorf("lost-before-store row witness = %+v, want it to point at the repartition copy", r.Witness)
+		if w, _ := r.Evidence.(*finding.Witness); r.Input == "a" && r.Stage == finding.StageChangelog && (w == nil || !w.Seen || w.Topic != "app-repA-repartition") {
+			t.Errorf("lost-before-store row witness = %+v, want it to point at the repartition copy", r.Evidence)
 		}
 	}
 	a, b := res.Summary.Inputs["a"], res.Summary.Inputs["b"]
@@ -398,7 +398,7 @@ func TestRunPurgedPastCommit(t *testing.T) {
 	if got := rowsString(res.Rows); len(got) != 1 || got[0] != fmt.Sprintf("missing changelog a k inA[0]@%d", off) {
 		t.Fatalf("rows = %v", got)
 	}
-	if w := res.Rows[0].Witness; w == nil || w.Seen || w.Topic != "app-repA-repartition" {
+	if w, _ := res.Rows[0].Evidence.(*finding.Witness); w == nil || w.Seen || w.Topic != "app-repA-repartition" {
 		t.Errorf("witness = %+v, want the repartition topic to no longer hold the record", w)
 	}
 	ps := res.Summary.Partitions
@@ -567,7 +567,7 @@ func TestRunPoisonPill(t *testing.T) {
 	tp.f.add("inA", 0, []byte("o"), []byte("later|1"), 300, kread.Committed)
 	res := tp.run(t)
 	ps := res.Summary.Partitions
-	if len(ps) != 1 || ps[0].Kind != finding.PoisonPill || ps[0].Topic != "inA" || ps[0].Partition != 0 || ps[0].Poison.Offset != bad {
+	if len(ps) != 1 || ps[0].Kind != finding.PoisonPill || ps[0].Topic != "inA" || ps[0].Partition != 0 || ps[0].Evidence.(*finding.PoisonEvidence).Offset != bad {
 		t.Fatalf("partition findings = %+v, want poison_pill on inA[0]@%d", ps, bad)
 	}
 	if a := res.Summary.Inputs["a"]; a.Pending != 2 {

@@ -196,9 +196,10 @@ func (k *known) encode(b []byte) []byte {
 		if r.HasObserved {
 			f |= ofHasObserved
 		}
-		if r.Witness != nil {
+		w, _ := r.Evidence.(*finding.Witness)
+		if w != nil {
 			f |= ofWitness
-			if r.Witness.Seen {
+			if w.Seen {
 				f |= ofWitnessSeen
 			}
 		}
@@ -211,9 +212,9 @@ func (k *known) encode(b []byte) []byte {
 		if r.HasObserved {
 			b = binary.AppendVarint(b, r.ObservedTS)
 		}
-		if r.Witness != nil && r.Witness.Seen {
-			b = binary.AppendUvarint(b, uint64(r.Witness.Partition))
-			b = binary.AppendVarint(b, r.Witness.Offset)
+		if w != nil && w.Seen {
+			b = binary.AppendUvarint(b, uint64(w.Partition))
+			b = binary.AppendVarint(b, w.Offset)
 		}
 		if o.hasBefore {
 			b = binary.AppendVarint(b, o.beforeTS)
@@ -356,10 +357,11 @@ func (k *known) decode(b []byte, ins []Input) error {
 			r.HasObserved, r.ObservedTS = true, d.varint()
 		}
 		if f&ofWitness != 0 {
-			r.Witness = &finding.Witness{Topic: ins[o.x].RepartitionTopic}
+			w := &finding.Witness{Topic: ins[o.x].RepartitionTopic}
 			if f&ofWitnessSeen != 0 {
-				r.Witness.Seen, r.Witness.Partition, r.Witness.Offset = true, int32(d.uvarint()), d.varint()
+				w.Seen, w.Partition, w.Offset = true, int32(d.uvarint()), d.varint()
 			}
+			r.Evidence = w
 		}
 		if o.hasBefore {
 			o.beforeTS = d.varint()

@@ -22,10 +22,10 @@ func TestKnownEncodingRoundTrips(t *testing.T) {
 		open: []openFinding{
 			{x: 0, firstSeen: 1795946401000, row: finding.Row{Kind: finding.Stale, Stage: finding.StageChangelog, Input: "a", Topic: "inA",
 				Partition: 3, Offset: 1 << 40, Timestamp: 100, ExpectedTS: 100, HasObserved: true, ObservedTS: 90,
-				Witness: &finding.Witness{Topic: "repA", Seen: true, Partition: 1, Offset: 77}}},
+				Evidence: &finding.Witness{Topic: "repA", Seen: true, Partition: 1, Offset: 77}}},
 			{x: 1, firstSeen: 5, withheld: true, looked: true, hasBefore: true, beforeTS: -3,
 				row: finding.Row{Kind: finding.Aborted, Stage: finding.StageOutput, Input: "b", Topic: "inB", Timestamp: 7, ExpectedTS: 7}},
-			{x: 0, row: finding.Row{Kind: finding.Missing, Stage: finding.StageChangelog, Input: "a", Topic: "inA", Witness: &finding.Witness{Topic: "repA"}}},
+			{x: 0, row: finding.Row{Kind: finding.Missing, Stage: finding.StageChangelog, Input: "a", Topic: "inA", Evidence: &finding.Witness{Topic: "repA"}}},
 		},
 	}
 	for name, k := range map[string]known{"full": full, "empty": {inputs: make([]knownInput, 2), changelogs: make([]detect.StageState, 2)}} {

@@ -74,10 +74,10 @@ func assemble(ctx context.Context, o Options, snap *pipelineSnapshot, col *colle
 		DecodeErrorsBySchema: col.decode.ByClass,
 		DecodeErrorSamples:   col.decode.Samples,
 	}
-	s.Pipeline = &finding.Pipeline{Output: o.Output}
+	pl := &finding.Pipeline{Output: o.Output}
 	var outcome []detect.InputOutcome
 	for x, in := range o.Inputs {
-		s.Pipeline.Inputs = append(s.Pipeline.Inputs, finding.PipelineInput{Name: in.Name, Topic: in.Topic,
+		pl.Inputs = append(pl.Inputs, finding.PipelineInput{Name: in.Name, Topic: in.Topic,
 			RepartitionTopic: in.RepartitionTopic, ChangelogTopic: in.ChangelogTopic})
 		c := counts[x]
 		s.InputOrder = append(s.InputOrder, in.Name)
@@ -92,7 +92,7 @@ func assemble(ctx context.Context, o Options, snap *pipelineSnapshot, col *colle
 		outcome = append(outcome, detect.InputOutcome{Name: in.Name, Counts: c, Committed: committed,
 			Field: in.Field, TopError: col.decode.Top(x), Nearest: col.decode.Near[x]})
 	}
-	s.Timeline = col.timeline.result(s.InputOrder)
+	s.Sections = []finding.Section{&finding.Streams{Pipeline: pl, Timeline: col.timeline.result(s.InputOrder)}}
 	for _, r := range chk.rows {
 		s.Stages[r.Stage].Findings[r.Kind]++
 	}

@@ -75,8 +75,8 @@ func fullRows(rows []finding.Row) []string {
 	var out []string
 	for _, r := range rows {
 		w := ""
-		if r.Witness != nil {
-			w = fmt.Sprintf(" witness=%v@%d:%d", r.Witness.Seen, r.Witness.Partition, r.Witness.Offset)
+		if e, ok := r.Evidence.(*finding.Witness); ok {
+			w = fmt.Sprintf(" witness=%v@%d:%d", e.Seen, e.Partition, e.Offset)
 		}
 		out = append(out, fmt.Sprintf("%s %s %s %q %s[%d]@%d ts=%d exp=%d obs=%v:%d%s", r.Kind, r.Stage, r.Input, r.Key,
 			r.Topic, r.Partition, r.Offset, r.Timestamp, r.ExpectedTS, r.HasObserved, r.ObservedTS, w))

@@ -147,7 +147,11 @@ func TestRunTimelineAndPipeline(t *testing.T) {
 	f.add("app-repB-repartition", partitionFor([]byte("tail"), 2), []byte("tail"), []byte("tail|1"), 90_000, kread.Committed)
 
 	res := tp.run(t)
-	tl := res.Summary.Timeline
+	sec, _ := finding.SectionOf[*finding.Streams](&res.Summary)
+	if sec == nil {
+		t.Fatal("the result has no Kafka Streams section")
+	}
+	tl := sec.Timeline
 	if tl == nil || tl.Bucket != 100*time.Millisecond {
 		t.Fatalf("timeline = %+v, want 100ms buckets", tl)
 	}
@@ -167,7 +171,7 @@ func TestRunTimelineAndPipeline(t *testing.T) {
 			t.Errorf("input %s: summary says %d audited, %d pending; timeline %d, %d", name, c.Audited, c.Pending, audited, pending)
 		}
 	}
-	p := res.Summary.Pipeline
+	p := sec.Pipeline
 	if p == nil || p.Output != "out" || len(p.Inputs) != 2 ||
 		fmt.Sprint(p.Inputs[1]) != "{b inB app-repB-repartition app-storeB-changelog}" {
 		t.Errorf("pipeline = %+v, want inputs a, b with their topics and output out", p)

@@ -35,7 +35,11 @@ func checkLedger(ctx context.Context, t *testing.T, c *kafka.Cluster, vp *Tool, 
 	for _, d := range Diff(Rows(res), truth.Rows) {
 		t.Error(d)
 	}
-	l := res.Summary.Compare.Ledger
+	cs, ok := finding.SectionOf[*finding.CompareSummary](&res.Summary)
+	if !ok || cs.Ledger == nil {
+		t.Fatal("the result has no ledger counters")
+	}
+	l := cs.Ledger
 	if l.Verified != truth.Verified || l.Expired != truth.Expired || l.Acked != truth.Acked || l.Failed != truth.Failed {
 		t.Errorf("ledger counters %+v; the truth: verified %d, expired %d, acked %d, failed %d", *l, truth.Verified, truth.Expired, truth.Acked, truth.Failed)
 	}

@@ -248,17 +248,18 @@ func (t *Truth) Diff(res *finding.Result) []string {
 		}
 	}
 	s := &res.Summary
-	if s.Compare == nil {
+	cs, ok := finding.SectionOf[*finding.CompareSummary](s)
+	if !ok {
 		return append(out, "the result has no comparison summary")
 	}
 	for x, ps := range t.Scenario.Pairs {
 		pt := t.Pairs[x]
 		in := s.Inputs[ps.Name]
-		if in == nil || x >= len(s.Compare.Pairs) {
+		if in == nil || x >= len(cs.Pairs) {
 			out = append(out, "no counters for pair "+ps.Name)
 			continue
 		}
-		cc := s.Compare.Pairs[x]
+		cc := cs.Pairs[x]
 		check := func(what string, got, want int64) {
 			if got != want {
 				out = append(out, fmt.Sprintf("pair %s: %s %d, want %d", ps.Name, what, got, want))
@@ -273,7 +274,7 @@ func (t *Truth) Diff(res *finding.Result) []string {
 		check("sink records with no source record", cc.Unexplained, pt.Unexplained)
 	}
 	if t.LedgerPath != "" {
-		l := s.Compare.Ledger
+		l := cs.Ledger
 		if l == nil {
 			return append(out, "the result has no ledger counters")
 		}

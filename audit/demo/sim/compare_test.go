@@ -49,12 +49,12 @@ func TestDiff(t *testing.T) {
 		{"equal", func(*finding.Result) {}, nil},
 		{"a witness that was not seen", func(r *finding.Result) {
 			for i := range r.Rows {
-				if w := r.Rows[i].Witness; w != nil && w.Seen {
-					r.Rows[i].Witness = &finding.Witness{Topic: w.Topic}
+				if w, _ := r.Rows[i].Evidence.(*finding.Witness); w != nil && w.Seen {
+					r.Rows[i].Evidence = &finding.Witness{Topic: w.Topic}
 					return
 				}
 			}
-			r.Rows[0].Witness = &finding.Witness{Topic: "t", Seen: true}
+			r.Rows[0].Evidence = &finding.Witness{Topic: "t", Seen: true}
 		}, []string{"unexpected row: ", "missing row: "}},
 		{"missing row", func(r *finding.Result) { r.Rows = r.Rows[1:] }, []string{"missing row: "}},
 		{"extra row", func(r *finding.Result) { r.Rows = append(r.Rows, r.Rows[0]) }, []string{"unexpected row: "}},

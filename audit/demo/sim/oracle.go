@@ -39,7 +39,7 @@ func detailSeen(topic string, p int32, off int64) string {
 // witnessSig renders what a row says about the repartition copy of its
 // lost update: "" for rows without a witness (output rows).
 func witnessSig(r finding.Row) string {
-	switch w := r.Witness; {
+	switch w, _ := r.Evidence.(*finding.Witness); {
 	case w == nil:
 		return ""
 	case w.Seen:
@@ -182,7 +182,7 @@ func oracle(sc Scenario, n names, l *simLog, w Window) Expectation {
 		exp.Partial = true
 		exp.Partitions = append(exp.Partitions, finding.PartitionFinding{
 			Kind: finding.StuckLSO, Topic: n.output, Partition: h.p,
-			Stuck: &finding.StuckEvidence{LSO: h.lso, HighWatermark: h.hw},
+			Evidence: &finding.StuckEvidence{LSO: h.lso, HighWatermark: h.hw},
 		})
 	}
 	judge := func(t *tsPair, e int64) (finding.Kind, bool, int64, bool) {
@@ -206,12 +206,12 @@ func oracle(sc Scenario, n names, l *simLog, w Window) Expectation {
 			Offset: ev.Off, Timestamp: ev.TS, ExpectedTS: e}
 		if kind, has, obs, bad := judge(cl[k.x][k.k], e); bad {
 			row.Kind, row.Stage, row.HasObserved, row.ObservedTS = kind, finding.StageChangelog, has, obs
-			row.Witness = &finding.Witness{Topic: n.repart[k.x]}
+			row.Evidence = &finding.Witness{Topic: n.repart[k.x]}
 			p := partitionFor([]byte(k.k), sc.Partitions)
 			commit := l.rpCommit[k.x][p]
 			for _, r := range l.rp[k.x][p] {
 				if r.Committed && r.Off >= l.rpStart[k.x][p] && r.Off < commit && r.Key == k.k && r.TS == ev.TS && r.FP == ev.FP {
-					row.Witness = &finding.Witness{Topic: n.repart[k.x], Seen: true, Partition: p, Offset: r.Off}
+					row.Evidence = &finding.Witness{Topic: n.repart[k.x], Seen: true, Partition: p, Offset: r.Off}
 					break
 				}
 			}
@@ -245,7 +245,7 @@ func oracle(sc Scenario, n names, l *simLog, w Window) Expectation {
 				if r.Corrupt {
 					exp.Partitions = append(exp.Partitions, finding.PartitionFinding{
 						Kind: finding.PoisonPill, Topic: n.inputs[x], Partition: int32(p),
-						Poison: &finding.PoisonEvidence{Offset: r.Off},
+						Evidence: &finding.PoisonEvidence{Offset: r.Off},
 					})
 				}
 				break
@@ -258,7 +258,7 @@ func oracle(sc Scenario, n names, l *simLog, w Window) Expectation {
 			if ls > c && ls > 0 {
 				exp.Partitions = append(exp.Partitions, finding.PartitionFinding{
 					Kind: finding.PurgedPastCommit, Topic: n.repart[x], Partition: int32(p),
-					Purge: &finding.PurgeEvidence{LogStart: ls, Committed: c},
+					Evidence: &finding.PurgeEvidence{LogStart: ls, Committed: c},
 				})
 			}
 		}

@@ -353,7 +353,10 @@ func TestHangingTransaction(t *testing.T) {
 	defer cl.Close()
 	hw := listOffsets(t, cl, tr.Output, sc.Partitions, -1, 0)
 	lso := listOffsets(t, cl, tr.Output, sc.Partitions, -1, 1)
-	f := tr.Partitions[0].Stuck
+	f, ok := tr.Partitions[0].Evidence.(*finding.StuckEvidence)
+	if !ok {
+		t.Fatalf("partition finding %+v has no stuck_lso evidence", tr.Partitions[0])
+	}
 	if hw[0] != f.HighWatermark || lso[0] != f.LSO || lso[0] >= hw[0] {
 		t.Errorf("%s[0]: LSO %d, high watermark %d; finding says %+v", tr.Output, lso[0], hw[0], *f)
 	}

@@ -22,7 +22,7 @@ func Truncated(prev map[kread.TP]history.Entry, now []snapshot.Partition) []find
 		if ok && p.HighWatermark < e.HighWatermark {
 			out = append(out, finding.PartitionFinding{
 				Kind: finding.Truncated, Topic: p.Topic, Partition: p.Partition,
-				Truncation: &finding.TruncationEvidence{PrevHighWatermark: e.HighWatermark, PrevRun: e.At, HighWatermark: p.HighWatermark},
+				Evidence: &finding.TruncationEvidence{PrevHighWatermark: e.HighWatermark, PrevRun: e.At, HighWatermark: p.HighWatermark},
 			})
 		}
 	}
@@ -47,7 +47,7 @@ func OffsetReset(group string, prev map[kread.TP]history.Entry, now []snapshot.P
 		if !p.HasCommitted || p.Committed < e.Committed {
 			out = append(out, finding.PartitionFinding{
 				Kind: finding.OffsetReset, Topic: p.Topic, Partition: p.Partition,
-				Reset: &finding.ResetEvidence{Group: group, PrevCommitted: e.Committed, PrevRun: e.At, Committed: p.Committed, HasCommitted: p.HasCommitted},
+				Evidence: &finding.ResetEvidence{Group: group, PrevCommitted: e.Committed, PrevRun: e.At, Committed: p.Committed, HasCommitted: p.HasCommitted},
 			})
 		}
 	}

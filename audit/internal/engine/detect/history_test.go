@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lossaudit/lossaudit/audit/finding"
 	"github.com/lossaudit/lossaudit/audit/internal/engine/snapshot"
 	"github.com/lossaudit/lossaudit/audit/internal/store/history"
 	"github.com/lossaudit/lossaudit/audit/kread"
@@ -53,7 +54,9 @@ func TestTruncatedAndOffsetReset(t *testing.T) {
 				t.Errorf("offset_reset: got %q, want %q", got, tt.rset)
 			}
 			for _, f := range append(tr, rs...) {
-				if (f.Truncation != nil && !f.Truncation.PrevRun.Equal(at)) || (f.Reset != nil && (!f.Reset.PrevRun.Equal(at) || f.Reset.Group != "app")) {
+				tr, _ := f.Evidence.(*finding.TruncationEvidence)
+				rs, _ := f.Evidence.(*finding.ResetEvidence)
+				if (tr != nil && !tr.PrevRun.Equal(at)) || (rs != nil && (!rs.PrevRun.Equal(at) || rs.Group != "app")) {
 					t.Errorf("%s evidence does not name the previous run and group: %+v", f.Kind, f)
 				}
 			}

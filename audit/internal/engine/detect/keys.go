@@ -265,7 +265,7 @@ func Keys(spec *KeySpec, e *KeyEvidence, dst []finding.Row) ([]finding.Row, KeyC
 			}
 			row.Kind, row.Stage = kind, finding.StageChangelog
 			row.ObservedTS, row.HasObserved = e.Changelogs[x].TS, e.Changelogs[x].Has
-			row.Witness = e.witness(x, spec.Inputs[x].RepartitionTopic)
+			row.Evidence = e.witness(x, spec.Inputs[x].RepartitionTopic)
 			row.Key = append([]byte(nil), e.Key...)
 			dst = append(dst, row)
 			continue

@@ -38,7 +38,7 @@ func rowText(r finding.Row) string {
 		obs = fmt.Sprint(r.ObservedTS)
 	}
 	s := fmt.Sprintf("%s %s %s %s[%d]@%d ts=%d exp=%d obs=%s", r.Kind, r.Stage, r.Input, r.Topic, r.Partition, r.Offset, r.Timestamp, r.ExpectedTS, obs)
-	if w := r.Witness; w != nil {
+	if w, _ := r.Evidence.(*finding.Witness); w != nil {
 		if w.Seen {
 			s += fmt.Sprintf(" seen %s[%d]@%d", w.Topic, w.Partition, w.Offset)
 		} else {

@@ -163,19 +163,19 @@ func Ledger(spec *LedgerSpec, e *LedgerEvidence, rows []finding.Row) ([]finding.
 		b := spec.Partitions[l.Partition]
 		rows = append(rows, finding.Row{Kind: finding.AckedMissing, Stage: finding.StageLedger, Input: spec.Input, Key: l.Key,
 			Topic: spec.Topic, Partition: l.Partition, Offset: l.Offset, Timestamp: l.TS, ExpectedTS: l.TS,
-			Ledger: &finding.LedgerEvidence{Line: l.Line, Acked: true, Sends: e.Sends, Copies: e.Copies,
+			Evidence: &finding.LedgerEvidence{Line: l.Line, Acked: true, Sends: e.Sends, Copies: e.Copies,
 				LogStart: b.LogStart, LogEnd: b.HighWatermark, Elsewhere: elsewhere, At: elsewhereAt}})
 	}
 	for i, l := range e.Failed {
 		row := finding.Row{Stage: finding.StageLedger, Input: spec.Input, Key: l.Key, Topic: spec.Topic,
 			Timestamp: l.TS, ExpectedTS: l.TS,
-			Ledger: &finding.LedgerEvidence{Line: l.Line, Sends: e.Sends, Copies: e.Copies}}
+			Evidence: &finding.LedgerEvidence{Line: l.Line, Sends: e.Sends, Copies: e.Copies}}
 		if int64(i) < present {
 			r, ok := freeRec(int64(i))
 			row.Kind, row.Partition, row.Offset = finding.UnackedPresent, r.Partition, r.Offset
 			if ok {
 				row.ObservedTS, row.HasObserved = r.TS, true
-				row.Ledger.At = []finding.Coord{{Partition: r.Partition, Offset: r.Offset}}
+				row.Evidence.(*finding.LedgerEvidence).At = []finding.Coord{{Partition: r.Partition, Offset: r.Offset}}
 			}
 		} else {
 			row.Kind, row.Partition, row.Offset = finding.UnackedMissing, -1, -1
@@ -187,10 +187,10 @@ func Ledger(spec *LedgerSpec, e *LedgerEvidence, rows []finding.Row) ([]finding.
 		r, ok := freeRec(first)
 		row := finding.Row{Kind: finding.Duplicated, Stage: finding.StageLedger, Input: spec.Input, Key: r.Key,
 			Topic: spec.Topic, Partition: r.Partition, Offset: r.Offset, Timestamp: r.TS, ExpectedTS: r.TS,
-			Ledger: &finding.LedgerEvidence{Line: e.FirstLine, Sends: e.Sends, Copies: e.Copies}}
+			Evidence: &finding.LedgerEvidence{Line: e.FirstLine, Sends: e.Sends, Copies: e.Copies}}
 		if ok {
 			row.ObservedTS, row.HasObserved = r.TS, true
-			row.Ledger.At = coords(e.freeAt[first:])
+			row.Evidence.(*finding.LedgerEvidence).At = coords(e.freeAt[first:])
 		}
 		rows = append(rows, row)
 	}

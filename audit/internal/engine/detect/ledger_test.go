@@ -28,7 +28,7 @@ func failed(line int64) ledgerFact {
 
 func ledgerRowText(r finding.Row) string {
 	s := fmt.Sprintf("%s %s %s %s[%d]@%d", r.Kind, r.Stage, r.Input, r.Topic, r.Partition, r.Offset)
-	if e := r.Ledger; e != nil {
+	if e, _ := r.Evidence.(*finding.LedgerEvidence); e != nil {
 		s += fmt.Sprintf(" line=%d acked=%v sends=%d copies=%d", e.Line, e.Acked, e.Sends, e.Copies)
 		if r.Kind == finding.AckedMissing {
 			s += fmt.Sprintf(" log=%d..%d elsewhere=%d", e.LogStart, e.LogEnd, e.Elsewhere)

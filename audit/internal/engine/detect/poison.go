@@ -37,7 +37,7 @@ func PoisonPill(group string, groupActive bool, next []NextRecord) []finding.Par
 		}
 		out = append(out, finding.PartitionFinding{
 			Kind: finding.PoisonPill, Topic: n.Topic, Partition: n.Partition,
-			Poison: &finding.PoisonEvidence{Group: group, Offset: n.Offset, Error: n.DecodeError},
+			Evidence: &finding.PoisonEvidence{Group: group, Offset: n.Offset, Error: n.DecodeError},
 		})
 	}
 	return out

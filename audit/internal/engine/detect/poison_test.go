@@ -3,6 +3,8 @@ package detect
 import (
 	"strings"
 	"testing"
+
+	"github.com/lossaudit/lossaudit/audit/finding"
 )
 
 func TestPoisonPill(t *testing.T) {
@@ -27,8 +29,8 @@ func TestPoisonPill(t *testing.T) {
 				t.Errorf("got %q, want %q", s, tt.want)
 			}
 			for _, f := range got {
-				if f.Poison == nil || f.Poison.Offset != 7 || f.Poison.Group != "app" || f.Poison.Error == "" {
-					t.Errorf("evidence %+v, want the record's offset, the group and the error", f.Poison)
+				if e, _ := f.Evidence.(*finding.PoisonEvidence); e == nil || e.Offset != 7 || e.Group != "app" || e.Error == "" {
+					t.Errorf("evidence %+v, want the record's offset, the group and the error", f.Evidence)
 				}
 			}
 		})

@@ -20,7 +20,7 @@ func PurgedPastCommit(group string, reparts []snapshot.Partition) []finding.Part
 		if p.HasCommitted && p.LogStart > p.Committed {
 			out = append(out, finding.PartitionFinding{
 				Kind: finding.PurgedPastCommit, Topic: p.Topic, Partition: p.Partition,
-				Purge: &finding.PurgeEvidence{Group: group, LogStart: p.LogStart, Committed: p.Committed},
+				Evidence: &finding.PurgeEvidence{Group: group, LogStart: p.LogStart, Committed: p.Committed},
 			})
 		}
 	}

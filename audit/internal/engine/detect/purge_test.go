@@ -13,15 +13,15 @@ func sig(fs []finding.PartitionFinding) string {
 	var out []string
 	for _, f := range fs {
 		s := fmt.Sprintf("%s %s[%d]", f.Kind, f.Topic, f.Partition)
-		switch {
-		case f.Purge != nil:
-			s += fmt.Sprintf(" %+v", *f.Purge)
-		case f.Stuck != nil:
-			s += fmt.Sprintf(" %+v", *f.Stuck)
-		case f.Reset != nil:
-			s += fmt.Sprintf(" prev=%d now=%d has=%v", f.Reset.PrevCommitted, f.Reset.Committed, f.Reset.HasCommitted)
-		case f.Truncation != nil:
-			s += fmt.Sprintf(" prev=%d now=%d", f.Truncation.PrevHighWatermark, f.Truncation.HighWatermark)
+		switch e := f.Evidence.(type) {
+		case *finding.PurgeEvidence:
+			s += fmt.Sprintf(" %+v", *e)
+		case *finding.StuckEvidence:
+			s += fmt.Sprintf(" %+v", *e)
+		case *finding.ResetEvidence:
+			s += fmt.Sprintf(" prev=%d now=%d has=%v", e.PrevCommitted, e.Committed, e.HasCommitted)
+		case *finding.TruncationEvidence:
+			s += fmt.Sprintf(" prev=%d now=%d", e.PrevHighWatermark, e.HighWatermark)
 		}
 		out = append(out, s)
 	}

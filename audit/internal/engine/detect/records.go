@@ -130,14 +130,14 @@ func Copies(spec *PairSpec, e *CopyEvidence, rows []finding.Row) ([]finding.Row,
 			r := e.FirstSink
 			rows = append(rows, finding.Row{Kind: finding.Unexpected, Stage: finding.StageSink, Input: spec.Name,
 				Key: r.Key, Topic: spec.Sink, Partition: r.Partition, Offset: r.Offset, Timestamp: r.TS, ExpectedTS: r.TS,
-				ObservedTS: r.TS, HasObserved: true, Sink: ev()})
+				ObservedTS: r.TS, HasObserved: true, Evidence: ev()})
 		}
 		return rows, c
 	}
 	c.Checked = 1
 	for _, r := range e.Uncopied {
 		row := finding.Row{Kind: finding.Missing, Stage: finding.StageSink, Input: spec.Name, Key: r.Key,
-			Topic: spec.Source, Partition: r.Partition, Offset: r.Offset, Timestamp: r.TS, ExpectedTS: r.TS, Sink: ev()}
+			Topic: spec.Source, Partition: r.Partition, Offset: r.Offset, Timestamp: r.TS, ExpectedTS: r.TS, Evidence: ev()}
 		if e.Sink > 0 {
 			row.ObservedTS, row.HasObserved = e.FirstSink.TS, true
 		}
@@ -147,7 +147,7 @@ func Copies(spec *PairSpec, e *CopyEvidence, rows []finding.Row) ([]finding.Row,
 		r := e.FirstSource
 		rows = append(rows, finding.Row{Kind: finding.Duplicated, Stage: finding.StageSink, Input: spec.Name, Key: r.Key,
 			Topic: spec.Source, Partition: r.Partition, Offset: r.Offset, Timestamp: r.TS, ExpectedTS: r.TS,
-			ObservedTS: e.FirstSink.TS, HasObserved: true, Sink: ev()})
+			ObservedTS: e.FirstSink.TS, HasObserved: true, Evidence: ev()})
 	}
 	return rows, c
 }

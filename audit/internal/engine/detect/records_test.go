@@ -36,7 +36,7 @@ func sinkRowText(r finding.Row) string {
 		obs = fmt.Sprint(r.ObservedTS)
 	}
 	s := fmt.Sprintf("%s %s %s %q %s[%d]@%d ts=%d obs=%s", r.Kind, r.Stage, r.Input, r.Key, r.Topic, r.Partition, r.Offset, r.Timestamp, obs)
-	if e := r.Sink; e != nil {
+	if e, _ := r.Evidence.(*finding.SinkEvidence); e != nil {
 		s += fmt.Sprintf(" sink=%s copies=%d source=%d due=%d at=%s", e.Topic, e.Copies, e.SourceCopies, e.Due, coordsText(e.At))
 	}
 	return s

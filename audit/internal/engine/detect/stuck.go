@@ -24,7 +24,7 @@ func StuckLSO(settled snapshot.Topic, startHW map[int32]int64, waited time.Durat
 		if start := startHW[p]; of.LSO < start {
 			out = append(out, finding.PartitionFinding{
 				Kind: finding.StuckLSO, Topic: settled.Name, Partition: p,
-				Stuck: &finding.StuckEvidence{LSO: of.LSO, StartHighWatermark: start, HighWatermark: of.HighWatermark, Waited: waited},
+				Evidence: &finding.StuckEvidence{LSO: of.LSO, StartHighWatermark: start, HighWatermark: of.HighWatermark, Waited: waited},
 			})
 		}
 	}
