@@ -8,6 +8,7 @@ import (
 	"maps"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -99,6 +100,9 @@ scrape_configs:
 	done := make(chan struct{})
 	go func() { _ = cmd.Wait(); logf.Close(); close(done) }()
 	t.Cleanup(func() {
+		if t.Failed() {
+			p.logHistory()
+		}
 		_ = cmd.Process.Kill()
 		<-done
 		if t.Failed() {
@@ -121,6 +125,25 @@ scrape_configs:
 		return len(r.Data.ActiveTargets) == 1 && r.Data.ActiveTargets[0].Health == "up"
 	})
 	return p, err
+}
+
+// logHistory logs, for a failed test, how the scrapes went and when the
+// alerts fired over the last 15 minutes.
+func (p *prometheus) logHistory() {
+	for _, q := range []string{"count_over_time(up[15m])", "sum_over_time(up[15m])",
+		`count_over_time(lossaudit_last_success_timestamp_seconds[15m])`,
+		`count_over_time(ALERTS{alertstate="firing"}[15m])`} {
+		var r struct {
+			Data struct {
+				Result []struct {
+					Metric map[string]string `json:"metric"`
+					Value  []any             `json:"value"`
+				} `json:"result"`
+			} `json:"data"`
+		}
+		err := p.get("/api/v1/query?query="+url.QueryEscape(q), &r)
+		p.t.Logf("prometheus %s: %+v %v", q, r.Data.Result, err)
+	}
 }
 
 func (p *prometheus) get(path string, v any) error {
