@@ -182,6 +182,30 @@ func TestDescribeBuild(t *testing.T) {
 	}
 }
 
+// TestReleaseBuildVersion: the version and commit a release build sets
+// with -ldflags -X replace what Go recorded; the Go version and whether
+// the tree was modified stay.
+func TestReleaseBuildVersion(t *testing.T) {
+	recorded := debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Version: "(devel)"}, Settings: []debug.BuildSetting{
+		{Key: "vcs.revision", Value: "3f2a9c1d0e4b5a69"}, {Key: "vcs.modified", Value: "true"}, {Key: "GOOS", Value: "linux"}}}
+	tests := []struct {
+		version, commit, want string
+	}{
+		{"", "", "(devel) (revision 3f2a9c1d0e4b, modified, go1.26.8)"},
+		{"v1.2.0", "9e8d7c6b5a4f3e2d1c0b", "v1.2.0 (revision 9e8d7c6b5a4f, modified, go1.26.8)"},
+		{"v1.2.0", "", "v1.2.0 (revision 3f2a9c1d0e4b, modified, go1.26.8)"},
+		{"", "9e8d7c6b5a4f", "(devel) (revision 9e8d7c6b5a4f, modified, go1.26.8)"},
+	}
+	for _, tc := range tests {
+		if got := describeBuild(withRelease(&recorded, tc.version, tc.commit)); got != tc.want {
+			t.Errorf("version %q, commit %q: got %q, want %q", tc.version, tc.commit, got, tc.want)
+		}
+	}
+	if recorded.Main.Version != "(devel)" || len(recorded.Settings) != 3 {
+		t.Errorf("withRelease changed the recorded build information: %+v", recorded)
+	}
+}
+
 // probe is a test command tree: "shadow" has its own boolean --json like
 // scan, "plain" takes the --json report path; both load the
 // configuration and then return whatever err says.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"runtime"
 	"runtime/debug"
 
 	"github.com/spf13/cobra"
@@ -21,13 +22,40 @@ func newVersionCmd() *cobra.Command {
 	}
 }
 
+// buildVersion and buildCommit are set by release builds
+// (-ldflags "-X main.buildVersion=v1.2.0 -X main.buildCommit=<sha>",
+// .goreleaser.yaml); when empty, the build information Go records (module
+// version, vcs.revision) says it.
+var buildVersion, buildCommit string
+
 // version is the module version and VCS revision the binary was built from.
 func version() string {
 	bi, ok := debug.ReadBuildInfo()
 	if !ok {
-		return "unknown (no build information)"
+		bi = &debug.BuildInfo{GoVersion: runtime.Version()}
 	}
-	return describeBuild(bi)
+	return describeBuild(withRelease(bi, buildVersion, buildCommit))
+}
+
+// withRelease returns bi with the version and commit a release build set
+// (either may be empty: Go's own record stays).
+func withRelease(bi *debug.BuildInfo, version, commit string) *debug.BuildInfo {
+	if version == "" && commit == "" {
+		return bi
+	}
+	out := *bi
+	if version != "" {
+		out.Main.Version = version
+	}
+	if commit != "" {
+		out.Settings = []debug.BuildSetting{{Key: "vcs.revision", Value: commit}}
+		for _, s := range bi.Settings {
+			if s.Key == "vcs.modified" {
+				out.Settings = append(out.Settings, s)
+			}
+		}
+	}
+	return &out
 }
 
 // describeBuild renders build information as `<module version> (<revision>[, modified][, <go version>])`, e.g.

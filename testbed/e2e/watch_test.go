@@ -330,12 +330,20 @@ func TestWatchCleanRun(t *testing.T) {
 
 // TestWatchAllBrokersKilled: watch through the all-brokers outage: steps
 // fail while the brokers are down and none reports a finding.
+//
+// A real Prometheus scrapes the watch with deploy/prometheus's rules:
+// LossauditRunsStale fires while the brokers are down (they stay down
+// until it does) and resolves once steps complete again.
 func TestWatchAllBrokersKilled(t *testing.T) {
 	var w *watching
-	var down, up time.Time
+	var prom *prometheus
+	var down, up, staleFiring time.Time
 	RunScenario(t, Scenario{Records: 3000, FaultAfter: 12 * time.Second, PurgeInterval: 10 * time.Minute,
 		OnStart: func(ctx context.Context, env *Env) (err error) {
-			w, err = startWatch(ctx, t, env)
+			if w, err = startWatch(ctx, t, env); err != nil {
+				return err
+			}
+			prom, err = startPrometheus(t, env.Dir, w.addr)
 			return err
 		},
 		Fault: func(ctx context.Context, env *Env) error {
@@ -346,11 +354,22 @@ func TestWatchAllBrokersKilled(t *testing.T) {
 			if err := env.Cluster.KillAll(); err != nil {
 				return err
 			}
-			// The brokers stay down for the outage, and until a step has
+			// The brokers stay down for the outage, until a step has
 			// failed against them (the retry timeout, 20 s here, bounds
-			// how long that takes).
-			if err := poll.Until(ctx, 3*time.Minute, 200*time.Millisecond, "a step failed while the brokers were down", func() bool {
-				return time.Since(down) >= outage && len(w.linesSince("step failed", down)) > 0
+			// how long that takes), and until Prometheus says the runs
+			// are stale (no step completed for three intervals).
+			if err := poll.Until(ctx, 3*time.Minute, 200*time.Millisecond, "a step failed and LossauditRunsStale fired while the brokers were down", func() bool {
+				if time.Since(down) < outage || len(w.linesSince("step failed", down)) == 0 {
+					return false
+				}
+				if prom != nil && staleFiring.IsZero() {
+					as, err := prom.alerts("LossauditRunsStale", "firing")
+					if err != nil || len(as) != 1 || as[0].Labels["instance"] != w.addr || as[0].Labels["severity"] != "warning" {
+						return false
+					}
+					staleFiring = time.Now()
+				}
+				return true
 			}); err != nil {
 				return err
 			}
@@ -361,6 +380,10 @@ func TestWatchAllBrokersKilled(t *testing.T) {
 			return env.Cluster.WaitReady(ctx)
 		}})
 	noFindingAtAnyStep(t, w, time.Now())
+	if prom != nil {
+		prom.waitAlerts("LossauditRunsStale", time.Minute, stageKind, map[string]string{})
+		t.Logf("LossauditRunsStale fired %s after the brokers went down, and resolved", staleFiring.Sub(down).Round(time.Millisecond))
+	}
 	w.stop()
 	t.Logf("%d steps failed while the brokers were down (%s to %s)", len(w.linesSince("step failed", down))-len(w.linesSince("step failed", up)),
 		down.Format(time.RFC3339), up.Format(time.RFC3339))
@@ -383,6 +406,10 @@ func (w *watching) linesSince(msg string, t time.Time) []map[string]any {
 // of its updates through both hops, and stays (first_seen unchanged)
 // until the records the loss report names are replayed to the application
 // without the fault, after which the steps resolve them all.
+//
+// A real Prometheus scrapes the watch with deploy/prometheus's rules:
+// LossauditLossFound fires for exactly the stages and kinds of the loss
+// report, with its number of rows, and resolves after the replay.
 func TestWatchInjectedLoss(t *testing.T) {
 	dbs := map[string][]string{"a": {"cust-003"}, "b": {"cust-005", "cust-006"}, "c": {"cust-003"}}
 	dbo := []string{"cust-007"}
@@ -392,6 +419,7 @@ func TestWatchInjectedLoss(t *testing.T) {
 		"output//cust-007": {Input: "a", Key: "cust-007"},
 	}
 	var w *watching
+	var prom *prometheus
 	var mu sync.Mutex
 	processedAt := map[string]time.Time{} // pair -> when the test saw an update of it processed
 	stopPoll := make(chan struct{})
@@ -399,6 +427,9 @@ func TestWatchInjectedLoss(t *testing.T) {
 	res := RunScenario(t, Scenario{Records: 3000, DropBeforeStore: dbs, DropBeforeOutput: dbo,
 		OnStart: func(ctx context.Context, env *Env) (err error) {
 			if w, err = startWatch(ctx, t, env); err != nil {
+				return err
+			}
+			if prom, err = startPrometheus(t, env.Dir, w.addr); err != nil {
 				return err
 			}
 			stages, err := ParseStages(env.App.TopologyFile())
@@ -467,6 +498,10 @@ func TestWatchInjectedLoss(t *testing.T) {
 	if len(processedAt) != len(pairs) {
 		t.Errorf("the test saw only %v of the injected pairs processed", processedAt)
 	}
+	if prom != nil {
+		prom.waitAlerts("LossauditLossFound", time.Minute, stageKind, lossAlerts(end.CSV))
+		t.Logf("LossauditLossFound firing: %v", lossAlerts(end.CSV))
+	}
 
 	// Replay what the loss report names to the application without the
 	// fault, as an operator would.
@@ -504,6 +539,9 @@ func TestWatchInjectedLoss(t *testing.T) {
 	}
 	if resolved = dedup(resolved); !slices.Equal(resolved, want) {
 		t.Errorf("steps after the replay resolved %v, want every injected pair %v", resolved, want)
+	}
+	if prom != nil {
+		prom.waitAlerts("LossauditLossFound", time.Minute, stageKind, map[string]string{})
 	}
 	w.stop()
 	t.Logf("steps: %d; the injected pairs were processed at %v; resolved by step %d", len(w.all()), processedAt, after.Number)
