@@ -34,11 +34,11 @@ type fakeKafka struct {
 	members int
 }
 
-func (f *fakeKafka) GroupState(context.Context, string) (string, int, error) {
+func (f *fakeKafka) DescribeGroup(_ context.Context, group string) (kread.Group, error) {
 	if f.members > 0 {
-		return "Stable", f.members, nil
+		return kread.Group{ID: group, Type: kread.GroupClassic, State: "Stable", Members: f.members, Via: "DescribeGroups v5"}, nil
 	}
-	return "Empty", 0, nil
+	return kread.Group{ID: group, Type: kread.GroupClassic, State: "Empty", Via: "DescribeGroups v5"}, nil
 }
 
 type fakePart struct {

@@ -75,6 +75,8 @@ func assemble(ctx context.Context, o Options, snap *pipelineSnapshot, col *colle
 		DecodeErrorSamples:   col.decode.samples,
 	}
 	s.Pipeline = &finding.Pipeline{Output: o.Output}
+	g := snap.groupInfo
+	s.Group = &g
 	var outcome []detect.InputOutcome
 	for x, in := range o.Inputs {
 		s.Pipeline.Inputs = append(s.Pipeline.Inputs, finding.PipelineInput{Name: in.Name, Topic: in.Topic,

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/lossaudit/lossaudit/audit/finding"
 	"github.com/lossaudit/lossaudit/audit/internal/snapshot"
 	"github.com/lossaudit/lossaudit/audit/kread"
 )
@@ -18,6 +19,8 @@ type pipelineSnapshot struct {
 	// groupActive is true when the group had members when its offsets were
 	// read, or when its state could not be told.
 	groupActive bool
+	// groupInfo is what the coordinator said of the group then.
+	groupInfo finding.Group
 	// startHW holds the high watermarks of the changelogs and the output
 	// when the group offsets were read, by topic.
 	startHW    map[string]map[int32]int64
@@ -83,14 +86,18 @@ func takeSnapshot(ctx context.Context, o Options) (*pipelineSnapshot, error) {
 		return nil, fmt.Errorf("audit: reading committed offsets of group %s: %w", o.Group, err)
 	}
 	// Whether the application is consuming: only used to tell a group
-	// stuck at an undecodable record, so not knowing is no failure.
-	if _, members, err := o.Kafka.GroupState(ctx, o.Group); err != nil {
+	// stuck at an undecodable record, so not knowing is no failure. Each
+	// group type is described by its own API: DescribeGroups says Dead with
+	// no members for a running consumer, streams or share group of Kafka 4.x.
+	if g, err := o.Kafka.DescribeGroup(ctx, o.Group); err != nil {
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("audit: describing group %s: %w", o.Group, err)
 		}
 		s.groupActive = true
+		s.groupInfo = finding.Group{ID: o.Group, Members: -1, Error: err.Error()}
 	} else {
-		s.groupActive = members > 0
+		s.groupActive = g.Active()
+		s.groupInfo = finding.Group{ID: o.Group, Type: string(g.Type), State: g.State, Members: g.Members, Via: g.Via}
 	}
 	read := func(topics []string) ([]snapshot.Topic, error) {
 		var out []snapshot.Topic

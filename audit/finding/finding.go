@@ -357,6 +357,28 @@ type Summary struct {
 	Timeline *Timeline
 	// Step describes a reconciliation step; nil for an audit.
 	Step *Step
+	// Group is what the application's group coordinator said of the group
+	// when its offsets were read; nil when the run did not ask.
+	Group *Group
+}
+
+// Group is a group as its coordinator described it (Kafka 4.x has several
+// types: classic, consumer, streams, share).
+type Group struct {
+	ID string
+	// Type is "classic", "consumer" (KIP-848), "streams" (KIP-1071) or
+	// "share" (KIP-932); "" when the coordinator does not know the group.
+	Type string
+	// State is the state the type's describe API answered.
+	State string
+	// Members counts its members; -1 when unknown.
+	Members int
+	// Via names the request that described it (DescribeGroups v5,
+	// StreamsGroupDescribe v0, ...).
+	Via string
+	// Error is set when the group could not be described; the run then
+	// judges nothing stopped.
+	Error string
 }
 
 // Pipeline describes the audited Kafka Streams pipeline: each input with

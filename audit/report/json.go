@@ -95,6 +95,10 @@ func Verdict(res *finding.Result) string {
 //	    "ledger": {"sends": n, "acked": n, "failed": n, "verified": n,
 //	      "expired": n, "unsettled": n, "other_lines": n } },   // optional
 //	  "index": {"records_read": n, "entries": n},  // optional: evidence kept on disk
+//	  "group": {"id": string,              // optional: the application's group when its offsets were read
+//	    "type": "classic" | "consumer" | "streams" | "share" | "",   // "" unknown to the coordinator
+//	    "state": string, "members": n,     // members -1 when unknown
+//	    "described_by": string, "error": string },   // error optional: describing failed
 //	  "step": {                            // reconcile only: what the step did
 //	    "number": n, "baseline": bool, "baseline_at": timestamp, "previous": timestamp,
 //	    "read": {"input": n, "repartition": n, "changelog": n, "output": n},
@@ -131,6 +135,7 @@ type jsonReport struct {
 	Compare       *jsonCompare       `json:"compare,omitempty"`
 	Index         *jsonIndex         `json:"index,omitempty"`
 	Step          *jsonStep          `json:"step,omitempty"`
+	Group         *jsonGroup         `json:"group,omitempty"`
 	Resolved      *[]jsonRow         `json:"resolved,omitempty"`
 	RowCount      int                `json:"row_count"`
 	// "rows" follows, streamed by writeJSONStream.
@@ -166,6 +171,15 @@ type jsonReadIssue struct {
 	Partition int32  `json:"partition"`
 	Gaps      int64  `json:"gaps"`
 	Retries   int64  `json:"retries"`
+}
+
+type jsonGroup struct {
+	ID      string `json:"id"`
+	Type    string `json:"type"`
+	State   string `json:"state"`
+	Members int    `json:"members"`
+	Via     string `json:"described_by"`
+	Error   string `json:"error,omitempty"`
 }
 
 type jsonIndex struct {
@@ -340,6 +354,9 @@ func WriteJSON(w io.Writer, res *finding.Result) error {
 	}
 	for _, d := range s.DecodeErrorSamples {
 		rep.DecodeSamples = append(rep.DecodeSamples, jsonDecodeSample(d))
+	}
+	if g := s.Group; g != nil {
+		rep.Group = &jsonGroup{ID: g.ID, Type: g.Type, State: g.State, Members: g.Members, Via: g.Via, Error: g.Error}
 	}
 	if s.Index != (finding.IndexStats{}) {
 		rep.Index = &jsonIndex{RecordsRead: s.Index.RecordsRead, Entries: s.Index.Entries}

@@ -88,6 +88,9 @@ func WriteSummary(w io.Writer, res *finding.Result, opt SummaryOptions) error {
 			b.WriteString("  " + note + "\n")
 		}
 	}
+	if s.Group != nil {
+		b.WriteString("\n" + wrap("Group: ", safe(GroupText(s.Group)), "  "))
+	}
 
 	b.WriteString("\nStages\n")
 	st := stageTable(s)

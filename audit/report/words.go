@@ -170,3 +170,19 @@ func StepText(st *finding.Step) string {
 	return fmt.Sprintf("Reconcile step %s: incremental since the step at %s (baseline at %s)",
 		Thousands(st.Number), formatTime(st.Previous), formatTime(st.BaselineAt))
 }
+
+// GroupText describes the application's group as its coordinator did:
+// "lossaudit-tb: streams group, Stable, 2 members (StreamsGroupDescribe v0)".
+func GroupText(g *finding.Group) string {
+	switch {
+	case g.Error != "":
+		return fmt.Sprintf("%s: could not be described (%s); no partition is judged stopped on it", g.ID, g.Error)
+	case g.Type == "":
+		return fmt.Sprintf("%s: the coordinator does not know the group (%s)", g.ID, g.Via)
+	}
+	members := "members unknown"
+	if g.Members >= 0 {
+		members = plural(int64(g.Members), "member", "members")
+	}
+	return fmt.Sprintf("%s: %s group, %s, %s (%s)", g.ID, g.Type, g.State, members, g.Via)
+}
