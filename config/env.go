@@ -6,8 +6,8 @@ import (
 )
 
 // testbedEnv are the LOSSAUDIT_ variables the test bed and the tests read
-// (testbed/kafka, testbed/streamsapp, testbed/e2e, testbed/sim,
-// audit/runner): they select versions, caches and test sizes, not
+// (testbed/kafka, testbed/streamsapp, testbed/e2e, audit/demo/sim,
+// audit/app): they select versions, caches and test sizes, not
 // configuration keys, and may be set in the environment of any run.
 func testbedEnv() []string {
 	return []string{
@@ -15,8 +15,8 @@ func testbedEnv() []string {
 		"LOSSAUDIT_REAL_KAFKA",      // testbed/kafka: 0 skips the tests that start brokers
 		"LOSSAUDIT_KAFKA_VERSION",   // testbed/kafka: the broker version of the tests
 		"LOSSAUDIT_STREAMS_VERSION", // testbed/streamsapp: the Kafka Streams version
-		"LOSSAUDIT_SIM_SCALE",       // testbed/sim: records per input of the scale test
-		"LOSSAUDIT_PROPERTY_SEEDS",  // audit/runner: seeds of the property test
+		"LOSSAUDIT_SIM_SCALE",       // audit/demo/sim: records per input of the scale test
+		"LOSSAUDIT_PROPERTY_SEEDS",  // audit/app: seeds of the property test
 	}
 }
 

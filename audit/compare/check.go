@@ -4,8 +4,8 @@ import (
 	"fmt"
 
 	"github.com/lossaudit/lossaudit/audit/finding"
-	"github.com/lossaudit/lossaudit/audit/index"
-	"github.com/lossaudit/lossaudit/audit/internal/detect"
+	"github.com/lossaudit/lossaudit/audit/internal/engine/detect"
+	"github.com/lossaudit/lossaudit/audit/internal/store/index"
 )
 
 // checked is what the check phase found.
@@ -49,7 +49,7 @@ func check(o Options, snap *compareSnapshot, led *ledgerState, stuck []bool) (*c
 	}
 	var cev detect.CopyEvidence
 	var lev detect.LedgerEvidence
-	err := o.Store.Scan(func(key []byte, c *index.Cursor) error {
+	err := o.Store.EachKey(func(key []byte, c *index.Cursor) error {
 		space, idx, err := parseKey(key)
 		if err != nil {
 			return err

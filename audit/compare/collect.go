@@ -7,7 +7,7 @@ import (
 	"sync/atomic"
 
 	"github.com/lossaudit/lossaudit/audit/finding"
-	"github.com/lossaudit/lossaudit/audit/internal/collect"
+	"github.com/lossaudit/lossaudit/audit/internal/engine/collect"
 	"github.com/lossaudit/lossaudit/audit/kread"
 )
 

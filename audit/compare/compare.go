@@ -5,7 +5,7 @@
 // producer's ledger records must be in its topic as the ledger says. It
 // runs on the engine's phases like the Kafka Streams audit: options.go,
 // snapshot.go, collect.go (reading into the index), check.go (the
-// detectors of audit/internal/detect, records.go and ledger.go) and
+// detectors of audit/internal/engine/detect, records.go and ledger.go) and
 // result.go.
 //
 // # Identity
@@ -74,7 +74,7 @@ import (
 	"context"
 
 	"github.com/lossaudit/lossaudit/audit/finding"
-	"github.com/lossaudit/lossaudit/audit/internal/phase"
+	"github.com/lossaudit/lossaudit/audit/internal/engine/phase"
 )
 
 // Run performs one comparison and returns its result. An error means it

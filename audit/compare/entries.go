@@ -5,8 +5,8 @@ import (
 	"encoding/binary"
 	"fmt"
 
-	"github.com/lossaudit/lossaudit/audit/index"
-	"github.com/lossaudit/lossaudit/audit/internal/detect"
+	"github.com/lossaudit/lossaudit/audit/internal/engine/detect"
+	"github.com/lossaudit/lossaudit/audit/internal/store/index"
 )
 
 // The index entries of a comparison. Every index key is a space byte, a

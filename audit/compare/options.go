@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/lossaudit/lossaudit/audit/index"
-	"github.com/lossaudit/lossaudit/audit/internal/collect"
+	"github.com/lossaudit/lossaudit/audit/internal/engine/collect"
+	"github.com/lossaudit/lossaudit/audit/internal/store/index"
 	"github.com/lossaudit/lossaudit/audit/kread"
 )
 

@@ -2,7 +2,7 @@ package compare
 
 import (
 	"github.com/lossaudit/lossaudit/audit/finding"
-	"github.com/lossaudit/lossaudit/audit/internal/detect"
+	"github.com/lossaudit/lossaudit/audit/internal/engine/detect"
 )
 
 // stuckSinks runs the stuck_lso detector on the settled sinks (each topic

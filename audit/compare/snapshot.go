@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/lossaudit/lossaudit/audit/internal/snapshot"
+	"github.com/lossaudit/lossaudit/audit/internal/engine/snapshot"
 	"github.com/lossaudit/lossaudit/audit/kread"
 )
 

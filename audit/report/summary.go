@@ -514,7 +514,7 @@ func writeTimings(b *strings.Builder, s *finding.Summary) {
 }
 
 // timingOrder is the order in which an audit (and a comparison) runs its
-// phases (the Timings keys of audit.Run and compare.Run); Summary.Timings is a map, so the order is restored here.
+// phases (the Timings keys of streams.Run and compare.Run); Summary.Timings is a map, so the order is restored here.
 var timingOrder = []string{"ledger", "snapshot", "read", "check", "lookup"}
 
 // timingNames returns the keys of m: known phases in run order, then the

@@ -10,12 +10,12 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/lossaudit/lossaudit/audit"
+	"github.com/lossaudit/lossaudit/audit/app"
 	"github.com/lossaudit/lossaudit/audit/finding"
 	"github.com/lossaudit/lossaudit/audit/metrics"
 	"github.com/lossaudit/lossaudit/audit/progress"
 	"github.com/lossaudit/lossaudit/audit/report"
-	"github.com/lossaudit/lossaudit/audit/runner"
+	"github.com/lossaudit/lossaudit/audit/streams"
 	"github.com/lossaudit/lossaudit/config"
 )
 
@@ -42,7 +42,7 @@ func newAuditCmd(g *globalFlags) *cobra.Command {
 			}
 			started := time.Now()
 			prog := newProgress(cmd.ErrOrStderr(), quiet)
-			res, _, err := runner.Run(cmd.Context(), cfg, runner.Options{Progress: prog, Warnings: prog.Log()})
+			res, _, err := app.Run(cmd.Context(), cfg, app.Options{Progress: prog, Warnings: prog.Log()})
 			prog.Stop()
 			if err != nil {
 				return auditError(err)
@@ -207,12 +207,12 @@ func colorOK(w io.Writer) bool {
 // progressAdapter lets the engine report to a progress.Progress.
 type progressAdapter struct{ p *progress.Progress }
 
-func (a progressAdapter) Phase(name string, total int64) audit.Phase { return a.p.Phase(name, total) }
+func (a progressAdapter) Phase(name string, total int64) streams.Phase { return a.p.Phase(name, total) }
 
 // stopper is the progress output of a command: Log writes messages that
 // the status line does not overwrite, Stop ends it.
 type stopper interface {
-	audit.Progress
+	streams.Progress
 	Log() io.Writer
 	Stop()
 }

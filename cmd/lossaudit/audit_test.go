@@ -18,9 +18,9 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kfake"
 
+	"github.com/lossaudit/lossaudit/audit/demo/sim"
 	"github.com/lossaudit/lossaudit/audit/finding"
 	"github.com/lossaudit/lossaudit/config"
-	"github.com/lossaudit/lossaudit/testbed/sim"
 )
 
 // cleanPipeline is one simulated healthy pipeline on an in-process

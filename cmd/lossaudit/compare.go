@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/lossaudit/lossaudit/audit/runner"
+	"github.com/lossaudit/lossaudit/audit/app"
 	"github.com/lossaudit/lossaudit/config"
 )
 
@@ -41,7 +41,7 @@ func newCompareCmd(g *globalFlags) *cobra.Command {
 				return err
 			}
 			prog := newProgress(cmd.ErrOrStderr(), quiet)
-			res, err := runner.Compare(cmd.Context(), cfg, runner.Options{Progress: prog, Warnings: prog.Log()})
+			res, err := app.Compare(cmd.Context(), cfg, app.Options{Progress: prog, Warnings: prog.Log()})
 			prog.Stop()
 			if err != nil {
 				return compareError(err)

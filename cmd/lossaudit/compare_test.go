@@ -13,7 +13,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kfake"
 
-	"github.com/lossaudit/lossaudit/testbed/copysim"
+	"github.com/lossaudit/lossaudit/audit/demo/copysim"
 )
 
 // TestCompareCommand runs `lossaudit compare` on a simulated mirror: exit 1

@@ -11,9 +11,9 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kfake"
 
+	"github.com/lossaudit/lossaudit/audit/app"
+	"github.com/lossaudit/lossaudit/audit/demo/sim"
 	"github.com/lossaudit/lossaudit/audit/report"
-	"github.com/lossaudit/lossaudit/audit/runner"
-	"github.com/lossaudit/lossaudit/testbed/sim"
 )
 
 // newDemoCmd returns `lossaudit demo`: an in-process Kafka cluster, the
@@ -127,7 +127,7 @@ func runDemo(ctx context.Context, stdout, stderr io.Writer, dir string, seed int
 
 	fmt.Fprintf(stdout, "\n3. Auditing: lossaudit audit with pipeline.topology_file=%s, schemas from the _schemas topic.\n\n", topo)
 	prog := newProgress(stderr, quiet)
-	res, _, err := runner.Run(ctx, cfg, runner.Options{Progress: prog, Warnings: prog.Log()})
+	res, _, err := app.Run(ctx, cfg, app.Options{Progress: prog, Warnings: prog.Log()})
 	prog.Stop()
 	if err != nil {
 		return truth, auditError(err)

@@ -10,9 +10,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/lossaudit/lossaudit/audit/app"
+	"github.com/lossaudit/lossaudit/audit/demo/copysim"
 	"github.com/lossaudit/lossaudit/audit/report"
-	"github.com/lossaudit/lossaudit/audit/runner"
-	"github.com/lossaudit/lossaudit/testbed/copysim"
 )
 
 // newDemoCompareCmd returns `lossaudit demo compare`: an in-process Kafka
@@ -75,7 +75,7 @@ func runDemoCompare(ctx context.Context, stdout, stderr io.Writer, dir string, s
 
 	fmt.Fprintf(stdout, "\n3. Comparing: lossaudit compare with compare.match %s, compare.grace %s, compare.ledger %s.\n\n", cfg.Compare.Match, cfg.Compare.Grace, cfg.Compare.Ledger)
 	prog := newProgress(stderr, quiet)
-	res, err := runner.Compare(ctx, cfg, runner.Options{Progress: prog, Warnings: prog.Log()})
+	res, err := app.Compare(ctx, cfg, app.Options{Progress: prog, Warnings: prog.Log()})
 	prog.Stop()
 	if err != nil {
 		return compareError(err)

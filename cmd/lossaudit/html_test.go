@@ -16,10 +16,10 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kfake"
 
+	"github.com/lossaudit/lossaudit/audit/app"
+	"github.com/lossaudit/lossaudit/audit/demo/sim"
 	"github.com/lossaudit/lossaudit/audit/finding"
-	"github.com/lossaudit/lossaudit/audit/runner"
 	"github.com/lossaudit/lossaudit/testbed/browsertest"
-	"github.com/lossaudit/lossaudit/testbed/sim"
 )
 
 // screenshot names where TestDemoHTMLReportInBrowser saves a picture of
@@ -168,7 +168,7 @@ func TestCleanAuditHTMLInBrowser(t *testing.T) {
 	dir := t.TempDir()
 	cfg := truth.Config(cluster.ListenAddrs(), filepath.Join(dir, "index"))
 	cfg.Report.CSV, cfg.Report.HTML = filepath.Join(dir, "loss.csv"), filepath.Join(dir, "report.html")
-	res, _, err := runner.Run(ctx, cfg, runner.Options{})
+	res, _, err := app.Run(ctx, cfg, app.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,14 +4,14 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/lossaudit/lossaudit/audit/app"
 	"github.com/lossaudit/lossaudit/audit/kread"
-	"github.com/lossaudit/lossaudit/audit/runner"
 	"github.com/lossaudit/lossaudit/config"
 )
 
-// newReader builds the committed reader for cfg (see runner.NewClient).
+// newReader builds the committed reader for cfg (see app.NewClient).
 func newReader(cfg *config.Config, tweak func(*kread.Options)) (*kread.Client, error) {
-	return runner.NewClient(cfg, tweak)
+	return app.NewClient(cfg, tweak)
 }
 
 // withWait makes a reader tell w, one line each, what it waits for while

@@ -12,9 +12,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/lossaudit/lossaudit/audit"
+	"github.com/lossaudit/lossaudit/audit/app"
 	"github.com/lossaudit/lossaudit/audit/finding"
-	"github.com/lossaudit/lossaudit/audit/runner"
+	"github.com/lossaudit/lossaudit/audit/streams"
 	"github.com/lossaudit/lossaudit/config"
 )
 
@@ -44,7 +44,7 @@ func newReconcileCmd(g *globalFlags) *cobra.Command {
 			}
 			fp := failpointsFromEnv(cmd.Context())
 			prog := newProgress(cmd.ErrOrStderr(), quiet)
-			out, err := reconcileStep(cmd.Context(), cfg, runner.Options{Progress: fp.progress(prog), Warnings: prog.Log(), StateHook: fp.at},
+			out, err := reconcileStep(cmd.Context(), cfg, app.Options{Progress: fp.progress(prog), Warnings: prog.Log(), StateHook: fp.at},
 				cmd.OutOrStdout(), cmd.ErrOrStderr(), fp, prog.Stop)
 			if err != nil {
 				return err
@@ -80,9 +80,9 @@ type stepOutcome struct {
 // whose reports are missing is repeated), then the metrics file. stop is
 // called when the step's reading is over (the progress display ends).
 // Errors are the command's (exit codes as for audit).
-func reconcileStep(ctx context.Context, cfg *config.Config, o runner.Options, stdout, stderr io.Writer, fp *failpoints, stop func()) (*stepOutcome, error) {
+func reconcileStep(ctx context.Context, cfg *config.Config, o app.Options, stdout, stderr io.Writer, fp *failpoints, stop func()) (*stepOutcome, error) {
 	started := time.Now()
-	step, err := runner.Reconcile(ctx, cfg, o)
+	step, err := app.Reconcile(ctx, cfg, o)
 	if stop != nil {
 		stop()
 	}
@@ -115,7 +115,7 @@ func reconcileStep(ctx context.Context, cfg *config.Config, o runner.Options, st
 // The points: reading (the first input records arrive), stepped (the step
 // is judged, nothing written), reported (the reports are written, the
 // state not committed), and the state store's staged, committed, applying
-// and applied (audit/state).
+// and applied (audit/internal/store/state).
 type failpoints struct {
 	ctx              context.Context
 	crash, interrupt string
@@ -147,7 +147,7 @@ func (f *failpoints) at(point string) {
 
 // progress wraps p so that the "reading" point is reached with the first
 // input records a step reads.
-func (f *failpoints) progress(p audit.Progress) audit.Progress {
+func (f *failpoints) progress(p streams.Progress) streams.Progress {
 	if f.crash != "reading" && f.interrupt != "reading" {
 		return p
 	}
@@ -155,12 +155,12 @@ func (f *failpoints) progress(p audit.Progress) audit.Progress {
 }
 
 type pointProgress struct {
-	p audit.Progress
+	p streams.Progress
 	f *failpoints
 }
 
 // Phase starts a phase; an input's reports its first records to the point.
-func (pp pointProgress) Phase(name string, total int64) audit.Phase {
+func (pp pointProgress) Phase(name string, total int64) streams.Phase {
 	ph := pp.p.Phase(name, total)
 	if !strings.HasPrefix(name, "input ") {
 		return ph
@@ -169,7 +169,7 @@ func (pp pointProgress) Phase(name string, total int64) audit.Phase {
 }
 
 type pointPhase struct {
-	audit.Phase
+	streams.Phase
 	f *failpoints
 }
 

@@ -23,11 +23,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/lossaudit/lossaudit/audit/runner"
-	"github.com/lossaudit/lossaudit/audit/state"
+	"github.com/lossaudit/lossaudit/audit/app"
+	"github.com/lossaudit/lossaudit/audit/demo/sim"
 	"github.com/lossaudit/lossaudit/config"
 	"github.com/lossaudit/lossaudit/testbed/poll"
-	"github.com/lossaudit/lossaudit/testbed/sim"
 )
 
 // lossyScenario is a small pipeline that loses updates at every stage
@@ -322,7 +321,7 @@ func TestReconcileReportsAndSecondStepAtOnce(t *testing.T) {
 		t.Errorf("metrics file: %v\n%s", err, prom)
 	}
 	// A second step while another holds the store.
-	st, err := state.Open(filepath.Join(filepath.Dir(s.csv), "store", runner.StateDir), state.Options{})
+	st, err := app.OpenState(filepath.Join(filepath.Dir(s.csv), "store"))
 	if err != nil {
 		t.Fatal(err)
 	}

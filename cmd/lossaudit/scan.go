@@ -8,11 +8,11 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/lossaudit/lossaudit/audit/app"
 	"github.com/lossaudit/lossaudit/audit/finding"
 	"github.com/lossaudit/lossaudit/audit/kread"
 	"github.com/lossaudit/lossaudit/audit/progress"
 	"github.com/lossaudit/lossaudit/audit/report"
-	"github.com/lossaudit/lossaudit/audit/runner"
 	"github.com/lossaudit/lossaudit/audit/scan"
 	"github.com/lossaudit/lossaudit/config"
 )
@@ -57,7 +57,7 @@ func newScanCmdWith(g *globalFlags, tweak func(*kread.Options)) *cobra.Command {
 			}
 			var dec *scan.Decoder
 			if decode {
-				reg, err := runner.Schemas(cfg, client)
+				reg, err := app.Schemas(cfg, client)
 				if err != nil {
 					return err
 				}

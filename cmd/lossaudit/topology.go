@@ -10,9 +10,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/lossaudit/lossaudit/audit/pipeline"
+	"github.com/lossaudit/lossaudit/audit/app"
 	"github.com/lossaudit/lossaudit/audit/report"
-	"github.com/lossaudit/lossaudit/audit/runner"
+	"github.com/lossaudit/lossaudit/audit/streams/topology"
 	"github.com/lossaudit/lossaudit/config"
 )
 
@@ -50,15 +50,15 @@ func newTopologyCmd(g *globalFlags) *cobra.Command {
 			defer client.Close()
 			// Discovery assigns a changelog to an input only when the Avro
 			// schemas of their values agree.
-			reg, err := runner.Schemas(cfg, client)
+			reg, err := app.Schemas(cfg, client)
 			if err != nil {
 				return err
 			}
-			m, err := runTopology(cmd.Context(), cfg, client, runner.SchemaMatcher(client, reg), cmd.OutOrStdout())
+			m, err := runTopology(cmd.Context(), cfg, client, app.SchemaMatcher(client, reg), cmd.OutOrStdout())
 			if err != nil {
 				return err
 			}
-			problems, err := runner.Preflight(cmd.Context(), cfg, client, reg, m)
+			problems, err := app.Preflight(cmd.Context(), cfg, client, reg, m)
 			if err != nil {
 				return fmt.Errorf("checking the inputs: %w", err)
 			}
@@ -70,7 +70,7 @@ func newTopologyCmd(g *globalFlags) *cobra.Command {
 // topicRow is one line of the stage map.
 type topicRow struct {
 	input, role, name string
-	origin            pipeline.Origin
+	origin            topology.Origin
 	// key is the config key that named the topic, "" when derived.
 	key string
 	// topic is false for the store (not a topic).
@@ -81,8 +81,8 @@ type topicRow struct {
 // topics against lister. A missing topic that the config names is a
 // *config.Error (exit 2) naming the key; a missing derived topic is marked
 // MISSING and ends with exit 1; failing to list topics is exit 3.
-func runTopology(ctx context.Context, cfg *config.Config, lister pipeline.TopicLister, match pipeline.Matcher, w io.Writer) (*pipeline.Model, error) {
-	m, err := runner.Model(ctx, cfg, lister, match)
+func runTopology(ctx context.Context, cfg *config.Config, lister topology.TopicLister, match topology.Matcher, w io.Writer) (*topology.Model, error) {
+	m, err := app.Model(ctx, cfg, lister, match)
 	if err != nil {
 		return nil, err
 	}
@@ -99,21 +99,21 @@ func runTopology(ctx context.Context, cfg *config.Config, lister pipeline.TopicL
 	for i, s := range m.Stages {
 		in := s.Input.Name
 		base := fmt.Sprintf("pipeline.inputs[%d].", i)
-		userKey := func(o pipeline.Origin, field string) string {
-			if o == pipeline.FromOverride {
+		userKey := func(o topology.Origin, field string) string {
+			if o == topology.FromOverride {
 				return base + field
 			}
 			return ""
 		}
 		rows = append(rows,
-			topicRow{in, "input", s.Input.Topic, pipeline.FromConfig, base + "topic", true},
+			topicRow{in, "input", s.Input.Topic, topology.FromConfig, base + "topic", true},
 			topicRow{in, "repartition", s.RepartitionTopic, s.Origins.RepartitionTopic, userKey(s.Origins.RepartitionTopic, "repartition_topic"), true},
 			topicRow{in, "store", s.Store, s.Origins.Store, "", false},
 			topicRow{in, "changelog", s.ChangelogTopic, s.Origins.ChangelogTopic, userKey(s.Origins.ChangelogTopic, "changelog_topic"), true},
 		)
 	}
 	outKey := ""
-	if m.OutputOrigin == pipeline.FromConfig {
+	if m.OutputOrigin == topology.FromConfig {
 		outKey = "pipeline.output"
 	}
 	rows = append(rows, topicRow{"-", "output", m.Output, m.OutputOrigin, outKey, true})
@@ -175,7 +175,7 @@ func runTopology(ctx context.Context, cfg *config.Config, lister pipeline.TopicL
 
 // reportProblems prints what Preflight found and returns the exit status:
 // a configuration error (2) naming the first key to fix.
-func reportProblems(w io.Writer, problems []runner.Problem) error {
+func reportProblems(w io.Writer, problems []app.Problem) error {
 	if len(problems) == 0 {
 		return nil
 	}

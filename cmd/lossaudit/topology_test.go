@@ -20,7 +20,7 @@ type listerFunc func(context.Context) ([]string, error)
 func (f listerFunc) Topics(ctx context.Context) ([]string, error) { return f(ctx) }
 
 const (
-	topoABC = "../../audit/pipeline/testdata/order-abc-3.6.2.txt"
+	topoABC = "../../audit/streams/topology/testdata/order-abc-3.6.2.txt"
 	s02     = "KSTREAM-REDUCE-STATE-STORE-0000000002"
 	s09     = "KSTREAM-REDUCE-STATE-STORE-0000000009"
 	s16     = "KSTREAM-REDUCE-STATE-STORE-0000000016"

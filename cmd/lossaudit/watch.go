@@ -13,10 +13,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/lossaudit/lossaudit/audit/app"
 	"github.com/lossaudit/lossaudit/audit/finding"
 	"github.com/lossaudit/lossaudit/audit/metrics"
 	"github.com/lossaudit/lossaudit/audit/report"
-	"github.com/lossaudit/lossaudit/audit/runner"
 	"github.com/lossaudit/lossaudit/config"
 )
 
@@ -90,7 +90,7 @@ func watch(ctx context.Context, cfg *config.Config, stderr io.Writer) error {
 	for {
 		started := w.now()
 		w.setRunning(true)
-		out, err := reconcileStep(ctx, cfg, runner.Options{}, io.Discard, io.Discard, failpointsFromEnv(ctx), nil)
+		out, err := reconcileStep(ctx, cfg, app.Options{}, io.Discard, io.Discard, failpointsFromEnv(ctx), nil)
 		took := w.now().Sub(started)
 		w.setRunning(false)
 		if ctx.Err() != nil {

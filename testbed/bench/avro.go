@@ -5,7 +5,7 @@ import (
 	"math"
 )
 
-// The loader encodes the simulator's Avro values (testbed/sim OrderSchema
+// The loader encodes the simulator's Avro values (audit/demo/sim OrderSchema
 // and JoinedSchema) by hand: goavro's generic encoder would make loading ten
 // million records CPU-bound in the loader instead of the brokers. The
 // encoding is checked against goavro in avro_test.go.

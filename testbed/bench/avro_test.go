@@ -7,7 +7,7 @@ import (
 
 	"github.com/linkedin/goavro/v2"
 
-	"github.com/lossaudit/lossaudit/testbed/sim"
+	"github.com/lossaudit/lossaudit/audit/demo/sim"
 )
 
 // TestAvroMatchesGoavro decodes the hand-encoded values with goavro and the

@@ -15,8 +15,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/lossaudit/lossaudit/audit/demo/sim"
 	tk "github.com/lossaudit/lossaudit/testbed/kafka"
-	"github.com/lossaudit/lossaudit/testbed/sim"
 )
 
 // Schema ids in the _schemas topic: one per distinct schema, as a registry

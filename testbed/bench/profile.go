@@ -11,14 +11,14 @@ import (
 	"runtime/pprof"
 	"time"
 
+	"github.com/lossaudit/lossaudit/audit/app"
 	"github.com/lossaudit/lossaudit/audit/finding"
-	"github.com/lossaudit/lossaudit/audit/runner"
 	"github.com/lossaudit/lossaudit/config"
 )
 
-// profileMain runs one audit in this process (audit/runner.Run, exactly
+// profileMain runs one audit in this process (audit/app.Run, exactly
 // what `lossaudit audit` runs), or with -compare one comparison
-// (runner.Compare, what `lossaudit compare` runs), with CPU and heap
+// (app.Compare, what `lossaudit compare` runs), with CPU and heap
 // profiles:
 //
 //	bench profile -c /tmp/lossaudit-bench/audit.yaml -cpuprofile cpu.out -memprofile mem.out [-from RFC3339]
@@ -27,7 +27,7 @@ import (
 // With -reconcile it profiles a reconcile step instead: it runs the
 // baseline (not profiled) on a fresh store, appends -step-share of the
 // loaded input records (the manifest, -manifest, says what is loaded and
-// is updated), then profiles the step (audit/runner.Reconcile and its
+// is updated), then profiles the step (audit/app.Reconcile and its
 // commit).
 func profileMain(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("profile", flag.ContinueOnError)
@@ -85,9 +85,9 @@ func profileMain(ctx context.Context, args []string, stdout io.Writer) error {
 	case step != nil:
 		res, err = step()
 	case *cmp:
-		res, err = runner.Compare(ctx, cfg, runner.Options{})
+		res, err = app.Compare(ctx, cfg, app.Options{})
 	default:
-		res, _, err = runner.Run(ctx, cfg, runner.Options{})
+		res, _, err = app.Run(ctx, cfg, app.Options{})
 	}
 	if err != nil {
 		return err
@@ -121,7 +121,7 @@ func prepareStep(ctx context.Context, cfgPath, manifestPath string, share float6
 	}
 	// A store with a baseline is stepped on; otherwise the baseline runs
 	// first.
-	_, statErr := os.Stat(filepath.Join(cfg.Store.Dir, runner.StateDir))
+	_, statErr := os.Stat(filepath.Join(cfg.Store.Dir, app.StateDir))
 	haveBaseline := statErr == nil
 	if !haveBaseline {
 		if err := os.RemoveAll(cfg.Store.Dir); err != nil {
@@ -130,7 +130,7 @@ func prepareStep(ctx context.Context, cfgPath, manifestPath string, share float6
 	}
 	run := func() (*finding.Result, error) {
 		t0 := time.Now()
-		st, err := runner.Reconcile(ctx, cfg, runner.Options{})
+		st, err := app.Reconcile(ctx, cfg, app.Options{})
 		if err != nil {
 			return nil, err
 		}

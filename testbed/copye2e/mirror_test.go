@@ -10,8 +10,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/lossaudit/lossaudit/audit/app"
 	"github.com/lossaudit/lossaudit/audit/finding"
-	"github.com/lossaudit/lossaudit/audit/runner"
 	"github.com/lossaudit/lossaudit/config"
 	"github.com/lossaudit/lossaudit/testbed/kafka"
 )
@@ -172,7 +172,7 @@ func TestMirrorMakerOutage(t *testing.T) {
 // findings by kind.
 func checkCopies(ctx context.Context, t *testing.T, cfg *config.Config, truth []Row) map[finding.Kind]int {
 	t.Helper()
-	res, err := runner.Compare(ctx, cfg, runner.Options{})
+	res, err := app.Compare(ctx, cfg, app.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

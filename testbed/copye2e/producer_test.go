@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lossaudit/lossaudit/audit/app"
 	"github.com/lossaudit/lossaudit/audit/finding"
-	"github.com/lossaudit/lossaudit/audit/runner"
 	"github.com/lossaudit/lossaudit/testbed/kafka"
 )
 
@@ -28,7 +28,7 @@ func checkLedger(ctx context.Context, t *testing.T, c *kafka.Cluster, vp *Tool, 
 	truth := Ledger(lines, seen)
 	cfg := Config(c.Bootstrap(), filepath.Join(t.TempDir(), "index"))
 	cfg.Compare.Ledger = vp.Out
-	res, err := runner.Compare(ctx, cfg, runner.Options{})
+	res, err := app.Compare(ctx, cfg, app.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

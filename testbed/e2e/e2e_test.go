@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lossaudit/lossaudit/audit/app"
 	"github.com/lossaudit/lossaudit/audit/finding"
-	"github.com/lossaudit/lossaudit/audit/runner"
 	"github.com/lossaudit/lossaudit/config"
 	"github.com/lossaudit/lossaudit/testbed/kafka"
 	"github.com/lossaudit/lossaudit/testbed/loadgen"
@@ -74,7 +74,7 @@ func auditAgrees(t *testing.T, res *Result, want []Discrepancy, pending map[stri
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	start := time.Now()
-	ar, _, err := runner.Run(ctx, res.Config, runner.Options{})
+	ar, _, err := app.Run(ctx, res.Config, app.Options{})
 	if err != nil {
 		t.Errorf("audit: %v", err)
 		return
@@ -308,7 +308,7 @@ func windowedAgrees(t *testing.T, res *Result, processed *loadgen.Ledger) {
 	}
 	from := time.UnixMilli(ts[len(ts)/2])
 	run := func(cfg config.Config) map[string]finding.Row {
-		ar, _, err := runner.Run(ctx, &cfg, runner.Options{})
+		ar, _, err := app.Run(ctx, &cfg, app.Options{})
 		if err != nil {
 			t.Fatalf("audit: %v", err)
 		}

@@ -1,0 +1,96 @@
+package streams
+
+import (
+	"fmt"
+
+	"github.com/lossaudit/lossaudit/audit/finding"
+	"github.com/lossaudit/lossaudit/audit/internal/engine/detect"
+	"github.com/lossaudit/lossaudit/audit/internal/store/index"
+	"github.com/lossaudit/lossaudit/audit/kread"
+)
+
+// checked is what the check phase found.
+type checked struct {
+	rows []finding.Row
+	// checkedChangelog and checkedOutput count the (input, key) pairs
+	// checked at each stage; withheld the rows held back.
+	checkedChangelog, checkedOutput, withheld int64
+	// pending counts, per input, the candidates pending at the second hop.
+	pending []int64
+	// keys counts the keys checked.
+	keys int64
+}
+
+// heldRow names a row that the check withheld for a key.
+type heldRow struct {
+	stage finding.Stage
+	x     int
+}
+
+// keyVisitor lets a mode of the engine take part in the check of every
+// key (a reconcile step: its state). known adds what the mode knows of
+// the key to ev (see fold); judged receives the key's evidence, the rows
+// the check found and the rows it withheld, and returns the rows to
+// report.
+type keyVisitor interface {
+	known(key []byte, ev *detect.KeyEvidence) error
+	judged(ev *detect.KeyEvidence, rows []finding.Row, held []heldRow) ([]finding.Row, error)
+}
+
+// check streams the index key by key through the core check. Candidates
+// pending at the second hop move from audited to pending on tl. v, when
+// not nil, takes part in every key's check.
+func check(o Options, snap *pipelineSnapshot, stuck map[kread.TP]bool, tl *timeline, v keyVisitor) (*checked, error) {
+	spec := &detect.KeySpec{}
+	for _, in := range o.Inputs {
+		spec.Inputs = append(spec.Inputs, detect.InputSpec{Name: in.Name, Topic: in.Topic, RepartitionTopic: in.RepartitionTopic})
+	}
+	var held []heldRow
+	if len(stuck) > 0 {
+		spec.Withheld = func(stage finding.Stage, x int, key []byte) bool {
+			t := snap.output
+			if stage == finding.StageChangelog {
+				t = snap.changelogs[x]
+			}
+			w := stuck[kread.TP{Topic: t.Name, Partition: partitionFor(key, len(t.Parts))}]
+			if w {
+				held = append(held, heldRow{stage, x})
+			}
+			return w
+		}
+	}
+	res := &checked{pending: make([]int64, len(o.Inputs))}
+	ev := detect.NewKeyEvidence(len(o.Inputs))
+	err := o.Store.EachKey(func(key []byte, c *index.Cursor) error {
+		var known func() error
+		if v != nil {
+			known = func() error { return v.known(key, ev) }
+		}
+		if err := fold(key, c, ev, len(o.Inputs), tl.movePending, known); err != nil {
+			return err
+		}
+		var kc detect.KeyCounts
+		n := len(res.rows)
+		held = held[:0]
+		res.rows, kc = detect.Keys(spec, ev, res.rows)
+		if v != nil {
+			rows, err := v.judged(ev, res.rows[n:], held)
+			if err != nil {
+				return err
+			}
+			res.rows = append(res.rows[:n], rows...)
+		}
+		res.keys++
+		res.checkedChangelog += int64(kc.CheckedChangelog)
+		res.checkedOutput += int64(kc.CheckedOutput)
+		res.withheld += int64(kc.Withheld)
+		for x := range ev.Inputs {
+			res.pending[x] += ev.Inputs[x].Pending
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("audit: checking the index: %w", err)
+	}
+	return res, nil
+}

@@ -1,0 +1,396 @@
+package streams
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/lossaudit/lossaudit/audit/finding"
+	"github.com/lossaudit/lossaudit/audit/internal/engine/collect"
+	"github.com/lossaudit/lossaudit/audit/internal/engine/detect"
+	"github.com/lossaudit/lossaudit/audit/internal/engine/snapshot"
+	"github.com/lossaudit/lossaudit/audit/kread"
+)
+
+// inputCounters are one input's counters while the reads run.
+type inputCounters struct {
+	scanned, outside, pending, nullValue, undecodable, nullKey, candidates atomic.Int64
+}
+
+func (c *inputCounters) counts() finding.InputCounts {
+	return finding.InputCounts{
+		Scanned: c.scanned.Load(), OutsideWindow: c.outside.Load(), Pending: c.pending.Load(),
+		NullValue: c.nullValue.Load(), DecodeErrors: c.undecodable.Load(), NullKey: c.nullKey.Load(),
+		Audited: c.candidates.Load(),
+	}
+}
+
+// maxDecodeSamples bounds the decode errors quoted with their coordinates.
+const maxDecodeSamples = 10
+
+// decodeErrors counts decode errors by class and keeps the first samples;
+// safe for concurrent use.
+type decodeErrors struct {
+	mu      sync.Mutex
+	byClass map[string]int64
+	// perInput counts the classes per input, for the verdict.
+	perInput map[int]map[string]int64
+	samples  []finding.DecodeErrorSample
+	// near is, per input, the field paths nearest to the configured one,
+	// found for an early undecodable record (tries counts the attempts).
+	near  map[int][]string
+	tries map[int]int
+}
+
+// maxNearTries bounds the records asked for nearby field paths per input.
+const maxNearTries = 3
+
+func (d *decodeErrors) add(x int, in *Input, rec *kread.Record, err error) {
+	class := "other"
+	var c interface{ Class() string }
+	if errors.As(err, &c) {
+		class = c.Class()
+	}
+	d.mu.Lock()
+	if d.byClass == nil {
+		d.byClass, d.perInput, d.near, d.tries = map[string]int64{}, map[int]map[string]int64{}, map[int][]string{}, map[int]int{}
+	}
+	d.byClass[class]++
+	if d.perInput[x] == nil {
+		d.perInput[x] = map[string]int64{}
+	}
+	d.perInput[x][class]++
+	if len(d.samples) < maxDecodeSamples {
+		d.samples = append(d.samples, finding.DecodeErrorSample{Topic: rec.Topic, Partition: rec.Partition, Offset: rec.Offset, Error: fmt.Sprint(err)})
+	}
+	ask := in.FieldsNear != nil && d.near[x] == nil && d.tries[x] < maxNearTries
+	if ask {
+		d.tries[x]++
+	}
+	d.mu.Unlock()
+	if ask {
+		if near := in.FieldsNear(rec); near != nil {
+			d.mu.Lock()
+			d.near[x] = near
+			d.mu.Unlock()
+		}
+	}
+}
+
+// top returns input x's most frequent decode error class ("" for none).
+func (d *decodeErrors) top(x int) string {
+	best, n := "", int64(0)
+	for c, k := range d.perInput[x] {
+		if k > n || (k == n && c < best) {
+			best, n = c, k
+		}
+	}
+	return best
+}
+
+// readPlan says which offsets of each partition a run reads. A nil plan
+// reads what an audit does: every partition from its log start (or the
+// window start) to its LSO.
+type readPlan struct {
+	// from holds start offsets; a partition missing from it starts at its
+	// log start, or with a window at the window start.
+	from map[kread.TP]int64
+	// to holds end offsets (exclusive) below the LSO; a partition missing
+	// from it is read to its LSO.
+	to map[kread.TP]int64
+}
+
+// bounds returns the plan's start and end offsets of topic's partitions,
+// starting from start (the window start, or nil).
+func (p *readPlan) bounds(topic string, parts []int32, start map[int32]int64) (from, to map[int32]int64) {
+	if p == nil {
+		return start, nil
+	}
+	from, to = map[int32]int64{}, map[int32]int64{}
+	for _, part := range parts {
+		tp := kread.TP{Topic: topic, Partition: part}
+		if o, ok := p.from[tp]; ok {
+			from[part] = o
+		} else if o, ok := start[part]; ok {
+			from[part] = o
+		}
+		if o, ok := p.to[tp]; ok {
+			to[part] = o
+		}
+	}
+	return from, to
+}
+
+// ranges returns what the plan reads of t, starting from start (the window
+// start, or nil).
+func (c *collector) ranges(t snapshot.Topic, start map[int32]int64) ([]kread.Range, int64) {
+	from, to := c.plan.bounds(t.Name, t.Parts, start)
+	return collect.Ranges(t, from, to)
+}
+
+// collector reads the pipeline's topics into the index.
+type collector struct {
+	o      Options
+	snap   *pipelineSnapshot
+	plan   *readPlan
+	w      entryWriter
+	stats  collect.Stats
+	counts []inputCounters
+	decode decodeErrors
+	win    window
+	tails  tailSet
+	// timeline counts the audited and pending input records by timestamp.
+	timeline *timeline
+
+	// windowFrom holds, per input partition, the window start offset the
+	// read began at (windowed runs).
+	windowFrom map[kread.TP]int64
+
+	mu sync.Mutex // guards next
+	// next holds, per input partition, the first committed record at or
+	// after the group's committed offset (unwindowed audits only).
+	next map[kread.TP]detect.NextRecord
+}
+
+func newCollector(o Options, snap *pipelineSnapshot, plan *readPlan, w entryWriter) *collector {
+	c := &collector{o: o, snap: snap, plan: plan, w: w, counts: make([]inputCounters, len(o.Inputs)), next: map[kread.TP]detect.NextRecord{},
+		timeline: newTimeline(len(o.Inputs))}
+	c.tails.limit = o.maxTails
+	if !o.From.IsZero() {
+		c.win.from = o.From.UnixMilli()
+	}
+	if !o.To.IsZero() {
+		c.win.to = o.To.UnixMilli()
+	}
+	return c
+}
+
+// readTails reads the repartition topics: their tails decide which input
+// records are pending at the second hop. It runs between the two halves
+// of the snapshot (settleDownstream says why).
+func (c *collector) readTails(ctx context.Context) error {
+	for x := range c.o.Inputs {
+		if err := c.readRepartition(ctx, x); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// readRest reads, after the snapshot is complete, the inputs, the
+// changelogs and the output.
+func (c *collector) readRest(ctx context.Context) error {
+	for x := range c.o.Inputs {
+		if err := c.readInput(ctx, x); err != nil {
+			return err
+		}
+	}
+	for x, in := range c.o.Inputs {
+		t := c.snap.changelogs[x]
+		if err := c.readStage(ctx, "changelog "+in.ChangelogTopic, t.Name, x, false, in.DownstreamKey); err != nil {
+			return err
+		}
+	}
+	return c.readStage(ctx, "output "+c.o.Output, c.o.Output, 0, true, c.o.OutputKey)
+}
+
+// windowStart returns where reading topic starts: the log start, or with a
+// window start, the first offset whose timestamp is at least From (every
+// record at or after From lies at or after it).
+func (c *collector) windowStart(ctx context.Context, topic string) (map[int32]int64, error) {
+	if c.o.From.IsZero() {
+		return nil, nil
+	}
+	start, err := c.o.Kafka.OffsetsForTime(ctx, topic, c.o.From)
+	if err != nil {
+		return nil, fmt.Errorf("audit: looking up offsets of %s for %s: %w", topic, c.o.From.UTC().Format("2006-01-02T15:04:05Z07:00"), err)
+	}
+	return start, nil
+}
+
+func (c *collector) readRepartition(ctx context.Context, x int) error {
+	in := c.o.Inputs[x]
+	t := c.snap.reparts[x]
+	rs, total := c.ranges(t, nil)
+	return collect.Read(ctx, c.o.Kafka, c.o.Progress, "repartition "+in.RepartitionTopic, rs, total, false, &c.stats, func(recs []kread.Record) error {
+		for i := range recs {
+			rec := &recs[i]
+			if rec.Key == nil || rec.Value == nil {
+				continue
+			}
+			committed, ok := c.snap.group[kread.TP{Topic: rec.Topic, Partition: rec.Partition}]
+			key := rec.Key
+			if in.DownstreamKey != nil {
+				key = in.DownstreamKey(key)
+			}
+			fp, tail := fingerprint(rec.Value), !ok || rec.Offset >= committed
+			if tail {
+				c.tails.add(newTailID(uint8(x), key, rec.Timestamp, fp))
+			}
+			if err := c.w.repartition(uint8(x), key, rec.Timestamp, fp, tail, rec.Partition, rec.Offset); err != nil {
+				return fmt.Errorf("indexing %s[%d]@%d: %w", rec.Topic, rec.Partition, rec.Offset, err)
+			}
+		}
+		return nil
+	})
+}
+
+func (c *collector) readInput(ctx context.Context, x int) error {
+	in := &c.o.Inputs[x]
+	start, err := c.windowStart(ctx, in.Topic)
+	if err != nil {
+		return err
+	}
+	t := c.snap.inputs[x]
+	for p, off := range start {
+		if c.windowFrom == nil {
+			c.windowFrom = map[kread.TP]int64{}
+		}
+		c.windowFrom[kread.TP{Topic: t.Name, Partition: p}] = off
+	}
+	rs, total := c.ranges(t, start)
+	cnt := &c.counts[x]
+	// With every repartition-tail record in memory, a candidate pending at
+	// the second hop is known as it is read, so the others can be
+	// coalesced to the newest per key: the check needs no more.
+	coalesce := c.tails.complete()
+	seenNext := map[int32]bool{} // per partition; callbacks of one partition are sequential, in offset order
+	var seenMu sync.Mutex
+	err = collect.Read(ctx, c.o.Kafka, c.o.Progress, "input "+in.Topic, rs, total, false, &c.stats, func(recs []kread.Record) error {
+		var n [nullKey + 1]int64
+		var nextDone bool
+		if len(recs) > 0 {
+			seenMu.Lock()
+			nextDone = seenNext[recs[0].Partition] || !c.o.From.IsZero()
+			seenMu.Unlock()
+		}
+		tl := c.timeline.batch()
+		for i := range recs {
+			rec := &recs[i]
+			committed, ok := c.snap.group[kread.TP{Topic: rec.Topic, Partition: rec.Partition}]
+			key, ts, status, serr := rec.Key, rec.Timestamp, DecodeError, error(nil)
+			if rec.Value != nil {
+				key, ts, status, serr = in.Select(rec)
+				if status == Failed {
+					return fmt.Errorf("selecting the key of %s[%d]@%d: %w", rec.Topic, rec.Partition, rec.Offset, serr)
+				}
+				if status == DecodeError {
+					ts = rec.Timestamp // the window applies to the record's own timestamp
+				}
+			}
+			if !nextDone && ok && rec.Offset >= committed {
+				nextDone = true
+				c.noteNext(rec, status, serr)
+				seenMu.Lock()
+				seenNext[rec.Partition] = true
+				seenMu.Unlock()
+			}
+			cl := classify(ok && rec.Offset < committed, rec.Value != nil, ts, status, c.win)
+			var fp uint64
+			first := coalesce
+			if cl == candidate {
+				fp = fingerprint(rec.Value)
+				if coalesce && c.tails.has(newTailID(uint8(x), key, ts, fp)) {
+					if c.plan == nil {
+						cl = pending // its copy waits in the repartition tail: the second hop's lag
+					} else {
+						// A reconcile step keeps the record in its state to
+						// judge it once processed: indexed as it is, the
+						// check finds it pending.
+						first = false
+					}
+				}
+			}
+			n[cl]++
+			switch cl {
+			case undecodable:
+				c.decode.add(x, in, rec, serr)
+			case pending:
+				tl.note(ts, true)
+			case candidate:
+				tl.note(ts, false)
+				if err := c.w.input(first, uint8(x), key, ts, rec.Partition, rec.Offset, fp); err != nil {
+					return fmt.Errorf("indexing %s[%d]@%d: %w", rec.Topic, rec.Partition, rec.Offset, err)
+				}
+			}
+		}
+		c.timeline.add(x, tl)
+		cnt.scanned.Add(int64(len(recs)))
+		cnt.candidates.Add(n[candidate])
+		cnt.outside.Add(n[outsideWindow])
+		cnt.pending.Add(n[pending])
+		cnt.nullValue.Add(n[nullValue])
+		cnt.undecodable.Add(n[undecodable])
+		cnt.nullKey.Add(n[nullKey])
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("audit: input %s: %w", in.Name, err)
+	}
+	return nil
+}
+
+// noteNext records the record the application reads next on its
+// partition, and whether it decodes.
+func (c *collector) noteNext(rec *kread.Record, status SelectStatus, err error) {
+	n := detect.NextRecord{Topic: rec.Topic, Partition: rec.Partition, Offset: rec.Offset}
+	if rec.Value != nil && status == DecodeError {
+		n.DecodeError = fmt.Sprint(err)
+	}
+	c.mu.Lock()
+	c.next[kread.TP{Topic: rec.Topic, Partition: rec.Partition}] = n
+	c.mu.Unlock()
+}
+
+// nextRecords lists what noteNext recorded, by topic and partition.
+func (c *collector) nextRecords() []detect.NextRecord {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]detect.NextRecord, 0, len(c.next))
+	for _, n := range c.next {
+		out = append(out, n)
+	}
+	slices.SortFunc(out, func(a, b detect.NextRecord) int {
+		if a.Topic != b.Topic {
+			return strings.Compare(a.Topic, b.Topic)
+		}
+		return int(a.Partition - b.Partition)
+	})
+	return out
+}
+
+func (c *collector) readStage(ctx context.Context, name, topic string, x int, output bool, norm func([]byte) []byte) error {
+	start, err := c.windowStart(ctx, topic)
+	if err != nil {
+		return err
+	}
+	t := c.snap.output
+	if !output {
+		t = c.snap.changelogs[x]
+	}
+	rs, total := c.ranges(t, start)
+	err = collect.Read(ctx, c.o.Kafka, c.o.Progress, name, rs, total, true, &c.stats, func(recs []kread.Record) error {
+		for i := range recs {
+			rec := &recs[i]
+			if rec.Key == nil {
+				continue
+			}
+			key := rec.Key
+			if norm != nil {
+				key = norm(key)
+			}
+			if err := c.w.stage(output, uint8(x), key, rec.Partition, rec.Timestamp, rec.Offset, rec.Kind == kread.Aborted, rec.Value == nil); err != nil {
+				return fmt.Errorf("indexing %s[%d]@%d: %w", rec.Topic, rec.Partition, rec.Offset, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("audit: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,368 @@
+package streams
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"github.com/lossaudit/lossaudit/audit/finding"
+	"github.com/lossaudit/lossaudit/audit/internal/engine/detect"
+)
+
+// known is what the steps of a reconciliation learnt about one selected
+// key and keep between steps (one value per key in the state store): per
+// input the newest processed update (the evidence, with its repartition
+// copy) and the updates still pending at the second hop; per changelog and
+// for the output the newest committed and aborted timestamps; and the
+// findings open on the key. These are maxima and short lists, so they do
+// not grow with the records read.
+type known struct {
+	inputs     []knownInput
+	changelogs []detect.StageState
+	output     detect.StageState
+	open       []openFinding
+}
+
+// knownInput is what is known of one input for the key.
+type knownInput struct {
+	has bool
+	ev  detect.InputRecord
+	// copied says the repartition topic held a processed copy of the
+	// evidence at copyPartition/copyOffset when it became the evidence.
+	copied        bool
+	copyPartition int32
+	copyOffset    int64
+	// pending are the candidates whose copy was in the repartition tail.
+	pending []detect.InputRecord
+}
+
+// openFinding is a finding on the key that the last step reported (or
+// withheld), and when it was first reported.
+type openFinding struct {
+	x         int
+	row       finding.Row
+	firstSeen int64 // Unix ms
+	// withheld: a partition the finding depends on had a hanging
+	// transaction at the last step, which neither reported nor resolved it.
+	withheld bool
+	// looked: a windowed reconciliation read the stage's partition before
+	// the window start for the key; hasBefore/beforeTS is what it found.
+	looked, hasBefore bool
+	beforeTS          int64
+}
+
+// empty reports whether nothing is known of the key.
+func (k *known) empty() bool {
+	for _, in := range k.inputs {
+		if in.has || len(in.pending) > 0 {
+			return false
+		}
+	}
+	for _, s := range k.changelogs {
+		if s.Has || s.HasAborted {
+			return false
+		}
+	}
+	return !k.output.Has && !k.output.HasAborted && len(k.open) == 0
+}
+
+// reset makes k a key of n inputs that nothing is known of.
+func (k *known) reset(n int) {
+	if cap(k.inputs) < n {
+		k.inputs, k.changelogs = make([]knownInput, n), make([]detect.StageState, n)
+	}
+	k.inputs, k.changelogs = k.inputs[:n], k.changelogs[:n]
+	for i := range k.inputs {
+		k.inputs[i] = knownInput{pending: k.inputs[i].pending[:0]}
+	}
+	clear(k.changelogs)
+	k.output = detect.StageState{}
+	k.open = k.open[:0]
+}
+
+// The encoding of known, version 1: a version byte, the number of inputs,
+// then per input its flags and fields, per stage (changelogs, then the
+// output) its flags and fields, then the open findings. Integers are
+// varints; fingerprints fixed 8 bytes.
+const knownVersion = 1
+
+const (
+	inHas = 1 << iota
+	inCopied
+)
+
+const (
+	stHas = 1 << iota
+	stTombstone
+	stAborted
+)
+
+const (
+	ofWithheld = 1 << iota
+	ofLooked
+	ofHasBefore
+	ofHasObserved
+	ofWitness
+	ofWitnessSeen
+)
+
+var kindCodes = []finding.Kind{finding.Missing, finding.Stale, finding.Aborted}
+
+func kindCode(k finding.Kind) byte {
+	for i, c := range kindCodes {
+		if c == k {
+			return byte(i)
+		}
+	}
+	return 0xff
+}
+
+// encode appends k's encoding to b.
+func (k *known) encode(b []byte) []byte {
+	b = append(b, knownVersion, byte(len(k.inputs)))
+	for _, in := range k.inputs {
+		var f byte
+		if in.has {
+			f |= inHas
+		}
+		if in.copied {
+			f |= inCopied
+		}
+		b = append(b, f)
+		if in.has {
+			b = appendRecord(b, in.ev)
+		}
+		if in.copied {
+			b = binary.AppendUvarint(b, uint64(in.copyPartition))
+			b = binary.AppendVarint(b, in.copyOffset)
+		}
+		b = binary.AppendUvarint(b, uint64(len(in.pending)))
+		for _, r := range in.pending {
+			b = appendRecord(b, r)
+		}
+	}
+	for i := 0; i <= len(k.changelogs); i++ {
+		s := k.output
+		if i < len(k.changelogs) {
+			s = k.changelogs[i]
+		}
+		var f byte
+		if s.Has {
+			f |= stHas
+		}
+		if s.Tombstone {
+			f |= stTombstone
+		}
+		if s.HasAborted {
+			f |= stAborted
+		}
+		b = append(b, f)
+		if s.Has || s.HasAborted {
+			b = binary.AppendUvarint(b, uint64(s.Partition))
+		}
+		if s.Has {
+			b = binary.AppendVarint(b, s.TS)
+			b = binary.AppendVarint(b, s.Offset)
+		}
+		if s.HasAborted {
+			b = binary.AppendVarint(b, s.AbortedTS)
+		}
+	}
+	b = binary.AppendUvarint(b, uint64(len(k.open)))
+	for _, o := range k.open {
+		r := &o.row
+		stage := byte(0)
+		if r.Stage == finding.StageOutput {
+			stage = 1
+		}
+		var f byte
+		if o.withheld {
+			f |= ofWithheld
+		}
+		if o.looked {
+			f |= ofLooked
+		}
+		if o.hasBefore {
+			f |= ofHasBefore
+		}
+		if r.HasObserved {
+			f |= ofHasObserved
+		}
+		if r.Witness != nil {
+			f |= ofWitness
+			if r.Witness.Seen {
+				f |= ofWitnessSeen
+			}
+		}
+		b = append(b, byte(o.x), stage, kindCode(r.Kind), f)
+		b = binary.AppendVarint(b, o.firstSeen)
+		b = binary.AppendUvarint(b, uint64(r.Partition))
+		b = binary.AppendVarint(b, r.Offset)
+		b = binary.AppendVarint(b, r.Timestamp)
+		b = binary.AppendVarint(b, r.ExpectedTS)
+		if r.HasObserved {
+			b = binary.AppendVarint(b, r.ObservedTS)
+		}
+		if r.Witness != nil && r.Witness.Seen {
+			b = binary.AppendUvarint(b, uint64(r.Witness.Partition))
+			b = binary.AppendVarint(b, r.Witness.Offset)
+		}
+		if o.hasBefore {
+			b = binary.AppendVarint(b, o.beforeTS)
+		}
+	}
+	return b
+}
+
+func appendRecord(b []byte, r detect.InputRecord) []byte {
+	b = binary.AppendVarint(b, r.TS)
+	b = binary.AppendUvarint(b, uint64(r.Partition))
+	b = binary.AppendVarint(b, r.Offset)
+	return binary.BigEndian.AppendUint64(b, r.FP)
+}
+
+var errShortState = errors.New("truncated value")
+
+// decoder reads the encoding of known.
+type decoder struct {
+	b   []byte
+	err error
+}
+
+func (d *decoder) byte() byte {
+	if d.err != nil || len(d.b) < 1 {
+		d.err = errShortState
+		return 0
+	}
+	c := d.b[0]
+	d.b = d.b[1:]
+	return c
+}
+
+// varint reads a zig-zag varint (binary.AppendVarint).
+func (d *decoder) varint() int64 {
+	u := d.uvarint()
+	return int64(u>>1) ^ -int64(u&1)
+}
+
+func (d *decoder) uvarint() uint64 {
+	if d.err != nil {
+		return 0
+	}
+	v, n := binary.Uvarint(d.b)
+	if n <= 0 {
+		d.err = errShortState
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *decoder) u64() uint64 {
+	if d.err != nil || len(d.b) < 8 {
+		d.err = errShortState
+		return 0
+	}
+	v := binary.BigEndian.Uint64(d.b)
+	d.b = d.b[8:]
+	return v
+}
+
+func (d *decoder) record() detect.InputRecord {
+	return detect.InputRecord{TS: d.varint(), Partition: int32(d.uvarint()), Offset: d.varint(), FP: d.u64()}
+}
+
+// decode reads b into k (reset first) for a pipeline whose inputs are
+// named by ins (join order).
+func (k *known) decode(b []byte, ins []Input) error {
+	d := &decoder{b: b}
+	if v := d.byte(); d.err == nil && v != knownVersion {
+		return fmt.Errorf("state value of version %d, this lossaudit reads %d", v, knownVersion)
+	}
+	n := int(d.byte())
+	if d.err == nil && n != len(ins) {
+		return fmt.Errorf("state value for %d inputs, the pipeline has %d", n, len(ins))
+	}
+	k.reset(len(ins))
+	for x := range k.inputs {
+		in := &k.inputs[x]
+		f := d.byte()
+		in.has, in.copied = f&inHas != 0, f&inCopied != 0
+		if in.has {
+			in.ev = d.record()
+		}
+		if in.copied {
+			in.copyPartition, in.copyOffset = int32(d.uvarint()), d.varint()
+		}
+		np := d.uvarint()
+		if np > uint64(len(d.b)) {
+			return errShortState
+		}
+		for range np {
+			in.pending = append(in.pending, d.record())
+		}
+	}
+	for i := 0; i <= len(k.changelogs); i++ {
+		var s detect.StageState
+		f := d.byte()
+		s.Has, s.Tombstone, s.HasAborted = f&stHas != 0, f&stTombstone != 0, f&stAborted != 0
+		if s.Has || s.HasAborted {
+			s.Partition = int32(d.uvarint())
+		}
+		if s.Has {
+			s.TS, s.Offset = d.varint(), d.varint()
+		}
+		if s.HasAborted {
+			s.AbortedTS = d.varint()
+		}
+		if i < len(k.changelogs) {
+			k.changelogs[i] = s
+		} else {
+			k.output = s
+		}
+	}
+	no := d.uvarint()
+	if no > uint64(len(d.b)) {
+		return errShortState
+	}
+	for range no {
+		var o openFinding
+		o.x = int(d.byte())
+		stage, kind, f := d.byte(), d.byte(), d.byte()
+		if d.err != nil {
+			break
+		}
+		if o.x >= len(ins) || stage > 1 || int(kind) >= len(kindCodes) {
+			return fmt.Errorf("state value with a finding of input %d, stage %d, kind %d", o.x, stage, kind)
+		}
+		o.withheld, o.looked, o.hasBefore = f&ofWithheld != 0, f&ofLooked != 0, f&ofHasBefore != 0
+		o.firstSeen = d.varint()
+		r := &o.row
+		r.Kind, r.Stage = kindCodes[kind], finding.StageChangelog
+		if stage == 1 {
+			r.Stage = finding.StageOutput
+		}
+		r.Input, r.Topic = ins[o.x].Name, ins[o.x].Topic
+		r.Partition, r.Offset, r.Timestamp, r.ExpectedTS = int32(d.uvarint()), d.varint(), d.varint(), d.varint()
+		if f&ofHasObserved != 0 {
+			r.HasObserved, r.ObservedTS = true, d.varint()
+		}
+		if f&ofWitness != 0 {
+			r.Witness = &finding.Witness{Topic: ins[o.x].RepartitionTopic}
+			if f&ofWitnessSeen != 0 {
+				r.Witness.Seen, r.Witness.Partition, r.Witness.Offset = true, int32(d.uvarint()), d.varint()
+			}
+		}
+		if o.hasBefore {
+			o.beforeTS = d.varint()
+		}
+		k.open = append(k.open, o)
+	}
+	if d.err != nil {
+		return d.err
+	}
+	if len(d.b) != 0 {
+		return fmt.Errorf("state value with %d bytes left over", len(d.b))
+	}
+	return nil
+}

@@ -1,0 +1,140 @@
+package streams
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/lossaudit/lossaudit/audit/internal/engine/collect"
+	"github.com/lossaudit/lossaudit/audit/internal/engine/snapshot"
+	"github.com/lossaudit/lossaudit/audit/internal/store/history"
+	"github.com/lossaudit/lossaudit/audit/internal/store/index"
+	"github.com/lossaudit/lossaudit/audit/kread"
+)
+
+// Kafka is what the engine needs from the cluster; *kread.Client has it.
+// Every method is read-only.
+type Kafka interface {
+	Partitions(ctx context.Context, topic string) ([]int32, error)
+	Offsets(ctx context.Context, topic string) (map[int32]kread.Offsets, error)
+	OffsetsForTime(ctx context.Context, topic string, t time.Time) (map[int32]int64, error)
+	GroupOffsets(ctx context.Context, group string, topics []string) (map[kread.TP]int64, error)
+	DescribeGroup(ctx context.Context, group string) (kread.Group, error)
+	Read(ctx context.Context, ranges []kread.Range, o kread.ReadOptions, fn func(recs []kread.Record) error) (map[kread.TP]kread.Stats, error)
+}
+
+// SelectStatus says what selecting the key of an input record gave.
+type SelectStatus uint8
+
+// Selection outcomes.
+const (
+	// Selected: the record has a selected key (and timestamp).
+	Selected SelectStatus = iota
+	// NullKey: the selected key is null; Kafka Streams drops the record.
+	NullKey
+	// DecodeError: the value could not be decoded or the key extracted.
+	DecodeError
+	// Failed: selection cannot work at all (every schema source down, the
+	// registry rejecting the credentials); the run stops with err.
+	Failed
+)
+
+// Selector computes an input record's selected key and the timestamp the
+// application sees for it. It is called concurrently for different
+// partitions. On DecodeError, err says why; if err has a method
+// `Class() string`, decode errors are counted under that class.
+type Selector func(rec *kread.Record) (key []byte, ts int64, status SelectStatus, err error)
+
+// Input is one input of the pipeline, in join order.
+type Input struct {
+	Name             string
+	Topic            string
+	RepartitionTopic string
+	ChangelogTopic   string
+	Select           Selector
+	// DownstreamKey, when set, maps a repartition or changelog record key
+	// to the form Select returns (for example stripping Avro framing).
+	DownstreamKey func([]byte) []byte
+	// Field is the configured field path that selects the key, "" when
+	// the record key is kept; only used to explain an inconclusive
+	// verdict, with FieldsNear.
+	Field string
+	// FieldsNear, when set, returns the writer schema's field paths
+	// closest to Field for a record that failed to decode.
+	FieldsNear func(rec *kread.Record) []string
+}
+
+// Progress receives progress of the long phases; nil means none.
+type Progress = collect.Progress
+
+// Phase is one phase of a Progress.
+type Phase = collect.Phase
+
+// History keeps partition snapshots across runs; *history.Store has it.
+type History interface {
+	Load(group string) (map[kread.TP]history.Entry, error)
+	Record(group string, now []snapshot.Partition, at time.Time) error
+}
+
+// Options configure one audit run.
+type Options struct {
+	Kafka Kafka
+	Store *index.Store
+	// Group is the application.id: the consumer group whose committed
+	// offsets say what has been processed.
+	Group  string
+	Inputs []Input
+	Output string
+	// OutputKey, when set, maps an output record key to the selected key form.
+	OutputKey func([]byte) []byte
+	// From and To bound the audited input timestamps; zero means unbounded.
+	From, To time.Time
+	// SettleTimeout bounds the wait for transactions open when the group
+	// offsets were read to end on changelog and output partitions.
+	SettleTimeout time.Duration
+	// SettlePoll is the interval between settle checks (default 200ms).
+	SettlePoll time.Duration
+	Progress   Progress
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+	// History, when set, compares this run's snapshot with the previous
+	// run's (truncated, offset_reset) and records it for the next run.
+	History History
+
+	// maxTails overrides maxTails (tests).
+	maxTails int
+}
+
+// withDefaults validates o and fills in its defaults.
+func (o Options) withDefaults() (Options, error) {
+	switch {
+	case o.Kafka == nil:
+		return o, errors.New("audit: no Kafka client")
+	case o.Store == nil:
+		return o, errors.New("audit: no index store")
+	case o.Group == "":
+		return o, errors.New("audit: no application id (consumer group)")
+	case len(o.Inputs) == 0:
+		return o, errors.New("audit: no inputs")
+	case len(o.Inputs) > 255:
+		return o, errors.New("audit: more than 255 inputs")
+	case o.Output == "":
+		return o, errors.New("audit: no output topic")
+	}
+	for i, in := range o.Inputs {
+		if in.Topic == "" || in.RepartitionTopic == "" || in.ChangelogTopic == "" || in.Select == nil {
+			return o, fmt.Errorf("audit: input %d (%s) lacks a topic, repartition topic, changelog topic or selector", i, in.Name)
+		}
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.maxTails <= 0 {
+		o.maxTails = maxTails
+	}
+	if o.SettlePoll <= 0 {
+		o.SettlePoll = 200 * time.Millisecond
+	}
+	return o, nil
+}

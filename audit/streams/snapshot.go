@@ -1,0 +1,177 @@
+package streams
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/lossaudit/lossaudit/audit/finding"
+	"github.com/lossaudit/lossaudit/audit/internal/engine/snapshot"
+	"github.com/lossaudit/lossaudit/audit/kread"
+)
+
+// pipelineSnapshot is what the snapshot phase saw of the pipeline's
+// topics, in the order that makes the audit sound.
+type pipelineSnapshot struct {
+	// group holds the group's committed offsets on inputs and repartition
+	// topics.
+	group map[kread.TP]int64
+	// groupActive is true when the group had members when its offsets were
+	// read, or when its state could not be told.
+	groupActive bool
+	// groupInfo is what the coordinator said of the group then.
+	groupInfo finding.Group
+	// startHW holds the high watermarks of the changelogs and the output
+	// when the group offsets were read, by topic.
+	startHW    map[string]map[int32]int64
+	inputs     []snapshot.Topic
+	reparts    []snapshot.Topic
+	changelogs []snapshot.Topic
+	output     snapshot.Topic
+}
+
+// Roles of a pipeline's topics, in MissingTopicError.
+const (
+	RoleInput       = "input"
+	RoleRepartition = "repartition"
+	RoleChangelog   = "changelog"
+	RoleOutput      = "output"
+)
+
+// MissingTopicError says that a topic of the pipeline does not exist.
+type MissingTopicError struct {
+	Topic string
+	// Role is RoleInput, RoleRepartition, RoleChangelog or RoleOutput;
+	// Input the input's index for the first three.
+	Role  string
+	Input int
+	Err   error
+}
+
+func (e *MissingTopicError) Error() string {
+	return fmt.Sprintf("%s topic %s: %v", e.Role, e.Topic, e.Err)
+}
+
+func (e *MissingTopicError) Unwrap() error { return e.Err }
+
+// takeSnapshot reads, in this order, the group's committed offsets and the
+// bounds of the inputs and repartition topics: the first half of the
+// snapshot. The caller reads the repartition tails, then completes it with
+// settleDownstream. Every later snapshot then holds every transaction an
+// earlier one does (docs/design.md, "Snapshot order").
+func takeSnapshot(ctx context.Context, o Options) (*pipelineSnapshot, error) {
+	type named struct {
+		topic, role string
+		input       int
+	}
+	var all []named
+	var groupTopics []string
+	for i, in := range o.Inputs {
+		all = append(all, named{in.Topic, RoleInput, i}, named{in.RepartitionTopic, RoleRepartition, i}, named{in.ChangelogTopic, RoleChangelog, i})
+		groupTopics = append(groupTopics, in.Topic, in.RepartitionTopic)
+	}
+	all = append(all, named{o.Output, RoleOutput, -1})
+	// Resolve every topic first, so a missing one fails before anything is read.
+	for _, t := range all {
+		if _, err := o.Kafka.Partitions(ctx, t.topic); err != nil {
+			if errors.Is(err, kread.ErrUnknownTopic) {
+				return nil, &MissingTopicError{Topic: t.topic, Role: t.role, Input: t.input, Err: err}
+			}
+			return nil, fmt.Errorf("audit: topic %s: %w", t.topic, err)
+		}
+	}
+	s := &pipelineSnapshot{startHW: map[string]map[int32]int64{}}
+	var err error
+	if s.group, err = o.Kafka.GroupOffsets(ctx, o.Group, groupTopics); err != nil {
+		return nil, fmt.Errorf("audit: reading committed offsets of group %s: %w", o.Group, err)
+	}
+	// Whether the application is consuming: only used to tell a group
+	// stuck at an undecodable record, so not knowing is no failure. Each
+	// group type is described by its own API: DescribeGroups says Dead with
+	// no members for a running consumer, streams or share group of Kafka 4.x.
+	if g, err := o.Kafka.DescribeGroup(ctx, o.Group); err != nil {
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("audit: describing group %s: %w", o.Group, err)
+		}
+		s.groupActive = true
+		s.groupInfo = finding.Group{ID: o.Group, Members: -1, Error: err.Error()}
+	} else {
+		s.groupActive = g.Active()
+		s.groupInfo = finding.Group{ID: o.Group, Type: string(g.Type), State: g.State, Members: g.Members, Via: g.Via}
+	}
+	read := func(topics []string) ([]snapshot.Topic, error) {
+		var out []snapshot.Topic
+		for _, t := range topics {
+			st, err := snapshot.Read(ctx, o.Kafka, t)
+			if err != nil {
+				return nil, fmt.Errorf("audit: %w", err)
+			}
+			out = append(out, st)
+		}
+		return out, nil
+	}
+	var inputs, reparts []string
+	for _, in := range o.Inputs {
+		inputs = append(inputs, in.Topic)
+		reparts = append(reparts, in.RepartitionTopic)
+	}
+	if s.inputs, err = read(inputs); err != nil {
+		return nil, err
+	}
+	if s.reparts, err = read(reparts); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// settleDownstream completes the snapshot, after the repartition tails
+// have been read: the high watermarks of the changelogs and the output,
+// then each of their partitions once its LSO has reached that mark.
+//
+// The tails must be read first: Kafka Streams purges a repartition
+// partition up to its committed offset after every commit, so a
+// transaction committed after the group offsets were read can process a
+// tail copy at the second hop and purge it before the audit reads the
+// tail. Its changelog and output writes are then below high watermarks
+// read after the tails, and the record is judged with them; marks read
+// before the tails would miss them, and the record would look lost.
+func (s *pipelineSnapshot) settleDownstream(ctx context.Context, o Options) error {
+	var down []string
+	for _, in := range o.Inputs {
+		down = append(down, in.ChangelogTopic)
+	}
+	down = append(down, o.Output)
+	for _, t := range down {
+		hw, err := snapshot.HighWatermarks(ctx, o.Kafka, t)
+		if err != nil {
+			return fmt.Errorf("audit: %w", err)
+		}
+		s.startHW[t] = hw
+	}
+	s.changelogs = s.changelogs[:0]
+	deadline := o.Now().Add(o.SettleTimeout)
+	for _, t := range down {
+		st, err := snapshot.Settle(ctx, o.Kafka, t, s.startHW[t], deadline, o.SettlePoll, o.Now)
+		if err != nil {
+			return fmt.Errorf("audit: %w", err)
+		}
+		if t == o.Output {
+			s.output = st
+		} else {
+			s.changelogs = append(s.changelogs, st)
+		}
+	}
+	return nil
+}
+
+// partitions lists what the snapshot saw of every audited partition, with
+// the group's committed offsets.
+func (s *pipelineSnapshot) partitions() []snapshot.Partition {
+	var out []snapshot.Partition
+	for i := range s.inputs {
+		out = append(out, s.inputs[i].Partitions(s.group)...)
+		out = append(out, s.reparts[i].Partitions(s.group)...)
+		out = append(out, s.changelogs[i].Partitions(s.group)...)
+	}
+	return append(out, s.output.Partitions(s.group)...)
+}

@@ -1,0 +1,483 @@
+package streams
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/lossaudit/lossaudit/audit/finding"
+	"github.com/lossaudit/lossaudit/audit/internal/engine/collect"
+	"github.com/lossaudit/lossaudit/audit/internal/engine/detect"
+	"github.com/lossaudit/lossaudit/audit/internal/engine/snapshot"
+	"github.com/lossaudit/lossaudit/audit/internal/store/history"
+	"github.com/lossaudit/lossaudit/audit/internal/store/state"
+	"github.com/lossaudit/lossaudit/audit/kread"
+)
+
+// StepOptions configure a reconcile step besides Options.
+type StepOptions struct {
+	// State holds what earlier steps learnt; an empty state makes the
+	// step the baseline.
+	State *state.Store
+	// Describe is configuration text that changes what the state means
+	// besides the topics Options names (key formats, timestamp fields);
+	// a state recorded under another text cannot be continued.
+	Describe string
+}
+
+// StateMismatchError says the state was recorded for another pipeline
+// configuration: continuing it would mix two pipelines' facts.
+type StateMismatchError struct {
+	Dir string
+	// Was and Now describe the configurations, for the message.
+	Was, Now string
+}
+
+func (e *StateMismatchError) Error() string {
+	return fmt.Sprintf("the reconciliation state in %s was recorded for another pipeline configuration (was %s; now %s): move that directory away to start a new baseline, or restore the configuration", e.Dir, e.Was, e.Now)
+}
+
+// Stepped is a reconcile step whose result is ready and whose state is
+// staged, not yet committed: write the reports, then Commit (or Abort).
+type Stepped struct {
+	// Result lists the findings open after the step (Rows, with
+	// FirstSeen) and those it resolved (Resolved).
+	Result *finding.Result
+	tx     *state.Txn
+	cp     []byte
+}
+
+// Commit makes the step's state and checkpoint the store's, atomically.
+func (s *Stepped) Commit() error {
+	if err := s.tx.Commit(s.cp); err != nil {
+		return fmt.Errorf("reconcile: %w", err)
+	}
+	return nil
+}
+
+// Abort forgets the step: the next one starts from the previous checkpoint.
+func (s *Stepped) Abort() { s.tx.Abort() }
+
+// checkpoint is where the last committed step stopped, stored with the
+// state: per partition its snapshot and where the next step reads from,
+// and per input the counters accumulated since the baseline.
+type checkpoint struct {
+	Version  int       `json:"version"`
+	Step     int64     `json:"step"`
+	Pipeline string    `json:"pipeline"`
+	At       time.Time `json:"at"`
+	Baseline time.Time `json:"baseline"`
+	From     time.Time `json:"window_from"`
+	To       time.Time `json:"window_to"`
+	Parts    []cpPart  `json:"partitions"`
+	Inputs   []cpInput `json:"inputs"`
+}
+
+// cpPart is one partition in a checkpoint: what the step's snapshot saw
+// of it, its role, and where the next step reads it from.
+type cpPart struct {
+	snapshot.Partition
+	Role string `json:"role"`
+	// Next is where the next step reads from: on an input the offset up
+	// to which processed records were read, on a repartition topic the
+	// group's committed offset (the tail's start), on a changelog or the
+	// output the end the step read to.
+	Next int64 `json:"next"`
+}
+
+// cpInput are one input's counters since the baseline.
+type cpInput struct {
+	Read          int64 `json:"read"`
+	Candidates    int64 `json:"candidates"`
+	OutsideWindow int64 `json:"outside_window"`
+	NullValue     int64 `json:"null_value"`
+	DecodeErrors  int64 `json:"decode_errors"`
+	NullKey       int64 `json:"null_key"`
+}
+
+const checkpointVersion = 1
+
+func (cp *checkpoint) part(topic string, p int32) (cpPart, bool) {
+	for _, c := range cp.Parts {
+		if c.Topic == topic && c.Partition.Partition == p {
+			return c, true
+		}
+	}
+	return cpPart{}, false
+}
+
+// history returns the checkpoint's partitions as the history detectors
+// take them.
+func (cp *checkpoint) history() map[kread.TP]history.Entry {
+	out := map[kread.TP]history.Entry{}
+	for _, c := range cp.Parts {
+		out[kread.TP{Topic: c.Topic, Partition: c.Partition.Partition}] = history.Entry{At: cp.At, Partition: c.Partition}
+	}
+	return out
+}
+
+// describePipeline is the text a state is bound to.
+func describePipeline(o Options, extra string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "group=%s output=%s", o.Group, o.Output)
+	for _, in := range o.Inputs {
+		fmt.Fprintf(&b, " input=%s:%s>%s>%s key=%q", in.Name, in.Topic, in.RepartitionTopic, in.ChangelogTopic, in.Field)
+	}
+	if extra != "" {
+		b.WriteString(" " + extra)
+	}
+	return b.String()
+}
+
+func loadCheckpoint(st *state.Store) (*checkpoint, error) {
+	b, err := st.Checkpoint()
+	if err != nil || b == nil {
+		return nil, err
+	}
+	var cp checkpoint
+	if err := json.Unmarshal(b, &cp); err != nil {
+		return nil, fmt.Errorf("reconcile: the checkpoint in %s is damaged: %w", st.Dir(), err)
+	}
+	if cp.Version != checkpointVersion {
+		return nil, fmt.Errorf("reconcile: the checkpoint in %s has version %d, this lossaudit reads %d", st.Dir(), cp.Version, checkpointVersion)
+	}
+	return &cp, nil
+}
+
+// Step performs one step of a scheduled reconciliation (docs/design.md,
+// "Incremental steps"). On an empty state it is the baseline: a full
+// audit (or the window's) that records what it learnt of every key. Later
+// steps read only what is new since the last checkpoint: on each input
+// partition the records processed since (from the committed offset the
+// last step used to the one now), the repartition topics from the last
+// step's committed offsets (the tails, and the copies written since), the
+// changelogs and the output from where the last step stopped; they judge
+// again exactly the keys those records touch, the keys pending at the
+// second hop and the keys with open findings, so the open findings are
+// those a full audit would report now. The state of the step is staged:
+// the caller writes the reports, then commits it.
+func Step(ctx context.Context, o Options, so StepOptions) (*Stepped, error) {
+	o, err := o.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	if so.State == nil {
+		return nil, errors.New("reconcile: no state store")
+	}
+	started := o.Now()
+	timings := map[string]time.Duration{}
+	timed := func(phase string, fn func() error) error {
+		t := o.Now()
+		err := fn()
+		timings[phase] += o.Now().Sub(t)
+		return err
+	}
+	cp, err := loadCheckpoint(so.State)
+	if err != nil {
+		return nil, err
+	}
+	desc := describePipeline(o, so.Describe)
+	if cp != nil && cp.Pipeline != desc {
+		return nil, &StateMismatchError{Dir: so.State.Dir(), Was: cp.Pipeline, Now: desc}
+	}
+	if cp != nil {
+		// The baseline's window holds for every later step.
+		o.From, o.To = cp.From, cp.To
+	}
+
+	var snap *pipelineSnapshot
+	if err := timed("snapshot", func() (err error) { snap, err = takeSnapshot(ctx, o); return err }); err != nil {
+		return nil, err
+	}
+	// The plan of the inputs and repartition topics, for the tails; the
+	// downstream part once the snapshot is complete.
+	plan, _ := planStep(o, snap, cp)
+
+	// Collect what is new, and touch the keys to judge again.
+	if err := o.Store.Reset(); err != nil {
+		return nil, err
+	}
+	w := o.Store.NewWriter()
+	ew := entryWriter{w}
+	reader := so.State.NewReader()
+	defer reader.Close()
+	col := newCollector(o, snap, plan, ew)
+	var rebuild map[kread.TP]bool
+	err = timed("read", func() error { return col.readTails(ctx) })
+	if err == nil {
+		err = timed("snapshot", func() error { return snap.settleDownstream(ctx, o) })
+	}
+	if err == nil {
+		plan, rebuild = planStep(o, snap, cp)
+		col.plan = plan
+		err = timed("read", func() error {
+			if err := touchKeys(o, reader, ew, rebuild); err != nil {
+				return err
+			}
+			if err := col.readRest(ctx); err != nil {
+				return err
+			}
+			if !snap.groupActive && o.From.IsZero() {
+				return col.readNext(ctx)
+			}
+			return nil
+		})
+	}
+	if err != nil {
+		w.Cancel()
+		return nil, err
+	}
+	if err := w.Flush(); err != nil {
+		return nil, err
+	}
+	var prev map[kread.TP]history.Entry
+	if cp != nil {
+		prev = cp.history()
+	}
+	parts := partitionFindings(o, snap, col, prev)
+
+	// Judge the touched keys against the state, staging the new state.
+	tx, err := so.State.Begin()
+	if err != nil {
+		return nil, err
+	}
+	v := &stepVisitor{o: o, snap: snap, reader: reader, tx: tx, now: started.UnixMilli(), baseline: cp == nil,
+		rebuild: rebuild, windowed: !o.From.IsZero()}
+	var chk *checked
+	err = timed("check", func() (err error) {
+		chk, err = check(o, snap, stuckPartitions(parts), col.timeline, v)
+		return err
+	})
+	if err == nil && len(v.deferred) > 0 {
+		err = timed("lookup", func() error { return v.lookBefore(ctx, chk.rows) })
+	}
+	if err != nil {
+		tx.Abort()
+		return nil, err
+	}
+
+	next, counts := nextCheckpoint(o, snap, plan, cp, col, chk, started, desc)
+	res := assemble(ctx, o, snap, col, chk, parts, counts)
+	res.Summary.Index = finding.IndexStats{RecordsRead: col.stats.Records(), Entries: w.Entries()}
+	finding.SortRows(v.resolved, res.Summary.InputOrder)
+	res.Resolved = v.resolved
+	step := &finding.Step{Number: next.Step, Baseline: cp == nil, BaselineAt: next.Baseline, Read: map[string]int64{},
+		KeysJudged: chk.keys, Resolved: int64(len(v.resolved))}
+	if cp != nil {
+		step.Previous = cp.At
+	}
+	for x, in := range o.Inputs {
+		step.Read[RoleInput] += col.stats.TopicRecords(in.Topic)
+		step.Read[RoleRepartition] += col.stats.TopicRecords(in.RepartitionTopic)
+		step.Read[RoleChangelog] += col.stats.TopicRecords(snap.changelogs[x].Name)
+	}
+	step.Read[RoleOutput] = col.stats.TopicRecords(o.Output)
+	for tp := range rebuild {
+		step.Rebuilt = append(step.Rebuilt, fmt.Sprintf("%s[%d]", tp.Topic, tp.Partition))
+	}
+	slices.Sort(step.Rebuilt)
+	res.Summary.Step = step
+	res.Summary.Started, res.Summary.Timings = started, timings
+	res.Summary.Finished = o.Now()
+	b, err := json.Marshal(next)
+	if err != nil {
+		tx.Abort()
+		return nil, fmt.Errorf("reconcile: encoding the checkpoint: %w", err)
+	}
+	return &Stepped{Result: res, tx: tx, cp: b}, nil
+}
+
+// planStep decides what the step reads of every partition, given the last
+// checkpoint (nil for the baseline), and which downstream partitions must
+// be read again from their start because they were truncated.
+func planStep(o Options, snap *pipelineSnapshot, cp *checkpoint) (*readPlan, map[kread.TP]bool) {
+	plan := &readPlan{from: map[kread.TP]int64{}, to: map[kread.TP]int64{}}
+	rebuild := map[kread.TP]bool{}
+	last := func(t string, p int32) (cpPart, bool) {
+		if cp == nil {
+			return cpPart{}, false
+		}
+		return cp.part(t, p)
+	}
+	for x := range o.Inputs {
+		in := snap.inputs[x]
+		for _, p := range in.Parts {
+			tp := kread.TP{Topic: in.Name, Partition: p}
+			of := in.Offsets[p]
+			// Only processed records are read: up to the committed offset.
+			plan.to[tp] = of.LogStart
+			if c, ok := snap.group[tp]; ok {
+				plan.to[tp] = c
+			}
+			if l, ok := last(in.Name, p); ok {
+				// A log cut below what was read (truncated) is read on
+				// from its new end.
+				plan.from[tp] = min(l.Next, of.HighWatermark)
+			}
+		}
+		rp := snap.reparts[x]
+		for _, p := range rp.Parts {
+			tp := kread.TP{Topic: rp.Name, Partition: p}
+			if l, ok := last(rp.Name, p); ok {
+				from := l.Next
+				if c, ok := snap.group[tp]; ok {
+					from = min(from, c) // a reset moved the tail back
+				}
+				plan.from[tp] = from
+			}
+		}
+	}
+	for _, t := range append(slices.Clone(snap.changelogs), snap.output) {
+		for _, p := range t.Parts {
+			tp := kread.TP{Topic: t.Name, Partition: p}
+			l, ok := last(t.Name, p)
+			if !ok {
+				continue
+			}
+			if t.Offsets[p].HighWatermark < l.Next {
+				rebuild[tp] = true // from the log (or window) start again
+				continue
+			}
+			plan.from[tp] = l.Next
+		}
+	}
+	return plan, rebuild
+}
+
+// touchKeys makes the check visit the keys marked by the last step
+// (pending at the second hop, with open or withheld findings) and the keys
+// whose state came from a partition being rebuilt.
+func touchKeys(o Options, r *state.Reader, ew entryWriter, rebuild map[kread.TP]bool) error {
+	if err := r.Marked(func(key []byte) error { return ew.touch(key) }); err != nil {
+		return err
+	}
+	if len(rebuild) == 0 {
+		return nil
+	}
+	var k known
+	return r.Values(func(key, val []byte) error {
+		if err := k.decode(val, o.Inputs); err != nil {
+			return fmt.Errorf("reconcile: the state of key %q: %w", key, err)
+		}
+		for x := range k.changelogs {
+			if rebuilt(rebuild, o.Inputs[x].ChangelogTopic, k.changelogs[x]) {
+				return ew.touch(key)
+			}
+		}
+		if rebuilt(rebuild, o.Output, k.output) {
+			return ew.touch(key)
+		}
+		return nil
+	})
+}
+
+// rebuilt reports whether stage state s came from a partition of topic
+// that is being rebuilt.
+func rebuilt(rebuild map[kread.TP]bool, topic string, s detect.StageState) bool {
+	return (s.Has || s.HasAborted) && rebuild[kread.TP{Topic: topic, Partition: s.Partition}]
+}
+
+// nextCheckpoint returns the checkpoint of this step and the per-input
+// counters of its summary: totals since the baseline, with the records
+// not yet processed (lag) counted as scanned and pending, as one full
+// audit counts them.
+func nextCheckpoint(o Options, snap *pipelineSnapshot, plan *readPlan, cp *checkpoint, col *collector, chk *checked, at time.Time, desc string) (*checkpoint, []finding.InputCounts) {
+	next := &checkpoint{Version: checkpointVersion, Step: 1, Pipeline: desc, At: at, Baseline: at, From: o.From, To: o.To}
+	if cp != nil {
+		next.Step, next.Baseline = cp.Step+1, cp.Baseline
+	}
+	add := func(role string, t snapshot.Topic, nextOf func(p int32, of kread.Offsets) int64) {
+		for _, sp := range t.Partitions(snap.group) {
+			next.Parts = append(next.Parts, cpPart{Partition: sp, Role: role, Next: nextOf(sp.Partition, t.Offsets[sp.Partition])})
+		}
+	}
+	counts := make([]finding.InputCounts, len(o.Inputs))
+	for x := range o.Inputs {
+		var lag int64
+		in := snap.inputs[x]
+		add(RoleInput, in, func(p int32, of kread.Offsets) int64 {
+			tp := kread.TP{Topic: in.Name, Partition: p}
+			// Read up to here: the committed offset, or further when it
+			// moved back (a reset: those records were read already).
+			n := plan.to[tp]
+			if from, ok := plan.from[tp]; ok {
+				n = max(n, from)
+			} else if from, ok := col.windowFrom[tp]; ok {
+				n = max(n, from) // records before the window start are not audited
+			}
+			lag += max(0, of.LSO-max(n, of.LogStart))
+			return n
+		})
+		rp := snap.reparts[x]
+		add(RoleRepartition, rp, func(p int32, of kread.Offsets) int64 {
+			if c, ok := snap.group[kread.TP{Topic: rp.Name, Partition: p}]; ok {
+				return c
+			}
+			return of.LogStart
+		})
+		add(RoleChangelog, snap.changelogs[x], func(_ int32, of kread.Offsets) int64 { return of.LSO })
+		var ci cpInput
+		if cp != nil && x < len(cp.Inputs) {
+			ci = cp.Inputs[x]
+		}
+		c := col.counts[x].counts()
+		ci.Read += c.Scanned
+		ci.Candidates += c.Audited
+		ci.OutsideWindow += c.OutsideWindow
+		ci.NullValue += c.NullValue
+		ci.DecodeErrors += c.DecodeErrors
+		ci.NullKey += c.NullKey
+		next.Inputs = append(next.Inputs, ci)
+		// Pending at the first hop (lag) and at the second (state).
+		counts[x] = finding.InputCounts{
+			Scanned: ci.Read + lag, Audited: ci.Candidates - chk.pending[x], Pending: lag + chk.pending[x],
+			NullKey: ci.NullKey, NullValue: ci.NullValue, DecodeErrors: ci.DecodeErrors, OutsideWindow: ci.OutsideWindow,
+		}
+	}
+	add(RoleOutput, snap.output, func(_ int32, of kread.Offsets) int64 { return of.LSO })
+	return next, counts
+}
+
+// readNext notes, on every input partition with records above the group's
+// committed offset, the first of them (the record the application reads
+// next), for the poison pill detector: a reconcile step reads inputs only
+// up to the committed offsets.
+func (c *collector) readNext(ctx context.Context) error {
+	for x := range c.o.Inputs {
+		in := &c.o.Inputs[x]
+		t := c.snap.inputs[x]
+		for _, p := range t.Parts {
+			committed, ok := c.snap.group[kread.TP{Topic: t.Name, Partition: p}]
+			of := t.Offsets[p]
+			if !ok || committed >= of.LSO {
+				continue
+			}
+			rg := kread.Range{Topic: t.Name, Partition: p, From: max(committed, of.LogStart), To: of.LSO}
+			var stats collect.Stats
+			err := collect.Read(ctx, c.o.Kafka, nil, "", []kread.Range{rg}, 0, false, &stats, func(recs []kread.Record) error {
+				if len(recs) == 0 {
+					return nil
+				}
+				rec := &recs[0]
+				status, serr := Selected, error(nil)
+				if rec.Value != nil {
+					if _, _, status, serr = in.Select(rec); status == Failed {
+						return fmt.Errorf("selecting the key of %s[%d]@%d: %w", rec.Topic, rec.Partition, rec.Offset, serr)
+					}
+				}
+				c.noteNext(rec, status, serr)
+				return errNextFound
+			})
+			if err != nil && !errors.Is(err, errNextFound) {
+				return fmt.Errorf("audit: input %s: %w", in.Name, err)
+			}
+		}
+	}
+	return nil
+}
+
+var errNextFound = errors.New("found the next record")
