@@ -75,6 +75,7 @@ func keyDefs() []keyDef {
 		{key: "report.html", kind: kindString, def: ""},
 		{key: "report.metrics_file", kind: kindString, def: ""},
 		{key: "audit.settle_timeout", kind: kindDuration, def: "60s"},
+		{key: "audit.unprocessed_after", kind: kindDuration, def: "10m"},
 		{key: "compare.pairs", kind: kindPairs, def: []any{}},
 		{key: "compare.match", kind: kindString, def: MatchRecord},
 		{key: "compare.group", kind: kindString, def: ""},

@@ -133,6 +133,7 @@ func Load(opts LoadOptions) (*Config, error) {
 	c.Report.HTML = r.str("report.html")
 	c.Report.MetricsFile = r.str("report.metrics_file")
 	c.Audit.SettleTimeout = r.duration("audit.settle_timeout")
+	c.Audit.UnprocessedAfter = r.duration("audit.unprocessed_after")
 	readCompare(r, c)
 	c.Watch.Interval = r.duration("watch.interval")
 	c.Watch.Listen = r.str("watch.listen")

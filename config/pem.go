@@ -124,6 +124,7 @@ func (c *Config) Redacted() string {
 	line("report.html", c.Report.HTML)
 	line("report.metrics_file", c.Report.MetricsFile)
 	line("audit.settle_timeout", c.Audit.SettleTimeout)
+	line("audit.unprocessed_after", c.Audit.UnprocessedAfter)
 	c.redactedCompare(line)
 	line("watch.interval", c.Watch.Interval)
 	line("watch.listen", c.Watch.Listen)

@@ -66,6 +66,9 @@ func (c *Config) validate() error {
 	if c.Audit.SettleTimeout < 0 {
 		return errorf("audit.settle_timeout", "must not be negative, is %s", c.Audit.SettleTimeout)
 	}
+	if c.Audit.UnprocessedAfter < 0 {
+		return errorf("audit.unprocessed_after", "must not be negative, is %s", c.Audit.UnprocessedAfter)
+	}
 	return c.validateWatch(false)
 }
 

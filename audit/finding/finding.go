@@ -143,11 +143,19 @@ const (
 	// at a record that does not decode, so an application failing on
 	// deserialization errors is stuck there.
 	PoisonPill PartitionKind = "poison_pill"
+	// OffsetOutOfRange: the group's committed offset on an input or
+	// repartition partition is below its log start or above its high
+	// watermark (a truncation, retention, a recreated topic).
+	OffsetOutOfRange PartitionKind = "offset_out_of_range"
+	// UnprocessedPartition: an input partition holds records older than
+	// audit.unprocessed_after and the group, which has committed offsets on
+	// the topic's other partitions, has none on it.
+	UnprocessedPartition PartitionKind = "unprocessed_partition"
 )
 
 // PartitionKinds lists every partition-level kind, in the order reports
 // list them.
-var PartitionKinds = []PartitionKind{PurgedPastCommit, StuckLSO, OffsetReset, Truncated, PoisonPill}
+var PartitionKinds = []PartitionKind{PurgedPastCommit, StuckLSO, OffsetReset, Truncated, PoisonPill, OffsetOutOfRange, UnprocessedPartition}
 
 // PartitionFinding is an anomaly of one topic partition. Exactly the
 // evidence field matching Kind is set.
@@ -156,11 +164,32 @@ type PartitionFinding struct {
 	Topic     string
 	Partition int32
 
-	Purge      *PurgeEvidence
-	Stuck      *StuckEvidence
-	Reset      *ResetEvidence
-	Truncation *TruncationEvidence
-	Poison     *PoisonEvidence
+	Purge       *PurgeEvidence
+	Stuck       *StuckEvidence
+	Reset       *ResetEvidence
+	Truncation  *TruncationEvidence
+	Poison      *PoisonEvidence
+	OutOfRange  *OutOfRangeEvidence
+	Unprocessed *UnprocessedEvidence
+}
+
+// OutOfRangeEvidence proves offset_out_of_range: the group's committed
+// offset is below LogStart or above HighWatermark.
+type OutOfRangeEvidence struct {
+	Group         string
+	Committed     int64
+	LogStart      int64
+	HighWatermark int64
+}
+
+// UnprocessedEvidence proves unprocessed_partition: the partition holds
+// records [LogStart, LSO), the first of them at FirstTimestamp (Unix ms),
+// older than Age, and the group has no committed offset on it.
+type UnprocessedEvidence struct {
+	Group          string
+	LogStart, LSO  int64
+	FirstTimestamp int64
+	Age            time.Duration
 }
 
 // PurgeEvidence proves purged_past_commit: the log starts above the offset

@@ -75,7 +75,8 @@ func Verdict(res *finding.Result) string {
 //	    "input": string,                   // "" for the whole run
 //	    "detail": string }],
 //	  "partition_findings": [{             // by topic, partition, kind
-//	    "kind": "purged_past_commit" | "stuck_lso" | "offset_reset" | "truncated" | "poison_pill",
+//	    "kind": "purged_past_commit" | "stuck_lso" | "offset_reset" | "truncated" | "poison_pill" |
+//	            "offset_out_of_range" | "unprocessed_partition",
 //	    "topic": string, "partition": n, "evidence": string,
 //	    "offsets": {name: n} }],           // optional
 //	  "read_issues": [{                    // optional: partitions whose reads met gaps or retries

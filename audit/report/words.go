@@ -66,6 +66,21 @@ func Evidence(p *finding.PartitionFinding) (string, map[string]int64) {
 		return fmt.Sprintf("the committed offset of group %s points at this record, which does not decode (%s): an application that stops on deserialization errors (LogAndFailExceptionHandler) is stuck here",
 				e.Group, e.Error),
 			map[string]int64{"offset": e.Offset}
+	case p.OutOfRange != nil && p.OutOfRange.Committed > p.OutOfRange.HighWatermark:
+		e := p.OutOfRange
+		return fmt.Sprintf("committed offset %d of group %s is above the high watermark %d: the log was truncated (unclean leader election, a last-replica-standing shutdown) or the topic recreated; %d processed offsets are gone, and new records up to the committed offset will be skipped",
+				e.Committed, e.Group, e.HighWatermark, e.Committed-e.HighWatermark),
+			map[string]int64{"committed": e.Committed, "log_start": e.LogStart, "high_watermark": e.HighWatermark}
+	case p.OutOfRange != nil:
+		e := p.OutOfRange
+		return fmt.Sprintf("committed offset %d of group %s is below the log start offset %d: %d offsets were deleted (retention, DeleteRecords, a recreated topic) before the application processed them; it will restart from auto.offset.reset",
+				e.Committed, e.Group, e.LogStart, e.LogStart-e.Committed),
+			map[string]int64{"committed": e.Committed, "log_start": e.LogStart, "high_watermark": e.HighWatermark}
+	case p.Unprocessed != nil:
+		e := p.Unprocessed
+		return fmt.Sprintf("group %s has committed offsets on other partitions of the topic but none on this one, which holds %d offsets of records since %s (older than audit.unprocessed_after, %s): the application never processed them (a partition added while it ran with auto.offset.reset=latest, or never assigned)",
+				e.Group, e.LSO-e.LogStart, formatTime(time.UnixMilli(e.FirstTimestamp)), e.Age),
+			map[string]int64{"log_start": e.LogStart, "lso": e.LSO}
 	}
 	return "", nil
 }

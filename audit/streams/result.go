@@ -24,6 +24,12 @@ func partitionFindings(o Options, snap *pipelineSnapshot, col *collector, prev m
 		out = append(out, detect.StuckLSO(t, snap.startHW[t.Name], o.SettleTimeout)...)
 	}
 	out = append(out, detect.PoisonPill(o.Group, snap.groupActive, col.nextRecords())...)
+	var inputs []snapshot.Partition
+	for _, t := range snap.inputs {
+		inputs = append(inputs, t.Partitions(snap.group)...)
+	}
+	out = append(out, detect.OffsetOutOfRange(o.Group, inputs, reparts, snap.recheck)...)
+	out = append(out, detect.UnprocessedPartition(o.Group, inputs, snap.first, o.Now(), o.UnprocessedAfter)...)
 	if prev != nil {
 		now := snap.partitions()
 		out = append(out, detect.Truncated(prev, now)...)

@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/lossaudit/lossaudit/audit/finding"
+	"github.com/lossaudit/lossaudit/audit/internal/engine/collect"
+	"github.com/lossaudit/lossaudit/audit/internal/engine/detect"
 	"github.com/lossaudit/lossaudit/audit/internal/engine/snapshot"
 	"github.com/lossaudit/lossaudit/audit/kread"
 )
@@ -21,6 +24,12 @@ type pipelineSnapshot struct {
 	groupActive bool
 	// groupInfo is what the coordinator said of the group then.
 	groupInfo finding.Group
+	// recheck holds the committed offsets of the input partitions that
+	// were below their log start, read again after the log start.
+	recheck map[kread.TP]int64
+	// first holds the first committed record of the input partitions
+	// with records and no committed offset, on topics the group consumes.
+	first map[kread.TP]detect.FirstRecord
 	// startHW holds the high watermarks of the changelogs and the output
 	// when the group offsets were read, by topic.
 	startHW    map[string]map[int32]int64
@@ -118,10 +127,58 @@ func takeSnapshot(ctx context.Context, o Options) (*pipelineSnapshot, error) {
 	if s.inputs, err = read(inputs); err != nil {
 		return nil, err
 	}
+	if err := s.inputEdges(ctx, o); err != nil {
+		return nil, err
+	}
 	if s.reparts, err = read(reparts); err != nil {
 		return nil, err
 	}
 	return s, nil
+}
+
+// inputEdges reads what the offset_out_of_range and unprocessed_partition
+// checks need beyond the snapshot: the committed offsets of input
+// partitions below their log start again (read after the log start), and
+// the first record of input partitions the group has not committed on.
+func (s *pipelineSnapshot) inputEdges(ctx context.Context, o Options) error {
+	var parts []snapshot.Partition
+	for _, t := range s.inputs {
+		parts = append(parts, t.Partitions(s.group)...)
+	}
+	if below := detect.BelowLogStart(parts); len(below) > 0 {
+		var topics []string
+		for _, tp := range below {
+			if !slices.Contains(topics, tp.Topic) {
+				topics = append(topics, tp.Topic)
+			}
+		}
+		again, err := o.Kafka.GroupOffsets(ctx, o.Group, topics)
+		if err != nil {
+			return fmt.Errorf("audit: reading committed offsets of group %s again: %w", o.Group, err)
+		}
+		s.recheck = map[kread.TP]int64{}
+		for _, tp := range below {
+			if c, ok := again[tp]; ok {
+				s.recheck[tp] = c
+			}
+		}
+	}
+	s.first = map[kread.TP]detect.FirstRecord{}
+	for _, p := range detect.WithoutCommit(parts) {
+		tp := kread.TP{Topic: p.Topic, Partition: p.Partition}
+		rg := kread.Range{Topic: p.Topic, Partition: p.Partition, From: p.LogStart, To: min(p.LSO, p.LogStart+16)}
+		var stats collect.Stats
+		err := collect.Read(ctx, o.Kafka, nil, "", []kread.Range{rg}, 0, false, &stats, func(recs []kread.Record) error {
+			if f := s.first[tp]; len(recs) > 0 && !f.Has {
+				s.first[tp] = detect.FirstRecord{Timestamp: recs[0].Timestamp, Has: true}
+			}
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("audit: reading the first record of %s[%d]: %w", p.Topic, p.Partition, err)
+		}
+	}
+	return nil
 }
 
 // settleDownstream completes the snapshot, after the repartition tails

@@ -1,0 +1,140 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/lossaudit/lossaudit/audit/app"
+	"github.com/lossaudit/lossaudit/audit/finding"
+	"github.com/lossaudit/lossaudit/audit/kread"
+	"github.com/lossaudit/lossaudit/testbed/poll"
+)
+
+// TestStreamsGroupPoisonPill runs the pipeline as a KIP-1071 streams group
+// (group.protocol=streams) on Kafka 4.4.0 brokers with Kafka Streams 4.4.0,
+// and puts an undecodable record at the group's committed offset on
+// in-a[0]. While the application runs (it skips such records, and its
+// next commit is minutes away, so the committed offset stays at the
+// record) the audit must not report a poison pill: the group has members,
+// although DescribeGroups, which lossaudit used to ask, says Dead with no
+// members. Once the application has stopped on the record (the default
+// LogAndFail handler, the client shut down), the audit reports exactly one
+// poison_pill, at that record.
+func TestStreamsGroupPoisonPill(t *testing.T) {
+	const v = "4.4.0"
+	res := RunScenario(t, Scenario{KafkaVersion: v, StreamsVersion: v, GroupProtocol: "streams", Records: 300})
+	env := res.Env
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+	client, err := kread.New(kread.Options{Brokers: env.Cluster.Bootstrap(), Timeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+
+	// The pill, at the committed offset of in-a[0] (the application caught
+	// up and stopped cleanly).
+	prod, err := kgo.NewClient(kgo.SeedBrokers(env.Cluster.Bootstrap()...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prod.Close()
+	r, err := prod.ProduceSync(ctx, &kgo.Record{Topic: Inputs[0], Partition: 0, Key: []byte("pill"), Value: []byte("not Confluent-framed Avro")}).First()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pill := r.Offset
+	committed, err := env.Admin.GroupOffsets(ctx, ApplicationID, []string{Inputs[0]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := committed[Inputs[0]][0]; c != pill {
+		t.Fatalf("committed offset of %s[0] is %d, the pill is at %d", Inputs[0], c, pill)
+	}
+
+	audit := func(phase string) *finding.Result {
+		t.Helper()
+		ar, _, err := app.Run(ctx, res.Config, app.Options{})
+		if err != nil {
+			t.Fatalf("%s: audit: %v", phase, err)
+		}
+		t.Logf("%s: group %+v, verdict rows %d, partition findings %+v", phase, *ar.Summary.Group, len(ar.Rows), ar.Summary.Partitions)
+		if len(ar.Rows) != 0 {
+			t.Errorf("%s: %d loss rows, want none", phase, len(ar.Rows))
+		}
+		return ar
+	}
+
+	// Running: skips undecodable records, commits every 10 minutes.
+	env.App.SetErrorHandling(true, false)
+	env.App.SetGuarantee("exactly_once_v2", 10*time.Minute)
+	if err := env.App.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.App.WaitRunning(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var g kread.Group
+	if err := poll.Until(ctx, 2*time.Minute, 500*time.Millisecond, "a member in the streams group", func() bool {
+		g, err = client.DescribeGroup(ctx, ApplicationID)
+		return err == nil && g.Members > 0
+	}); err != nil {
+		t.Fatalf("%v (last answer %+v, %v)", err, g, err)
+	}
+	if g.Type != kread.GroupStreams {
+		t.Fatalf("group %+v, want a streams group", g)
+	}
+	ar := audit("running")
+	if n := len(ar.Summary.Partitions); n != 0 {
+		t.Errorf("running application: partition findings %+v, want none", ar.Summary.Partitions)
+	}
+	if sg := ar.Summary.Group; sg.Type != "streams" || sg.Members < 1 {
+		t.Errorf("running application: the summary's group %+v, want a streams group with members", *sg)
+	}
+	if c, _ := env.Admin.GroupOffsets(ctx, ApplicationID, []string{Inputs[0]}); c[Inputs[0]][0] != pill {
+		t.Fatalf("the application committed past the pill during the audit (%d, pill %d): the phase proves nothing", c[Inputs[0]][0], pill)
+	}
+
+	// Stopped on it: killed (no commit past the pill), then started with the
+	// default LogAndFail handler and SHUTDOWN_CLIENT, it fails on the pill
+	// and shuts down.
+	if err := env.App.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	env.App.SetErrorHandling(false, true)
+	env.App.SetGuarantee("exactly_once_v2", 0)
+	if err := env.App.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if err := poll.Until(ctx, 4*time.Minute, time.Second, "the application stopping on the pill", func() bool {
+		return !env.App.Running()
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if log := env.App.LogGrep(5, "not Confluent-framed Avro"); !strings.Contains(log, "not Confluent-framed Avro") {
+		t.Errorf("the application stopped, but not on the pill:\n%s", env.App.LogTail(30))
+	}
+	if err := poll.Until(ctx, 2*time.Minute, 500*time.Millisecond, "the streams group without members", func() bool {
+		g, err = client.DescribeGroup(ctx, ApplicationID)
+		return err == nil && g.Members == 0
+	}); err != nil {
+		t.Fatalf("%v (last answer %+v, %v)", err, g, err)
+	}
+	ar = audit("stopped")
+	var got []string
+	for _, pf := range ar.Summary.Partitions {
+		s := fmt.Sprintf("%s %s[%d]", pf.Kind, pf.Topic, pf.Partition)
+		if pf.Poison != nil {
+			s += fmt.Sprintf("@%d", pf.Poison.Offset)
+		}
+		got = append(got, s)
+	}
+	if want := fmt.Sprintf("%s %s[0]@%d", finding.PoisonPill, Inputs[0], pill); strings.Join(got, "\n") != want {
+		t.Errorf("stopped application: partition findings\n%s\nwant\n%s", strings.Join(got, "\n"), want)
+	}
+}
