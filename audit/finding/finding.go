@@ -207,6 +207,23 @@ type StuckEvidence struct {
 	StartHighWatermark int64
 	HighWatermark      int64
 	Waited             time.Duration
+	// Holder is the open transaction holding the LSO; nil when it could
+	// not be named (HolderError says why, "" when nothing was asked).
+	Holder      *TxnHolder
+	HolderError string
+}
+
+// TxnHolder is the open transaction holding a partition's LSO, from
+// DescribeProducers on the partition's leader and ListTransactions.
+type TxnHolder struct {
+	Leader        int32
+	ProducerID    int64
+	ProducerEpoch int32
+	StartOffset   int64
+	// TransactionalID and State are "" when no transaction coordinator
+	// lists the producer (a hanging transaction, KIP-890).
+	TransactionalID string
+	State           string
 }
 
 // ResetEvidence proves offset_reset: the group had committed PrevCommitted

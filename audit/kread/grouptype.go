@@ -71,7 +71,7 @@ const (
 // DescribeGroups is not asked of other types: up to v5 a 4.x coordinator
 // answers it for a consumer or streams group with state Dead, no members
 // and no error, and v6 with GROUP_ID_NOT_FOUND ("not a classic group"),
-// as TestRealKafkaGroupTypes shows.
+// as TestRealKafka44GroupsAndTransactions shows.
 type groupDescribe struct {
 	group, clientID string
 	corr            int32

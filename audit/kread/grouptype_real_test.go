@@ -50,14 +50,15 @@ func rawDescribeGroups(t *testing.T, addr, group string, v int16) kmsg.DescribeG
 	return resp.Groups[0]
 }
 
-// TestRealKafkaGroupTypes verifies on Kafka 4.4.0 brokers what DescribeGroups
+// TestRealKafka44GroupsAndTransactions verifies on Kafka 4.4.0 brokers what DescribeGroups
 // answers for groups that are not classic (issue 22: reported as Dead with
 // no members and no error up to v5, an error from v6 on), and that
 // DescribeGroup learns every type, state and member count with the type's
 // own API: a classic consumer group, a KIP-848 consumer group, a streams
 // group (KIP-1071; one member joined by a raw StreamsGroupHeartbeat, as the
-// Kafka Streams client sends it) and a share group (KIP-932).
-func TestRealKafkaGroupTypes(t *testing.T) {
+// Kafka Streams client sends it) and a share group (KIP-932). On the same
+// cluster, TransactionHolder names the open transaction holding an LSO.
+func TestRealKafka44GroupsAndTransactions(t *testing.T) {
 	tkafka.SkipUnlessAvailable(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
@@ -179,6 +180,42 @@ func TestRealKafkaGroupTypes(t *testing.T) {
 	}
 	if g, err := r.DescribeGroup(ctx, "g-none"); err != nil || g.Exists() {
 		t.Errorf("DescribeGroup(g-none) = %+v, %v; want a group that does not exist, no error", g, err)
+	}
+
+	// The transaction holding a partition's LSO, named for stuck_lso: an
+	// open transaction on gt[1], after a committed record.
+	if h, err := r.TransactionHolder(ctx, topic, 1); err != nil || h != nil {
+		t.Errorf("TransactionHolder before any transaction = %+v, %v; want none", h, err)
+	}
+	txp, err := kgo.NewClient(kgo.SeedBrokers(cl.Bootstrap()...), kgo.TransactionalID("txn-holder"),
+		kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer txp.Close()
+	if err := txp.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	rec, err := txp.ProduceSync(ctx, &kgo.Record{Partition: 1, Value: []byte("open")}).First()
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := r.TransactionHolder(ctx, topic, 1)
+	switch {
+	case err != nil:
+		t.Errorf("TransactionHolder: %v", err)
+	case h == nil:
+		t.Errorf("TransactionHolder: none, want the open transaction at offset %d", rec.Offset)
+	case h.StartOffset != rec.Offset || h.ProducerID != rec.ProducerID || h.TransactionalID != "txn-holder" || h.State != "Ongoing" || h.Leader != 1:
+		t.Errorf("TransactionHolder = %+v, want producer %d from offset %d, transactional id txn-holder, Ongoing, leader 1", *h, rec.ProducerID, rec.Offset)
+	default:
+		t.Logf("the open transaction: %+v", *h)
+	}
+	if offs, err := r.Offsets(ctx, topic); err != nil || offs[1].LSO != rec.Offset {
+		t.Errorf("LSO of %s[1] = %+v (%v), want the transaction's start %d", topic, offs[1], err, rec.Offset)
+	}
+	if err := txp.EndTransaction(ctx, kgo.TryAbort); err != nil {
+		t.Fatal(err)
 	}
 }
 

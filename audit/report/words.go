@@ -43,9 +43,22 @@ func Evidence(p *finding.PartitionFinding) (string, map[string]int64) {
 			map[string]int64{"log_start": e.LogStart, "committed": e.Committed}
 	case p.Stuck != nil:
 		e := p.Stuck
-		return fmt.Sprintf("last stable offset %d stayed below %d (the high watermark when the group offsets were read) for %s: a transaction is hanging; findings for keys of this partition are withheld",
-				e.LSO, e.StartHighWatermark, e.Waited),
-			map[string]int64{"lso": e.LSO, "high_watermark_at_start": e.StartHighWatermark, "high_watermark": e.HighWatermark}
+		text := fmt.Sprintf("last stable offset %d stayed below %d (the high watermark when the group offsets were read) for %s: a transaction is hanging; findings for keys of this partition are withheld",
+			e.LSO, e.StartHighWatermark, e.Waited)
+		offs := map[string]int64{"lso": e.LSO, "high_watermark_at_start": e.StartHighWatermark, "high_watermark": e.HighWatermark}
+		switch h := e.Holder; {
+		case h != nil:
+			who := fmt.Sprintf("transactional id %q, %s", h.TransactionalID, h.State)
+			if h.TransactionalID == "" {
+				who = "no transaction coordinator lists it"
+			}
+			text += fmt.Sprintf("; it is held by producer id %d (epoch %d, %s), whose transaction started at offset %d: confirm with kafka-transactions.sh --bootstrap-server HOST:PORT find-hanging --broker-id %d and, if it is hanging, abort it with kafka-transactions.sh --bootstrap-server HOST:PORT abort --topic %s --partition %d --start-offset %d",
+				h.ProducerID, h.ProducerEpoch, who, h.StartOffset, h.Leader, p.Topic, p.Partition, h.StartOffset)
+			offs["producer_id"], offs["txn_start_offset"] = h.ProducerID, h.StartOffset
+		case e.HolderError != "":
+			text += fmt.Sprintf("; the transaction holding it could not be named (%s)", e.HolderError)
+		}
+		return text, offs
 	case p.Truncation != nil:
 		e := p.Truncation
 		return fmt.Sprintf("high watermark moved back from %d (run at %s) to %d: %d acknowledged offsets are gone (unclean leader election, a last-replica-standing shutdown, or the topic was recreated)",

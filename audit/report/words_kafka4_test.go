@@ -29,6 +29,19 @@ func TestEvidenceOfTheRootCauseSignatures(t *testing.T) {
 			FirstTimestamp: time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC).UnixMilli(), Age: 10 * time.Minute}},
 			[]string{"group app has committed offsets on other partitions of the topic but none on this one", "42 offsets of records since 2026-11-29T09:00:00.000Z", "audit.unprocessed_after, 10m0s", "auto.offset.reset=latest"},
 			map[string]int64{"log_start": 3, "lso": 45}},
+		{"stuck_lso names the holder and the commands", finding.PartitionFinding{Kind: finding.StuckLSO, Topic: "app-s-changelog", Partition: 2, Stuck: &finding.StuckEvidence{LSO: 70, StartHighWatermark: 80, HighWatermark: 90, Waited: time.Minute,
+			Holder: &finding.TxnHolder{Leader: 3, ProducerID: 4001, ProducerEpoch: 5, StartOffset: 70, TransactionalID: "app-1_0", State: "Ongoing"}}},
+			[]string{"a transaction is hanging", `producer id 4001 (epoch 5, transactional id "app-1_0", Ongoing)`, "started at offset 70",
+				"kafka-transactions.sh --bootstrap-server HOST:PORT find-hanging --broker-id 3",
+				"kafka-transactions.sh --bootstrap-server HOST:PORT abort --topic app-s-changelog --partition 2 --start-offset 70"},
+			map[string]int64{"lso": 70, "high_watermark_at_start": 80, "high_watermark": 90, "producer_id": 4001, "txn_start_offset": 70}},
+		{"stuck_lso held by a producer no coordinator lists", finding.PartitionFinding{Kind: finding.StuckLSO, Topic: "out", Stuck: &finding.StuckEvidence{LSO: 70, StartHighWatermark: 80, HighWatermark: 90,
+			Holder: &finding.TxnHolder{Leader: 1, ProducerID: 9, StartOffset: 70}}},
+			[]string{"producer id 9 (epoch 0, no transaction coordinator lists it)", "abort --topic out --partition 0 --start-offset 70"},
+			map[string]int64{"lso": 70, "high_watermark_at_start": 80, "high_watermark": 90, "producer_id": 9, "txn_start_offset": 70}},
+		{"stuck_lso, holder unknown", finding.PartitionFinding{Kind: finding.StuckLSO, Topic: "out", Stuck: &finding.StuckEvidence{LSO: 70, StartHighWatermark: 80, HighWatermark: 90, HolderError: "no leader known"}},
+			[]string{"could not be named (no leader known)"},
+			map[string]int64{"lso": 70, "high_watermark_at_start": 80, "high_watermark": 90}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

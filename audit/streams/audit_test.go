@@ -34,6 +34,10 @@ type fakeKafka struct {
 	members int
 }
 
+func (f *fakeKafka) TransactionHolder(context.Context, string, int32) (*kread.TxnHolder, error) {
+	return nil, errors.New("the fake cluster has no producers to describe")
+}
+
 func (f *fakeKafka) DescribeGroup(_ context.Context, group string) (kread.Group, error) {
 	if f.members > 0 {
 		return kread.Group{ID: group, Type: kread.GroupClassic, State: "Stable", Members: f.members, Via: "DescribeGroups v5"}, nil

@@ -21,6 +21,7 @@ type Kafka interface {
 	OffsetsForTime(ctx context.Context, topic string, t time.Time) (map[int32]int64, error)
 	GroupOffsets(ctx context.Context, group string, topics []string) (map[kread.TP]int64, error)
 	DescribeGroup(ctx context.Context, group string) (kread.Group, error)
+	TransactionHolder(ctx context.Context, topic string, partition int32) (*kread.TxnHolder, error)
 	Read(ctx context.Context, ranges []kread.Range, o kread.ReadOptions, fn func(recs []kread.Record) error) (map[kread.TP]kread.Stats, error)
 }
 

@@ -21,7 +21,7 @@ func partitionFindings(o Options, snap *pipelineSnapshot, col *collector, prev m
 	}
 	out := detect.PurgedPastCommit(o.Group, reparts)
 	for _, t := range append(snap.changelogs, snap.output) {
-		out = append(out, detect.StuckLSO(t, snap.startHW[t.Name], o.SettleTimeout)...)
+		out = append(out, detect.StuckLSO(t, snap.startHW[t.Name], o.SettleTimeout, snap.holders[t.Name], snap.holderErr[t.Name])...)
 	}
 	out = append(out, detect.PoisonPill(o.Group, snap.groupActive, col.nextRecords())...)
 	var inputs []snapshot.Partition

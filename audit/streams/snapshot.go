@@ -30,6 +30,11 @@ type pipelineSnapshot struct {
 	// first holds the first committed record of the input partitions
 	// with records and no committed offset, on topics the group consumes.
 	first map[kread.TP]detect.FirstRecord
+	// holders names, by topic and partition, the open transaction holding
+	// the LSO of the changelog and output partitions that did not settle;
+	// holderErr says why one could not be named.
+	holders   map[string]map[int32]*finding.TxnHolder
+	holderErr map[string]map[int32]string
 	// startHW holds the high watermarks of the changelogs and the output
 	// when the group offsets were read, by topic.
 	startHW    map[string]map[int32]int64
@@ -218,7 +223,37 @@ func (s *pipelineSnapshot) settleDownstream(ctx context.Context, o Options) erro
 			s.changelogs = append(s.changelogs, st)
 		}
 	}
-	return nil
+	s.nameHolders(ctx, o)
+	return ctx.Err()
+}
+
+// nameHolders asks, for every changelog and output partition whose LSO
+// stayed below its mark, which open transaction holds it, so that the
+// stuck_lso finding names it and the command that aborts it. Not knowing
+// is no failure: the finding stands on the offsets alone.
+func (s *pipelineSnapshot) nameHolders(ctx context.Context, o Options) {
+	s.holders, s.holderErr = map[string]map[int32]*finding.TxnHolder{}, map[string]map[int32]string{}
+	for _, t := range append(slices.Clone(s.changelogs), s.output) {
+		for _, p := range t.Parts {
+			if t.Offsets[p].LSO >= s.startHW[t.Name][p] {
+				continue
+			}
+			h, err := o.Kafka.TransactionHolder(ctx, t.Name, p)
+			switch {
+			case err != nil:
+				if s.holderErr[t.Name] == nil {
+					s.holderErr[t.Name] = map[int32]string{}
+				}
+				s.holderErr[t.Name][p] = err.Error()
+			case h != nil:
+				if s.holders[t.Name] == nil {
+					s.holders[t.Name] = map[int32]*finding.TxnHolder{}
+				}
+				s.holders[t.Name][p] = &finding.TxnHolder{Leader: h.Leader, ProducerID: h.ProducerID, ProducerEpoch: h.ProducerEpoch,
+					StartOffset: h.StartOffset, TransactionalID: h.TransactionalID, State: h.State}
+			}
+		}
+	}
 }
 
 // partitions lists what the snapshot saw of every audited partition, with
