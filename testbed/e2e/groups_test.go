@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/lossaudit/lossaudit/audit/app"
 	"github.com/lossaudit/lossaudit/audit/finding"
@@ -25,7 +26,10 @@ import (
 // although DescribeGroups, which lossaudit used to ask, says Dead with no
 // members. Once the application has stopped on the record (the default
 // LogAndFail handler, the client shut down), the audit reports exactly one
-// poison_pill, at that record.
+// poison_pill, at that record. Then, on the same pipeline, records
+// deleted past the committed offset of in-c[1] are offset_out_of_range, and
+// a partition added to in-b, never committed on, with records an hour old,
+// is unprocessed_partition.
 func TestStreamsGroupPoisonPill(t *testing.T) {
 	const v = "4.4.0"
 	res := RunScenario(t, Scenario{KafkaVersion: v, StreamsVersion: v, GroupProtocol: "streams", Records: 300})
@@ -139,5 +143,103 @@ func TestStreamsGroupPoisonPill(t *testing.T) {
 	}
 	if want := fmt.Sprintf("%s %s[0]@%d", finding.PoisonPill, Inputs[0], pill); strings.Join(got, "\n") != want {
 		t.Errorf("stopped application: partition findings\n%s\nwant\n%s", strings.Join(got, "\n"), want)
+	}
+
+	// On the same stopped pipeline, the root-cause signatures:
+	// offset_out_of_range: records of in-c[1] deleted past the committed
+	// offset before the application processed them;
+	// unprocessed_partition: a partition added to in-b, holding records an
+	// hour old, that the group never committed on.
+	cEnd := produceAt(t, ctx, prod, Inputs[2], 1, 0, 3)
+	cCommitted := committedAt(t, ctx, env, Inputs[2], 1)
+	if err := env.Admin.DeleteRecords(ctx, Inputs[2], map[int32]int64{1: cEnd}); err != nil {
+		t.Fatal(err)
+	}
+	addPartitions(t, ctx, env, Inputs[1], 4)
+	produceAt(t, ctx, prod, Inputs[1], 3, time.Hour, 2)
+	cfg := *res.Config
+	cfg.Audit.UnprocessedAfter = 30 * time.Minute
+	cfg.Store.Dir = t.TempDir()
+	ar, _, err = app.Run(ctx, &cfg, app.Options{})
+	if err != nil {
+		t.Fatalf("signatures: audit: %v", err)
+	}
+	got = nil
+	for _, pf := range ar.Summary.Partitions {
+		s := fmt.Sprintf("%s %s[%d]", pf.Kind, pf.Topic, pf.Partition)
+		switch {
+		case pf.Poison != nil:
+			s += fmt.Sprintf("@%d", pf.Poison.Offset)
+		case pf.OutOfRange != nil:
+			s += fmt.Sprintf(" committed %d log start %d", pf.OutOfRange.Committed, pf.OutOfRange.LogStart)
+		case pf.Unprocessed != nil:
+			s += fmt.Sprintf(" [%d, %d)", pf.Unprocessed.LogStart, pf.Unprocessed.LSO)
+		}
+		got = append(got, s)
+	}
+	want := []string{
+		fmt.Sprintf("%s %s[0]@%d", finding.PoisonPill, Inputs[0], pill),
+		fmt.Sprintf("%s %s[3] [0, 2)", finding.UnprocessedPartition, Inputs[1]),
+		fmt.Sprintf("%s %s[1] committed %d log start %d", finding.OffsetOutOfRange, Inputs[2], cCommitted, cEnd),
+	}
+	if g, w := strings.Join(sorted(got), "\n"), strings.Join(sorted(want), "\n"); g != w {
+		t.Errorf("signatures: partition findings\n%s\nwant\n%s", g, w)
+	}
+	if len(ar.Rows) != 0 {
+		t.Errorf("signatures: %d loss rows, want none", len(ar.Rows))
+	}
+}
+
+// produceAt writes n undecodable records to topic's partition, timestamped
+// age ago, and returns the partition's end offset after them.
+func produceAt(t *testing.T, ctx context.Context, prod *kgo.Client, topic string, partition int32, age time.Duration, n int) int64 {
+	t.Helper()
+	var last int64
+	for i := range n {
+		r, err := prod.ProduceSync(ctx, &kgo.Record{Topic: topic, Partition: partition, Timestamp: time.Now().Add(-age),
+			Value: []byte(fmt.Sprintf("staged %d", i))}).First()
+		if err != nil {
+			t.Fatal(err)
+		}
+		last = r.Offset
+	}
+	return last + 1
+}
+
+// committedAt returns the application's committed offset on a partition.
+func committedAt(t *testing.T, ctx context.Context, env *Env, topic string, partition int32) int64 {
+	t.Helper()
+	c, err := env.Admin.GroupOffsets(ctx, ApplicationID, []string{topic})
+	if err != nil {
+		t.Fatal(err)
+	}
+	off, ok := c[topic][partition]
+	if !ok {
+		t.Fatalf("no committed offset on %s[%d]", topic, partition)
+	}
+	return off
+}
+
+// addPartitions grows topic to n partitions.
+func addPartitions(t *testing.T, ctx context.Context, env *Env, topic string, n int32) {
+	t.Helper()
+	req := kmsg.NewPtrCreatePartitionsRequest()
+	rt := kmsg.NewCreatePartitionsRequestTopic()
+	rt.Topic, rt.Count = topic, n
+	req.Topics, req.TimeoutMillis = []kmsg.CreatePartitionsRequestTopic{rt}, 30000
+	resp, err := req.RequestWith(ctx, env.Admin.Client())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range resp.Topics {
+		if r.ErrorCode != 0 {
+			t.Fatalf("adding partitions to %s: error %d %v", topic, r.ErrorCode, r.ErrorMessage)
+		}
+	}
+	if err := poll.Until(ctx, time.Minute, 200*time.Millisecond, fmt.Sprintf("%s with %d partitions", topic, n), func() bool {
+		ps, err := env.Admin.Partitions(ctx, topic)
+		return err == nil && len(ps) == int(n)
+	}); err != nil {
+		t.Fatal(err)
 	}
 }
