@@ -18,6 +18,7 @@ type Kafka interface {
 	Offsets(ctx context.Context, topic string) (map[int32]kread.Offsets, error)
 	OffsetsForTime(ctx context.Context, topic string, t time.Time) (map[int32]int64, error)
 	GroupOffsets(ctx context.Context, group string, topics []string) (map[kread.TP]int64, error)
+	DescribeGroup(ctx context.Context, group string) (kread.Group, error)
 	Read(ctx context.Context, ranges []kread.Range, o kread.ReadOptions, fn func(recs []kread.Record) error) (map[kread.TP]kread.Stats, error)
 }
 
