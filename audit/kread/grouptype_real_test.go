@@ -93,7 +93,7 @@ func TestRealKafka44GroupsAndTransactions(t *testing.T) {
 	// consumer joins group; waitRecords: until it got records (a share
 	// group starts at the log end, share.auto.offset.reset=latest, so it
 	// gets none: its member joins in the background).
-	consumer := func(group string, waitRecords bool, o ...kgo.Opt) {
+	consumer := func(group string, waitRecords bool, o ...kgo.Opt) *kgo.Client {
 		c, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(cl.Bootstrap()...), kgo.ConsumeTopics(topic),
 			kgo.ConsumeResetOffset(kgo.NewOffset().AtStart())}, o...)...)
 		if err != nil {
@@ -102,16 +102,20 @@ func TestRealKafka44GroupsAndTransactions(t *testing.T) {
 		t.Cleanup(c.Close)
 		if !waitRecords {
 			go c.PollFetches(ctx)
-			return
+			return c
 		}
 		pctx, pcancel := context.WithTimeout(ctx, 60*time.Second)
 		defer pcancel()
 		if f := c.PollFetches(pctx); f.Err0() != nil {
 			t.Fatalf("group %s: %v", group, f.Err0())
 		}
+		return c
 	}
 	consumer("g-classic", true, kgo.ConsumerGroup("g-classic"))
-	consumer("g-consumer", true, kgo.ConsumerGroup("g-consumer"), kgo.Balancers(kgo.RangeBalancer()), kgo.ServerSideBalancer())
+	kip848 := consumer("g-consumer", true, kgo.ConsumerGroup("g-consumer"), kgo.Balancers(kgo.RangeBalancer()), kgo.ServerSideBalancer())
+	if err := kip848.CommitUncommittedOffsets(ctx); err != nil {
+		t.Fatalf("committing in the KIP-848 group: %v", err)
+	}
 	consumer("g-share", false, kgo.ShareGroup("g-share"))
 
 	// A streams group member, as the Kafka Streams client joins one.
@@ -177,6 +181,16 @@ func TestRealKafka44GroupsAndTransactions(t *testing.T) {
 				t.Errorf("%s group, DescribeGroups v6: no error (state %q, %d members), want an error", c.typ, d.State, len(d.Members))
 			}
 		}
+	}
+	// A KIP-848 group's committed offsets read as a classic group's are
+	// (OffsetFetch v7 with require_stable, what audit and compare use).
+	offs, err := r.GroupOffsets(ctx, "g-consumer", []string{topic})
+	want := map[TP]int64{}
+	for p, eo := range kip848.CommittedOffsets()[topic] {
+		want[TP{Topic: topic, Partition: p}] = eo.Offset
+	}
+	if err != nil || len(want) == 0 || fmt.Sprint(offs) != fmt.Sprint(want) {
+		t.Errorf("GroupOffsets(g-consumer) = %v, %v; want the offsets it committed, %v", offs, err, want)
 	}
 	if g, err := r.DescribeGroup(ctx, "g-none"); err != nil || g.Exists() {
 		t.Errorf("DescribeGroup(g-none) = %+v, %v; want a group that does not exist, no error", g, err)
