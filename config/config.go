@@ -239,4 +239,8 @@ type Audit struct {
 	// SettleTimeout bounds the wait for open transactions to end before a
 	// downstream snapshot.
 	SettleTimeout time.Duration `mapstructure:"settle_timeout" default:"60s" check:"nonnegative"`
+	// UnprocessedAfter is how old the first record of an input partition
+	// without a committed offset must be before it is reported as
+	// unprocessed_partition.
+	UnprocessedAfter time.Duration `mapstructure:"unprocessed_after" default:"10m" check:"nonnegative"`
 }

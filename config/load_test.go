@@ -139,7 +139,7 @@ func TestDefaultsOfExtraKeys(t *testing.T) {
 		t.Fatal(err)
 	}
 	if c.Kafka.FetchMaxBytes != 52428800 || c.Kafka.PartitionMaxBytes != 1048576 || c.Kafka.Concurrency != 8 ||
-		c.Kafka.Timeout != 30*time.Second || c.Audit.SettleTimeout != 60*time.Second ||
+		c.Kafka.Timeout != 30*time.Second || c.Audit.SettleTimeout != 60*time.Second || c.Audit.UnprocessedAfter != 10*time.Minute ||
 		c.Schema.SchemasTopic != "_schemas" || c.Report.JSON != "" || c.Kafka.TLS.Enabled || c.Kafka.SASL.Mechanism != "" ||
 		c.Report.MetricsFile != "" || c.Watch.Interval != time.Minute || c.Watch.Listen != "127.0.0.1:9464" || c.Watch.LogFormat != LogText {
 		t.Errorf("unexpected defaults:\n%s", c.Redacted())
@@ -357,6 +357,8 @@ func TestBadInput(t *testing.T) {
 			want: `%F%:2: kafka.timeout: "soon" is not a duration like "30s" or "2m"`},
 		{name: "duration without unit", file: "audit:\n  settle_timeout: 60\n", key: "audit.settle_timeout",
 			want: `%F%:2: audit.settle_timeout: 60 has no unit; write a duration like "60s" or "2m"`},
+		{name: "negative unprocessed_after", file: "audit:\n  unprocessed_after: -1m\n", key: "audit.unprocessed_after",
+			want: "%F%:2: audit.unprocessed_after: must not be negative, is -1m0s"},
 		{name: "bad int from env", env: map[string]string{"LOSSAUDIT_KAFKA_CONCURRENCY": "abc"}, key: "kafka.concurrency",
 			want: `LOSSAUDIT_KAFKA_CONCURRENCY: "abc" is not a whole number`},
 		{name: "fraction", file: "kafka:\n  concurrency: 2.5\n", key: "kafka.concurrency",

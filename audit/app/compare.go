@@ -79,6 +79,10 @@ func Compare(ctx context.Context, cfg *config.Config, o Options) (*finding.Resul
 	if errors.As(err, &le) {
 		return nil, &config.Error{Key: "compare.ledger", Msg: le.Error()}
 	}
+	var sg *compare.ShareGroupError
+	if errors.As(err, &sg) {
+		return nil, &config.Error{Key: "compare.group", Msg: sg.Error()}
+	}
 	var mt *engine.MissingTopicError
 	if errors.As(err, &mt) {
 		if mt.Role == engine.RoleLedger {

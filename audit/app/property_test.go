@@ -14,6 +14,7 @@ import (
 
 	"github.com/lossaudit/lossaudit/audit/app"
 	"github.com/lossaudit/lossaudit/audit/demo/sim"
+	"github.com/lossaudit/lossaudit/audit/finding"
 	"github.com/lossaudit/lossaudit/audit/kread"
 )
 
@@ -78,6 +79,14 @@ func TestPropertyAuditEqualsInjectedLoss(t *testing.T) {
 		}
 		for _, d := range tr.Diff(res) {
 			t.Errorf("seed %d (%s, %d injections): %s", seed, how, len(tr.Injected), d)
+		}
+		// A stuck_lso names the open transaction holding the LSO.
+		for _, p := range res.Summary.Partitions {
+			if st, _ := p.Evidence.(*finding.StuckEvidence); st != nil && (st.Holder == nil || st.Holder.StartOffset != st.LSO) {
+				t.Errorf("seed %d: stuck_lso %s[%d] at LSO %d: holder %+v (%s), want the transaction starting at the LSO", seed, p.Topic, p.Partition, st.LSO, st.Holder, st.HolderError)
+			} else if st != nil {
+				seen["stuck_lso holder named"]++
+			}
 		}
 		for _, r := range tr.Rows {
 			seen[string(r.Kind)+"@"+string(r.Stage)]++

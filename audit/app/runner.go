@@ -240,16 +240,17 @@ func prepare(ctx context.Context, cfg *config.Config, o Options) (_ *prepared, e
 	}
 	p.closes = append(p.closes, store.Close)
 	p.opts = streams.Options{
-		Kafka:         p.client,
-		Store:         store,
-		Group:         p.model.ApplicationID,
-		Inputs:        inputs,
-		Output:        p.model.Output,
-		OutputKey:     outputKey,
-		From:          cfg.Window.From,
-		To:            cfg.Window.To,
-		SettleTimeout: cfg.Audit.SettleTimeout,
-		Progress:      o.Progress,
+		Kafka:            p.client,
+		Store:            store,
+		Group:            p.model.ApplicationID,
+		Inputs:           inputs,
+		Output:           p.model.Output,
+		OutputKey:        outputKey,
+		From:             cfg.Window.From,
+		To:               cfg.Window.To,
+		SettleTimeout:    cfg.Audit.SettleTimeout,
+		UnprocessedAfter: cfg.Audit.UnprocessedAfter,
+		Progress:         o.Progress,
 	}
 	return p, nil
 }

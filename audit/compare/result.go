@@ -16,7 +16,7 @@ func stuckSinks(o Options, snap *compareSnapshot) ([]finding.PartitionFinding, [
 			continue
 		}
 		seen[t.Name] = true
-		pf := detect.StuckLSO(t, snap.sinkStartHW[t.Name], o.SettleTimeout)
+		pf := detect.StuckLSO(t, snap.sinkStartHW[t.Name], o.SettleTimeout, nil, nil)
 		stuckTopic[t.Name] = len(pf) > 0
 		out = append(out, pf...)
 	}

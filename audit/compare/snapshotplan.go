@@ -66,6 +66,14 @@ func takeSnapshot(ctx context.Context, o Options, ledgerTopics []string) (*compa
 
 	s := &compareSnapshot{at: o.Now(), due: map[kread.TP]int64{}, committed: make([]bool, len(o.Pairs)), sinkStartHW: map[string]map[int32]int64{}}
 	if o.Group != "" && len(sources) > 0 {
+		// A share group (KIP-932) has no committed offset per partition:
+		// its records are acknowledged one by one, so offsets cannot say
+		// which are due. Refuse it rather than call every record pending.
+		if gi, err := o.Source.DescribeGroup(ctx, o.Group); err != nil {
+			return nil, fmt.Errorf("compare: describing group %s: %w", o.Group, err)
+		} else if gi.Type == kread.GroupShare {
+			return nil, &ShareGroupError{Group: o.Group}
+		}
 		g, err := o.Source.GroupOffsets(ctx, o.Group, sources)
 		if err != nil {
 			return nil, fmt.Errorf("compare: reading committed offsets of group %s: %w", o.Group, err)
@@ -160,4 +168,14 @@ func (s *compareSnapshot) dueBelow(x int, p int32) int64 {
 		return of.LogStart
 	}
 	return min(d, of.LSO)
+}
+
+// ShareGroupError says that the group deciding which records are due is a
+// share group, which has no committed offsets.
+type ShareGroupError struct {
+	Group string
+}
+
+func (e *ShareGroupError) Error() string {
+	return fmt.Sprintf("group %s is a share group (KIP-932): it has no committed offset per partition, so it cannot tell which records are due; comparing against a share group's start offsets (DescribeShareGroupOffsets) is not supported yet: use compare.grace instead", e.Group)
 }

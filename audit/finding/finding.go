@@ -142,11 +142,19 @@ const (
 	// at a record that does not decode, so an application failing on
 	// deserialization errors is stuck there.
 	PoisonPill PartitionKind = "poison_pill"
+	// OffsetOutOfRange: the group's committed offset on an input or
+	// repartition partition is below its log start or above its high
+	// watermark (a truncation, retention, a recreated topic).
+	OffsetOutOfRange PartitionKind = "offset_out_of_range"
+	// UnprocessedPartition: an input partition holds records older than
+	// audit.unprocessed_after and the group, which has committed offsets on
+	// the topic's other partitions, has none on it.
+	UnprocessedPartition PartitionKind = "unprocessed_partition"
 )
 
 // PartitionKinds lists every partition-level kind, in the order reports
 // list them.
-var PartitionKinds = []PartitionKind{PurgedPastCommit, StuckLSO, OffsetReset, Truncated, PoisonPill}
+var PartitionKinds = []PartitionKind{PurgedPastCommit, StuckLSO, OffsetReset, Truncated, PoisonPill, OffsetOutOfRange, UnprocessedPartition}
 
 // PartitionFinding is an anomaly of one topic partition.
 type PartitionFinding struct {
@@ -154,9 +162,28 @@ type PartitionFinding struct {
 	Topic     string
 	Partition int32
 	// Evidence proves the finding, in the type of its kind:
-	// *PurgeEvidence, *StuckEvidence, *ResetEvidence, *TruncationEvidence
-	// or *PoisonEvidence.
+	// *PurgeEvidence, *StuckEvidence, *ResetEvidence, *TruncationEvidence,
+	// *PoisonEvidence, *OutOfRangeEvidence or *UnprocessedEvidence.
 	Evidence Evidence
+}
+
+// OutOfRangeEvidence proves offset_out_of_range: the group's committed
+// offset is below LogStart or above HighWatermark.
+type OutOfRangeEvidence struct {
+	Group         string
+	Committed     int64
+	LogStart      int64
+	HighWatermark int64
+}
+
+// UnprocessedEvidence proves unprocessed_partition: the partition holds
+// records [LogStart, LSO), the first of them at FirstTimestamp (Unix ms),
+// older than Age, and the group has no committed offset on it.
+type UnprocessedEvidence struct {
+	Group          string
+	LogStart, LSO  int64
+	FirstTimestamp int64
+	Age            time.Duration
 }
 
 // PurgeEvidence proves purged_past_commit: the log starts above the offset
@@ -174,6 +201,23 @@ type StuckEvidence struct {
 	StartHighWatermark int64
 	HighWatermark      int64
 	Waited             time.Duration
+	// Holder is the open transaction holding the LSO; nil when it could
+	// not be named (HolderError says why, "" when nothing was asked).
+	Holder      *TxnHolder
+	HolderError string
+}
+
+// TxnHolder is the open transaction holding a partition's LSO, from
+// DescribeProducers on the partition's leader and ListTransactions.
+type TxnHolder struct {
+	Leader        int32
+	ProducerID    int64
+	ProducerEpoch int32
+	StartOffset   int64
+	// TransactionalID and State are "" when no transaction coordinator
+	// lists the producer (a hanging transaction, KIP-890).
+	TransactionalID string
+	State           string
 }
 
 // ResetEvidence proves offset_reset: the group had committed PrevCommitted
@@ -352,6 +396,28 @@ type Summary struct {
 	// Step describes a reconciliation step (of any mode); nil for an
 	// audit.
 	Step *Step
+	// Group is what the application's group coordinator said of the group
+	// when its offsets were read; nil when the run did not ask.
+	Group *Group
+}
+
+// Group is a group as its coordinator described it (Kafka 4.x has several
+// types: classic, consumer, streams, share).
+type Group struct {
+	ID string
+	// Type is "classic", "consumer" (KIP-848), "streams" (KIP-1071) or
+	// "share" (KIP-932); "" when the coordinator does not know the group.
+	Type string
+	// State is the state the type's describe API answered.
+	State string
+	// Members counts its members; -1 when unknown.
+	Members int
+	// Via names the request that described it (DescribeGroups v5,
+	// StreamsGroupDescribe v0, ...).
+	Via string
+	// Error is set when the group could not be described; the run then
+	// judges nothing stopped.
+	Error string
 }
 
 // Pipeline describes the audited Kafka Streams pipeline: each input with

@@ -76,3 +76,9 @@ func (*TruncationEvidence) EvidenceKind() string { return string(Truncated) }
 
 // EvidenceKind implements Evidence.
 func (*PoisonEvidence) EvidenceKind() string { return string(PoisonPill) }
+
+// EvidenceKind implements Evidence.
+func (*OutOfRangeEvidence) EvidenceKind() string { return string(OffsetOutOfRange) }
+
+// EvidenceKind implements Evidence.
+func (*UnprocessedEvidence) EvidenceKind() string { return string(UnprocessedPartition) }

@@ -75,7 +75,8 @@ func Verdict(res *finding.Result) string {
 //	    "input": string,                   // "" for the whole run
 //	    "detail": string }],
 //	  "partition_findings": [{             // by topic, partition, kind
-//	    "kind": "purged_past_commit" | "stuck_lso" | "offset_reset" | "truncated" | "poison_pill",
+//	    "kind": "purged_past_commit" | "stuck_lso" | "offset_reset" | "truncated" | "poison_pill" |
+//	            "offset_out_of_range" | "unprocessed_partition",
 //	    "topic": string, "partition": n, "evidence": string,
 //	    "offsets": {name: n} }],           // optional
 //	  "read_issues": [{                    // optional: partitions whose reads met gaps or retries
@@ -100,6 +101,10 @@ func Verdict(res *finding.Result) string {
 //	    "number": n, "baseline": bool, "baseline_at": timestamp, "previous": timestamp,
 //	    "read": {"input": n, "repartition": n, "changelog": n, "output": n},
 //	    "keys_judged": n, "resolved": n, "rebuilt": [string] },
+//	  "group": {"id": string,              // optional: the application's group when its offsets were read
+//	    "type": "classic" | "consumer" | "streams" | "share" | "",   // "" unknown to the coordinator
+//	    "state": string, "members": n,     // members -1 when unknown
+//	    "described_by": string, "error": string },   // error optional: describing failed
 //	  "resolved": [row],                   // reconcile only: findings this step found fixed
 //	  "keys_redacted": true,               // only when report.redact_keys: keys are "hmac:..."
 //	  "row_count": n,                      // len(rows)
@@ -138,6 +143,7 @@ type jsonReport struct {
 type jsonTail struct {
 	Index        *jsonIndex `json:"index,omitempty"`
 	Step         *jsonStep  `json:"step,omitempty"`
+	Group        *jsonGroup `json:"group,omitempty"`
 	Resolved     *[]jsonRow `json:"resolved,omitempty"`
 	KeysRedacted bool       `json:"keys_redacted,omitempty"`
 	RowCount     int        `json:"row_count"`
@@ -180,6 +186,15 @@ type jsonReadIssue struct {
 	Partition int32  `json:"partition"`
 	Gaps      int64  `json:"gaps"`
 	Retries   int64  `json:"retries"`
+}
+
+type jsonGroup struct {
+	ID      string `json:"id"`
+	Type    string `json:"type"`
+	State   string `json:"state"`
+	Members int    `json:"members"`
+	Via     string `json:"described_by"`
+	Error   string `json:"error,omitempty"`
 }
 
 type jsonIndex struct {
@@ -300,6 +315,9 @@ func WriteJSON(w io.Writer, res *finding.Result) error {
 	}
 	if s.Step != nil {
 		tail.Step, tail.Resolved = jsonStepOf(res)
+	}
+	if g := s.Group; g != nil {
+		tail.Group = &jsonGroup{ID: g.ID, Type: g.Type, State: g.State, Members: g.Members, Via: g.Via, Error: g.Error}
 	}
 	return writeJSONStream(w, []any{&rep, jsonBlocks(s), &tail}, res.Rows, columnsOf(s), s.KeysRedacted)
 }

@@ -64,6 +64,7 @@ func WriteSummary(w io.Writer, res *finding.Result, opt SummaryOptions) error {
 	for _, c := range countsOf(s) {
 		c.write(&b)
 	}
+	writeGroup(&b, s.Group)
 	b.WriteString("\nStages\n")
 	st := stageTable(s, mode)
 	st.write(&b, "  ")
@@ -114,6 +115,13 @@ func (c *countsBlock) write(b *strings.Builder) {
 	}
 	for _, note := range c.notes {
 		b.WriteString("  " + note + "\n")
+	}
+}
+
+// writeGroup writes what the group's coordinator said of the group.
+func writeGroup(b *strings.Builder, g *finding.Group) {
+	if g != nil {
+		b.WriteString("\n" + wrap("Group: ", safe(GroupText(g)), "  "))
 	}
 }
 

@@ -40,9 +40,22 @@ func Evidence(p *finding.PartitionFinding) (string, map[string]int64) {
 				e.LogStart, e.Committed, e.Group, e.LogStart-e.Committed),
 			map[string]int64{"log_start": e.LogStart, "committed": e.Committed}
 	case *finding.StuckEvidence:
-		return fmt.Sprintf("last stable offset %d stayed below %d (the high watermark when the group offsets were read) for %s: a transaction is hanging; findings for keys of this partition are withheld",
-				e.LSO, e.StartHighWatermark, e.Waited),
-			map[string]int64{"lso": e.LSO, "high_watermark_at_start": e.StartHighWatermark, "high_watermark": e.HighWatermark}
+		text := fmt.Sprintf("last stable offset %d stayed below %d (the high watermark when the group offsets were read) for %s: a transaction is hanging; findings for keys of this partition are withheld",
+			e.LSO, e.StartHighWatermark, e.Waited)
+		offs := map[string]int64{"lso": e.LSO, "high_watermark_at_start": e.StartHighWatermark, "high_watermark": e.HighWatermark}
+		switch h := e.Holder; {
+		case h != nil:
+			who := fmt.Sprintf("transactional id %q, %s", h.TransactionalID, h.State)
+			if h.TransactionalID == "" {
+				who = "no transaction coordinator lists it"
+			}
+			text += fmt.Sprintf("; it is held by producer id %d (epoch %d, %s), whose transaction started at offset %d: confirm with kafka-transactions.sh --bootstrap-server HOST:PORT find-hanging --broker-id %d and, if it is hanging, abort it with kafka-transactions.sh --bootstrap-server HOST:PORT abort --topic %s --partition %d --start-offset %d",
+				h.ProducerID, h.ProducerEpoch, who, h.StartOffset, h.Leader, p.Topic, p.Partition, h.StartOffset)
+			offs["producer_id"], offs["txn_start_offset"] = h.ProducerID, h.StartOffset
+		case e.HolderError != "":
+			text += fmt.Sprintf("; the transaction holding it could not be named (%s)", e.HolderError)
+		}
+		return text, offs
 	case *finding.TruncationEvidence:
 		return fmt.Sprintf("high watermark moved back from %d (run at %s) to %d: %d acknowledged offsets are gone (unclean leader election, a last-replica-standing shutdown, or the topic was recreated)",
 				e.PrevHighWatermark, runAt(e.PrevRun), e.HighWatermark, e.PrevHighWatermark-e.HighWatermark),
@@ -60,6 +73,19 @@ func Evidence(p *finding.PartitionFinding) (string, map[string]int64) {
 		return fmt.Sprintf("the committed offset of group %s points at this record, which does not decode (%s): an application that stops on deserialization errors (LogAndFailExceptionHandler) is stuck here",
 				e.Group, e.Error),
 			map[string]int64{"offset": e.Offset}
+	case *finding.OutOfRangeEvidence:
+		if e.Committed > e.HighWatermark {
+			return fmt.Sprintf("committed offset %d of group %s is above the high watermark %d: the log was truncated (unclean leader election, a last-replica-standing shutdown) or the topic recreated; %d processed offsets are gone, and new records up to the committed offset will be skipped",
+					e.Committed, e.Group, e.HighWatermark, e.Committed-e.HighWatermark),
+				map[string]int64{"committed": e.Committed, "log_start": e.LogStart, "high_watermark": e.HighWatermark}
+		}
+		return fmt.Sprintf("committed offset %d of group %s is below the log start offset %d: %d offsets were deleted (retention, DeleteRecords, a recreated topic) before the application processed them; it will restart from auto.offset.reset",
+				e.Committed, e.Group, e.LogStart, e.LogStart-e.Committed),
+			map[string]int64{"committed": e.Committed, "log_start": e.LogStart, "high_watermark": e.HighWatermark}
+	case *finding.UnprocessedEvidence:
+		return fmt.Sprintf("group %s has committed offsets on other partitions of the topic but none on this one, which holds %d offsets of records since %s (older than audit.unprocessed_after, %s): the application never processed them (a partition added while it ran with auto.offset.reset=latest, or never assigned)",
+				e.Group, e.LSO-e.LogStart, formatTime(time.UnixMilli(e.FirstTimestamp)), e.Age),
+			map[string]int64{"log_start": e.LogStart, "lso": e.LSO}
 	}
 	return "", nil
 }
@@ -162,4 +188,20 @@ func StepText(st *finding.Step) string {
 	}
 	return fmt.Sprintf("Reconcile step %s: incremental since the step at %s (baseline at %s)",
 		Thousands(st.Number), formatTime(st.Previous), formatTime(st.BaselineAt))
+}
+
+// GroupText describes the application's group as its coordinator did:
+// "lossaudit-tb: streams group, Stable, 2 members (StreamsGroupDescribe v0)".
+func GroupText(g *finding.Group) string {
+	switch {
+	case g.Error != "":
+		return fmt.Sprintf("%s: could not be described (%s); no partition is judged stopped on it", g.ID, g.Error)
+	case g.Type == "":
+		return fmt.Sprintf("%s: the coordinator does not know the group (%s)", g.ID, g.Via)
+	}
+	members := "members unknown"
+	if g.Members >= 0 {
+		members = plural(int64(g.Members), "member", "members")
+	}
+	return fmt.Sprintf("%s: %s group, %s, %s (%s)", g.ID, g.Type, g.State, members, g.Via)
 }

@@ -34,11 +34,15 @@ type fakeKafka struct {
 	members int
 }
 
-func (f *fakeKafka) GroupState(context.Context, string) (string, int, error) {
+func (f *fakeKafka) TransactionHolder(context.Context, string, int32) (*kread.TxnHolder, error) {
+	return nil, errors.New("the fake cluster has no producers to describe")
+}
+
+func (f *fakeKafka) DescribeGroup(_ context.Context, group string) (kread.Group, error) {
 	if f.members > 0 {
-		return "Stable", f.members, nil
+		return kread.Group{ID: group, Type: kread.GroupClassic, State: "Stable", Members: f.members, Via: "DescribeGroups v5"}, nil
 	}
-	return "Empty", 0, nil
+	return kread.Group{ID: group, Type: kread.GroupClassic, State: "Empty", Via: "DescribeGroups v5"}, nil
 }
 
 type fakePart struct {

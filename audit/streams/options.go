@@ -82,6 +82,10 @@ type Options struct {
 	// SettleTimeout bounds the wait for transactions open when the group
 	// offsets were read to end on changelog and output partitions.
 	SettleTimeout time.Duration
+	// UnprocessedAfter is how old the first record of an input partition
+	// without a committed offset (on a topic the group has offsets on)
+	// must be to report unprocessed_partition.
+	UnprocessedAfter time.Duration
 	// SettlePoll is the interval between settle checks (default 200ms).
 	SettlePoll time.Duration
 	Progress   Progress

@@ -21,9 +21,15 @@ func partitionFindings(o Options, snap *pipelineSnapshot, col *collector, prev m
 	}
 	out := detect.PurgedPastCommit(o.Group, reparts)
 	for _, t := range append(snap.changelogs, snap.output) {
-		out = append(out, detect.StuckLSO(t, snap.startHW[t.Name], o.SettleTimeout)...)
+		out = append(out, detect.StuckLSO(t, snap.startHW[t.Name], o.SettleTimeout, snap.holders[t.Name], snap.holderErr[t.Name])...)
 	}
 	out = append(out, detect.PoisonPill(o.Group, snap.groupActive, col.nextRecords())...)
+	var inputs []snapshot.Partition
+	for _, t := range snap.inputs {
+		inputs = append(inputs, t.Partitions(snap.group)...)
+	}
+	out = append(out, detect.OffsetOutOfRange(o.Group, inputs, reparts, snap.recheck)...)
+	out = append(out, detect.UnprocessedPartition(o.Group, inputs, snap.first, o.Now(), o.UnprocessedAfter)...)
 	if prev != nil {
 		now := snap.partitions()
 		out = append(out, detect.Truncated(prev, now)...)
@@ -75,6 +81,8 @@ func assemble(ctx context.Context, o Options, snap *pipelineSnapshot, col *colle
 		DecodeErrorSamples:   col.decode.Samples,
 	}
 	pl := &finding.Pipeline{Output: o.Output}
+	g := snap.groupInfo
+	s.Group = &g
 	var outcome []detect.InputOutcome
 	for x, in := range o.Inputs {
 		pl.Inputs = append(pl.Inputs, finding.PipelineInput{Name: in.Name, Topic: in.Topic,

@@ -4,8 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
+	"github.com/lossaudit/lossaudit/audit/finding"
 	"github.com/lossaudit/lossaudit/audit/internal/engine"
+	"github.com/lossaudit/lossaudit/audit/internal/engine/collect"
+	"github.com/lossaudit/lossaudit/audit/internal/engine/detect"
 	"github.com/lossaudit/lossaudit/audit/internal/engine/snapshot"
 	"github.com/lossaudit/lossaudit/audit/kread"
 )
@@ -19,6 +23,19 @@ type pipelineSnapshot struct {
 	// groupActive is true when the group had members when its offsets were
 	// read, or when its state could not be told.
 	groupActive bool
+	// groupInfo is what the coordinator said of the group then.
+	groupInfo finding.Group
+	// recheck holds the committed offsets of the input partitions that
+	// were below their log start, read again after the log start.
+	recheck map[kread.TP]int64
+	// first holds the first committed record of the input partitions
+	// with records and no committed offset, on topics the group consumes.
+	first map[kread.TP]detect.FirstRecord
+	// holders names, by topic and partition, the open transaction holding
+	// the LSO of the changelog and output partitions that did not settle;
+	// holderErr says why one could not be named.
+	holders   map[string]map[int32]*finding.TxnHolder
+	holderErr map[string]map[int32]string
 	// startHW holds the high watermarks of the changelogs and the output
 	// when the group offsets were read, by topic.
 	startHW    map[string]map[int32]int64
@@ -62,14 +79,18 @@ func takeSnapshot(ctx context.Context, o Options) (*pipelineSnapshot, error) {
 		return nil, fmt.Errorf("audit: reading committed offsets of group %s: %w", o.Group, err)
 	}
 	// Whether the application is consuming: only used to tell a group
-	// stuck at an undecodable record, so not knowing is no failure.
-	if _, members, err := o.Kafka.GroupState(ctx, o.Group); err != nil {
+	// stuck at an undecodable record, so not knowing is no failure. Each
+	// group type is described by its own API: DescribeGroups says Dead with
+	// no members for a running consumer, streams or share group of Kafka 4.x.
+	if g, err := o.Kafka.DescribeGroup(ctx, o.Group); err != nil {
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("audit: describing group %s: %w", o.Group, err)
 		}
 		s.groupActive = true
+		s.groupInfo = finding.Group{ID: o.Group, Members: -1, Error: err.Error()}
 	} else {
-		s.groupActive = members > 0
+		s.groupActive = g.Active()
+		s.groupInfo = finding.Group{ID: o.Group, Type: string(g.Type), State: g.State, Members: g.Members, Via: g.Via}
 	}
 	read := func(topics []string) ([]snapshot.Topic, error) {
 		var out []snapshot.Topic
@@ -90,10 +111,57 @@ func takeSnapshot(ctx context.Context, o Options) (*pipelineSnapshot, error) {
 	if s.inputs, err = read(inputs); err != nil {
 		return nil, err
 	}
+	if err := s.inputEdges(ctx, o); err != nil {
+		return nil, err
+	}
 	if s.reparts, err = read(reparts); err != nil {
 		return nil, err
 	}
 	return s, nil
+}
+
+// inputEdges reads what the offset_out_of_range and unprocessed_partition
+// checks need beyond the snapshot: the committed offsets of input
+// partitions below their log start again (read after the log start), and
+// the first record of input partitions the group has not committed on.
+func (s *pipelineSnapshot) inputEdges(ctx context.Context, o Options) error {
+	var parts []snapshot.Partition
+	for _, t := range s.inputs {
+		parts = append(parts, t.Partitions(s.group)...)
+	}
+	if below := detect.BelowLogStart(parts); len(below) > 0 {
+		var topics []string
+		for _, tp := range below {
+			if !slices.Contains(topics, tp.Topic) {
+				topics = append(topics, tp.Topic)
+			}
+		}
+		again, err := o.Kafka.GroupOffsets(ctx, o.Group, topics)
+		if err != nil {
+			return fmt.Errorf("audit: reading committed offsets of group %s again: %w", o.Group, err)
+		}
+		s.recheck = map[kread.TP]int64{}
+		for _, tp := range below {
+			if c, ok := again[tp]; ok {
+				s.recheck[tp] = c
+			}
+		}
+	}
+	s.first = map[kread.TP]detect.FirstRecord{}
+	for _, p := range detect.WithoutCommit(parts) {
+		tp := kread.TP{Topic: p.Topic, Partition: p.Partition}
+		rg := kread.Range{Topic: p.Topic, Partition: p.Partition, From: p.LogStart, To: min(p.LSO, p.LogStart+16)}
+		err := collect.Read(ctx, o.Kafka, collect.Spec{Ranges: []kread.Range{rg}}, func(recs []kread.Record) error {
+			if f := s.first[tp]; len(recs) > 0 && !f.Has {
+				s.first[tp] = detect.FirstRecord{Timestamp: recs[0].Timestamp, Has: true}
+			}
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("audit: reading the first record of %s[%d]: %w", p.Topic, p.Partition, err)
+		}
+	}
+	return nil
 }
 
 // settleDownstream completes the snapshot, after the repartition tails
@@ -133,7 +201,37 @@ func (s *pipelineSnapshot) settleDownstream(ctx context.Context, o Options) erro
 			s.changelogs = append(s.changelogs, st)
 		}
 	}
-	return nil
+	s.nameHolders(ctx, o)
+	return ctx.Err()
+}
+
+// nameHolders asks, for every changelog and output partition whose LSO
+// stayed below its mark, which open transaction holds it, so that the
+// stuck_lso finding names it and the command that aborts it. Not knowing
+// is no failure: the finding stands on the offsets alone.
+func (s *pipelineSnapshot) nameHolders(ctx context.Context, o Options) {
+	s.holders, s.holderErr = map[string]map[int32]*finding.TxnHolder{}, map[string]map[int32]string{}
+	for _, t := range append(slices.Clone(s.changelogs), s.output) {
+		for _, p := range t.Parts {
+			if t.Offsets[p].LSO >= s.startHW[t.Name][p] {
+				continue
+			}
+			h, err := o.Kafka.TransactionHolder(ctx, t.Name, p)
+			switch {
+			case err != nil:
+				if s.holderErr[t.Name] == nil {
+					s.holderErr[t.Name] = map[int32]string{}
+				}
+				s.holderErr[t.Name][p] = err.Error()
+			case h != nil:
+				if s.holders[t.Name] == nil {
+					s.holders[t.Name] = map[int32]*finding.TxnHolder{}
+				}
+				s.holders[t.Name][p] = &finding.TxnHolder{Leader: h.Leader, ProducerID: h.ProducerID, ProducerEpoch: h.ProducerEpoch,
+					StartOffset: h.StartOffset, TransactionalID: h.TransactionalID, State: h.State}
+			}
+		}
+	}
 }
 
 // partitions lists what the snapshot saw of every audited partition, with

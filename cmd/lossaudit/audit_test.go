@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -277,6 +278,11 @@ func TestScanShowsTheGroupsLag(t *testing.T) {
 	stdout.Reset()
 	if code := run([]string{"scan", "-q", "-c", cfg}, &stdout, &stderr); code != 0 || !strings.Contains(stdout.String(), "GROUP_OFFSET  LAG") {
 		t.Errorf("table lacks the group columns (exit %d):\n%s", code, stdout.String())
+	}
+	// The group's type, state and members follow the table.
+	t.Logf("%s", stdout.String()[strings.LastIndex(stdout.String(), "\ngroup "):])
+	if !regexp.MustCompile(`\ngroup [^:]+: (classic|consumer|streams|share) group, \w+, \d+ members? \(\w+ v\d+\)\n$`).MatchString(stdout.String()) {
+		t.Errorf("no group line after the table:\n%s", stdout.String())
 	}
 }
 

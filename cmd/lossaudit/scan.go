@@ -9,8 +9,10 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/lossaudit/lossaudit/audit/app"
+	"github.com/lossaudit/lossaudit/audit/finding"
 	"github.com/lossaudit/lossaudit/audit/kread"
 	"github.com/lossaudit/lossaudit/audit/progress"
+	"github.com/lossaudit/lossaudit/audit/report"
 	"github.com/lossaudit/lossaudit/audit/scan"
 	"github.com/lossaudit/lossaudit/config"
 )
@@ -68,7 +70,15 @@ func newScanCmdWith(g *globalFlags, tweak func(*kread.Options)) *cobra.Command {
 			// Progress goes to a terminal only: a log gets the result.
 			prog := progress.New(stderr, progress.Options{TTY: true, Quiet: quiet || !isTerminal(stderr)})
 			opts := scan.Options{From: cfg.Window.From, To: cfg.Window.To, Counter: prog.Phase("scan", 0)}
+			var group *finding.Group
 			if app := cfg.Pipeline.ApplicationID; app != "" {
+				// Its type, state and members, each type by its own API.
+				group = &finding.Group{ID: app, Members: -1}
+				if g, err := client.DescribeGroup(ctx, app); err != nil {
+					group.Error = err.Error()
+				} else {
+					*group = finding.Group{ID: app, Type: string(g.Type), State: g.State, Members: g.Members, Via: g.Via}
+				}
 				// The application's committed offsets and lag, as
 				// kafka-consumer-groups --describe shows them; read-only.
 				if opts.Group, err = client.GroupOffsets(ctx, app, names); err != nil {
@@ -106,6 +116,11 @@ func newScanCmdWith(g *globalFlags, tweak func(*kread.Options)) *cobra.Command {
 			}
 			if err := scan.WriteTable(cmd.OutOrStdout(), rows); err != nil {
 				return err
+			}
+			if group != nil {
+				if _, err := fmt.Fprintf(cmd.OutOrStdout(), "\ngroup %s\n", report.TerminalSafe(report.GroupText(group))); err != nil {
+					return err
+				}
 			}
 			if dec != nil {
 				return scan.WriteDecoding(cmd.OutOrStdout(), rows)

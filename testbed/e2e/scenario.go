@@ -63,6 +63,9 @@ type Scenario struct {
 	NoCatchUp bool
 	// PurgeInterval is the application's repartition.purge.interval.ms; 0 keeps Kafka's 30 s.
 	PurgeInterval time.Duration
+	// GroupProtocol is the application's group.protocol ("streams": a
+	// KIP-1071 streams group; "" the classic protocol).
+	GroupProtocol string
 }
 
 // Env is the running testbed of one scenario.
@@ -183,7 +186,7 @@ func RunScenario(t *testing.T, sc Scenario) *Result {
 	app, err := streamsapp.New(ctx, streamsapp.Options{Version: sc.StreamsVersion, Bootstrap: c.Bootstrap(), ApplicationID: ApplicationID,
 		Inputs: Inputs, Output: Output, SchemasTopic: SchemasTopic, Dir: filepath.Join(env.Dir, "app"),
 		DropBeforeStore: sc.DropBeforeStore, DropBeforeOutput: sc.DropBeforeOutput, SessionTimeout: 10 * time.Second,
-		PurgeInterval: sc.PurgeInterval})
+		PurgeInterval: sc.PurgeInterval, GroupProtocol: sc.GroupProtocol})
 	if err != nil {
 		t.Fatal(err)
 	}

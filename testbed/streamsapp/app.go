@@ -157,6 +157,19 @@ type Options struct {
 	// starts.
 	ProcessingGuarantee string
 	CommitInterval      time.Duration
+	// GroupProtocol, when set, is group.protocol: "streams" joins a
+	// KIP-1071 streams group (Kafka Streams 4.1+, brokers 4.1+) instead of
+	// a classic consumer group. SessionTimeout is then ignored (the
+	// broker's group.streams.session.timeout.ms applies).
+	GroupProtocol string
+	// SkipUndecodable logs and skips records that do not deserialize
+	// (LogAndContinueExceptionHandler) instead of failing on them (the
+	// default LogAndFailExceptionHandler); may change between starts.
+	SkipUndecodable bool
+	// ShutdownOnError shuts the application down when a stream thread dies
+	// (SHUTDOWN_CLIENT) instead of replacing the thread: it stops on a
+	// poison pill, as an application with the default handlers does.
+	ShutdownOnError bool
 }
 
 // App is the application process (restartable).
@@ -254,12 +267,21 @@ func (a *App) env() []string {
 		"SCHEMAS_TOPIC="+a.o.SchemasTopic,
 		"DROP_BEFORE_STORE="+strings.Join(dbs, ";"),
 		"DROP_BEFORE_OUTPUT="+strings.Join(a.o.DropBeforeOutput, ","),
-		"CONSUMER_SESSION_TIMEOUT_MS="+millis(a.o.SessionTimeout),
+		"CONSUMER_SESSION_TIMEOUT_MS="+map[bool]string{true: "", false: millis(a.o.SessionTimeout)}[a.o.GroupProtocol == "streams"],
 		"REPARTITION_PURGE_INTERVAL_MS="+millis(a.o.PurgeInterval),
 		"TOPOLOGY="+map[bool]string{true: "copy", false: "join"}[a.o.Copy],
 		"PROCESSING_GUARANTEE="+a.o.ProcessingGuarantee,
 		"COMMIT_INTERVAL_MS="+millis(a.o.CommitInterval),
+		"GROUP_PROTOCOL="+a.o.GroupProtocol,
+		"DESERIALIZATION_HANDLER="+map[bool]string{true: "continue", false: ""}[a.o.SkipUndecodable],
+		"ON_THREAD_ERROR="+map[bool]string{true: "shutdown", false: ""}[a.o.ShutdownOnError],
 	)
+}
+
+// SetErrorHandling changes how the next start treats records that do not
+// deserialize and stream threads that die (see Options).
+func (a *App) SetErrorHandling(skipUndecodable, shutdownOnError bool) {
+	a.o.SkipUndecodable, a.o.ShutdownOnError = skipUndecodable, shutdownOnError
 }
 
 // SetGuarantee changes processing.guarantee and commit.interval.ms for the

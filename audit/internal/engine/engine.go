@@ -26,7 +26,12 @@ type Kafka interface {
 	Offsets(ctx context.Context, topic string) (map[int32]kread.Offsets, error)
 	OffsetsForTime(ctx context.Context, topic string, t time.Time) (map[int32]int64, error)
 	GroupOffsets(ctx context.Context, group string, topics []string) (map[kread.TP]int64, error)
-	GroupState(ctx context.Context, group string) (state string, members int, err error)
+	// DescribeGroup tells a group's type (Kafka 4.x: classic, consumer,
+	// streams, share), state and members, by its type's describe API.
+	DescribeGroup(ctx context.Context, group string) (kread.Group, error)
+	// TransactionHolder names the open transaction holding a partition's
+	// LSO; nil when none does.
+	TransactionHolder(ctx context.Context, topic string, partition int32) (*kread.TxnHolder, error)
 	Read(ctx context.Context, ranges []kread.Range, o kread.ReadOptions, fn func(recs []kread.Record) error) (map[kread.TP]kread.Stats, error)
 }
 

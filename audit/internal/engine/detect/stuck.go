@@ -16,15 +16,18 @@ import (
 // them has not ended (a hanging transaction, KIP-890), so records of the
 // partition that the group's offsets already count as processed may still
 // be invisible. Per-key findings that depend on the partition must be
-// withheld (see Withheld).
-func StuckLSO(settled snapshot.Topic, startHW map[int32]int64, waited time.Duration) []finding.PartitionFinding {
+// withheld (see Withheld). holders names, by partition, the open
+// transaction holding the LSO where it was asked (holderErr: why it could
+// not be named).
+func StuckLSO(settled snapshot.Topic, startHW map[int32]int64, waited time.Duration, holders map[int32]*finding.TxnHolder, holderErr map[int32]string) []finding.PartitionFinding {
 	var out []finding.PartitionFinding
 	for _, p := range settled.Parts {
 		of := settled.Offsets[p]
 		if start := startHW[p]; of.LSO < start {
 			out = append(out, finding.PartitionFinding{
 				Kind: finding.StuckLSO, Topic: settled.Name, Partition: p,
-				Evidence: &finding.StuckEvidence{LSO: of.LSO, StartHighWatermark: start, HighWatermark: of.HighWatermark, Waited: waited},
+				Evidence: &finding.StuckEvidence{LSO: of.LSO, StartHighWatermark: start, HighWatermark: of.HighWatermark, Waited: waited,
+					Holder: holders[p], HolderError: holderErr[p]},
 			})
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lossaudit/lossaudit/audit/finding"
 	"github.com/lossaudit/lossaudit/audit/internal/engine/snapshot"
 	"github.com/lossaudit/lossaudit/audit/kread"
 )
@@ -15,8 +16,18 @@ func TestStuckLSO(t *testing.T) {
 		2: {LSO: 9, HighWatermark: 15},  // open transaction at 9, but it started after: startHW is 9
 	}}
 	startHW := map[int32]int64{0: 10, 1: 8, 2: 9}
-	got := sig(StuckLSO(settled, startHW, time.Minute))
-	if want := "stuck_lso out[1] {LSO:7 StartHighWatermark:8 HighWatermark:12 Waited:1m0s}"; got != want {
+	got := sig(StuckLSO(settled, startHW, time.Minute, nil, nil))
+	if want := "stuck_lso out[1] {LSO:7 StartHighWatermark:8 HighWatermark:12 Waited:1m0s Holder:<nil> HolderError:}"; got != want {
 		t.Errorf("got %q, want %q", got, want)
+	}
+	// The holder named where it was asked, or why it could not be.
+	h := &finding.TxnHolder{Leader: 2, ProducerID: 4001, ProducerEpoch: 3, StartOffset: 7, TransactionalID: "app-1", State: "Ongoing"}
+	fs := StuckLSO(settled, startHW, time.Minute, map[int32]*finding.TxnHolder{1: h, 2: h}, nil)
+	if len(fs) != 1 || fs[0].Evidence.(*finding.StuckEvidence).Holder != h {
+		t.Errorf("with a holder: %+v, want out[1] held by %+v", fs, *h)
+	}
+	fs = StuckLSO(settled, startHW, time.Minute, nil, map[int32]string{1: "no leader"})
+	if len(fs) != 1 || fs[0].Evidence.(*finding.StuckEvidence).Holder != nil || fs[0].Evidence.(*finding.StuckEvidence).HolderError != "no leader" {
+		t.Errorf("holder unknown: %+v", fs)
 	}
 }

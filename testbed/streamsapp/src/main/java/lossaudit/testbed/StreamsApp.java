@@ -24,6 +24,7 @@ import org.apache.kafka.streams.KafkaStreams;
 import org.apache.kafka.streams.KeyValue;
 import org.apache.kafka.streams.StreamsBuilder;
 import org.apache.kafka.streams.Topology;
+import org.apache.kafka.streams.errors.LogAndContinueExceptionHandler;
 import org.apache.kafka.streams.errors.StreamsUncaughtExceptionHandler;
 import org.apache.kafka.streams.kstream.Consumed;
 import org.apache.kafka.streams.kstream.Grouped;
@@ -50,7 +51,11 @@ import org.apache.kafka.streams.processor.StreamPartitioner;
  * <p>TOPOLOGY=copy runs a stateless application instead: the first of
  * INPUT_TOPICS --map(value + " (copied)")--> OUTPUT_TOPIC, with String serdes
  * and no schemas. PROCESSING_GUARANTEE (default exactly_once_v2) and
- * COMMIT_INTERVAL_MS (optional) apply to both.
+ * COMMIT_INTERVAL_MS (optional) apply to both, and so do GROUP_PROTOCOL
+ * (optional group.protocol: "streams" joins a KIP-1071 streams group),
+ * DESERIALIZATION_HANDLER ("continue": LogAndContinueExceptionHandler;
+ * default LogAndFail) and ON_THREAD_ERROR ("shutdown": SHUTDOWN_CLIENT when a
+ * stream thread dies; default REPLACE_THREAD).
  */
 public final class StreamsApp {
     private StreamsApp() {}
@@ -269,6 +274,16 @@ public final class StreamsApp {
             settings.put("consumer.session.timeout.ms", Integer.parseInt(session));
         }
 
+        String groupProtocol = cfg("GROUP_PROTOCOL", "");
+        if (!groupProtocol.isEmpty()) {
+            settings.put("group.protocol", groupProtocol);
+        }
+        if ("continue".equals(cfg("DESERIALIZATION_HANDLER", ""))) {
+            // The 3.x name, still read by 4.x (deprecated by KIP-1056).
+            settings.put("default.deserialization.exception.handler", LogAndContinueExceptionHandler.class);
+        }
+        boolean shutdownOnError = "shutdown".equals(cfg("ON_THREAD_ERROR", ""));
+
         KafkaStreams streams = new KafkaStreams(topology, settings);
         CountDownLatch done = new CountDownLatch(1);
         streams.setStateListener((n, o) -> {
@@ -281,7 +296,8 @@ public final class StreamsApp {
             ObjectNode n = truth.node("thread_replaced");
             n.put("error", String.valueOf(e));
             truth.write(n);
-            return StreamsUncaughtExceptionHandler.StreamThreadExceptionResponse.REPLACE_THREAD;
+            return shutdownOnError ? StreamsUncaughtExceptionHandler.StreamThreadExceptionResponse.SHUTDOWN_CLIENT
+                    : StreamsUncaughtExceptionHandler.StreamThreadExceptionResponse.REPLACE_THREAD;
         });
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {
             streams.close(Duration.ofSeconds(30));

@@ -1,0 +1,245 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/lossaudit/lossaudit/audit/app"
+	"github.com/lossaudit/lossaudit/audit/finding"
+	"github.com/lossaudit/lossaudit/audit/kread"
+	"github.com/lossaudit/lossaudit/testbed/poll"
+)
+
+// TestStreamsGroupPoisonPill runs the pipeline as a KIP-1071 streams group
+// (group.protocol=streams) on Kafka 4.4.0 brokers with Kafka Streams 4.4.0,
+// and puts an undecodable record at the group's committed offset on
+// in-a[0]. While the application runs (it skips such records, and its
+// next commit is minutes away, so the committed offset stays at the
+// record; at_least_once, since exactly-once caps the commit interval at
+// the transaction timeout) the audit must not report a poison pill: the group has members,
+// although DescribeGroups, which lossaudit used to ask, says Dead with no
+// members. Once the application has stopped on the record (the default
+// LogAndFail handler, the client shut down), the audit reports exactly one
+// poison_pill, at that record. Then, on the same pipeline, records
+// deleted past the committed offset of in-c[1] are offset_out_of_range, and
+// a partition added to in-b, never committed on, with records an hour old,
+// is unprocessed_partition.
+func TestStreamsGroupPoisonPill(t *testing.T) {
+	const v = "4.4.0"
+	res := RunScenario(t, Scenario{KafkaVersion: v, StreamsVersion: v, GroupProtocol: "streams", Records: 300})
+	env := res.Env
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+	client, err := kread.New(kread.Options{Brokers: env.Cluster.Bootstrap(), Timeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+
+	// The pill, at the committed offset of in-a[0] (the application caught
+	// up and stopped cleanly).
+	prod, err := kgo.NewClient(kgo.SeedBrokers(env.Cluster.Bootstrap()...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prod.Close()
+	r, err := prod.ProduceSync(ctx, &kgo.Record{Topic: Inputs[0], Partition: 0, Key: []byte("pill"), Value: []byte("not Confluent-framed Avro")}).First()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pill := r.Offset
+	committed, err := env.Admin.GroupOffsets(ctx, ApplicationID, []string{Inputs[0]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := committed[Inputs[0]][0]; c != pill {
+		t.Fatalf("committed offset of %s[0] is %d, the pill is at %d", Inputs[0], c, pill)
+	}
+
+	audit := func(phase string) *finding.Result {
+		t.Helper()
+		ar, _, err := app.Run(ctx, res.Config, app.Options{})
+		if err != nil {
+			t.Fatalf("%s: audit: %v", phase, err)
+		}
+		t.Logf("%s: group %+v, verdict rows %d, partition findings %+v", phase, *ar.Summary.Group, len(ar.Rows), ar.Summary.Partitions)
+		if len(ar.Rows) != 0 {
+			t.Errorf("%s: %d loss rows, want none", phase, len(ar.Rows))
+		}
+		return ar
+	}
+
+	// Running: skips undecodable records, commits every 10 minutes
+	// (at_least_once: exactly-once caps the commit interval at the
+	// transaction timeout).
+	env.App.SetErrorHandling(true, false)
+	env.App.SetGuarantee("at_least_once", 10*time.Minute)
+	if err := env.App.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.App.WaitRunning(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var g kread.Group
+	if err := poll.Until(ctx, 2*time.Minute, 500*time.Millisecond, "a member in the streams group", func() bool {
+		g, err = client.DescribeGroup(ctx, ApplicationID)
+		return err == nil && g.Members > 0
+	}); err != nil {
+		t.Fatalf("%v (last answer %+v, %v)", err, g, err)
+	}
+	if g.Type != kread.GroupStreams {
+		t.Fatalf("group %+v, want a streams group", g)
+	}
+	ar := audit("running")
+	if n := len(ar.Summary.Partitions); n != 0 {
+		t.Errorf("running application: partition findings %+v, want none", ar.Summary.Partitions)
+	}
+	if sg := ar.Summary.Group; sg.Type != "streams" || sg.Members < 1 {
+		t.Errorf("running application: the summary's group %+v, want a streams group with members", *sg)
+	}
+	if c, _ := env.Admin.GroupOffsets(ctx, ApplicationID, []string{Inputs[0]}); c[Inputs[0]][0] != pill {
+		t.Fatalf("the application committed past the pill during the audit (%d, pill %d): the phase proves nothing", c[Inputs[0]][0], pill)
+	}
+
+	// Stopped on it: killed (no commit past the pill), then started with the
+	// default LogAndFail handler and SHUTDOWN_CLIENT, it fails on the pill
+	// and shuts down.
+	if err := env.App.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	env.App.SetErrorHandling(false, true)
+	env.App.SetGuarantee("exactly_once_v2", 0)
+	if err := env.App.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if err := poll.Until(ctx, 4*time.Minute, time.Second, "the application stopping on the pill", func() bool {
+		return !env.App.Running()
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if log := env.App.LogGrep(5, "not Confluent-framed Avro"); !strings.Contains(log, "not Confluent-framed Avro") {
+		t.Errorf("the application stopped, but not on the pill:\n%s", env.App.LogTail(30))
+	}
+	if err := poll.Until(ctx, 2*time.Minute, 500*time.Millisecond, "the streams group without members", func() bool {
+		g, err = client.DescribeGroup(ctx, ApplicationID)
+		return err == nil && g.Members == 0
+	}); err != nil {
+		t.Fatalf("%v (last answer %+v, %v)", err, g, err)
+	}
+	ar = audit("stopped")
+	var got []string
+	for _, pf := range ar.Summary.Partitions {
+		s := fmt.Sprintf("%s %s[%d]", pf.Kind, pf.Topic, pf.Partition)
+		if e, ok := pf.Evidence.(*finding.PoisonEvidence); ok {
+			s += fmt.Sprintf("@%d", e.Offset)
+		}
+		got = append(got, s)
+	}
+	if want := fmt.Sprintf("%s %s[0]@%d", finding.PoisonPill, Inputs[0], pill); strings.Join(got, "\n") != want {
+		t.Errorf("stopped application: partition findings\n%s\nwant\n%s", strings.Join(got, "\n"), want)
+	}
+
+	// On the same stopped pipeline, the root-cause signatures:
+	// offset_out_of_range: records of in-c[1] deleted past the committed
+	// offset before the application processed them;
+	// unprocessed_partition: a partition added to in-b, holding records an
+	// hour old, that the group never committed on.
+	cEnd := produceAt(t, ctx, prod, Inputs[2], 1, 0, 3)
+	cCommitted := committedAt(t, ctx, env, Inputs[2], 1)
+	if err := env.Admin.DeleteRecords(ctx, Inputs[2], map[int32]int64{1: cEnd}); err != nil {
+		t.Fatal(err)
+	}
+	addPartitions(t, ctx, env, Inputs[1], 4)
+	produceAt(t, ctx, prod, Inputs[1], 3, time.Hour, 2)
+	cfg := *res.Config
+	cfg.Audit.UnprocessedAfter = 30 * time.Minute
+	cfg.Store.Dir = t.TempDir()
+	ar, _, err = app.Run(ctx, &cfg, app.Options{})
+	if err != nil {
+		t.Fatalf("signatures: audit: %v", err)
+	}
+	got = nil
+	for _, pf := range ar.Summary.Partitions {
+		s := fmt.Sprintf("%s %s[%d]", pf.Kind, pf.Topic, pf.Partition)
+		switch e := pf.Evidence.(type) {
+		case *finding.PoisonEvidence:
+			s += fmt.Sprintf("@%d", e.Offset)
+		case *finding.OutOfRangeEvidence:
+			s += fmt.Sprintf(" committed %d log start %d", e.Committed, e.LogStart)
+		case *finding.UnprocessedEvidence:
+			s += fmt.Sprintf(" [%d, %d)", e.LogStart, e.LSO)
+		}
+		got = append(got, s)
+	}
+	want := []string{
+		fmt.Sprintf("%s %s[0]@%d", finding.PoisonPill, Inputs[0], pill),
+		fmt.Sprintf("%s %s[3] [0, 2)", finding.UnprocessedPartition, Inputs[1]),
+		fmt.Sprintf("%s %s[1] committed %d log start %d", finding.OffsetOutOfRange, Inputs[2], cCommitted, cEnd),
+	}
+	if g, w := strings.Join(sorted(got), "\n"), strings.Join(sorted(want), "\n"); g != w {
+		t.Errorf("signatures: partition findings\n%s\nwant\n%s", g, w)
+	}
+	if len(ar.Rows) != 0 {
+		t.Errorf("signatures: %d loss rows, want none", len(ar.Rows))
+	}
+}
+
+// produceAt writes n undecodable records to topic's partition, timestamped
+// age ago, and returns the partition's end offset after them.
+func produceAt(t *testing.T, ctx context.Context, prod *kgo.Client, topic string, partition int32, age time.Duration, n int) int64 {
+	t.Helper()
+	var last int64
+	for i := range n {
+		r, err := prod.ProduceSync(ctx, &kgo.Record{Topic: topic, Partition: partition, Timestamp: time.Now().Add(-age),
+			Value: []byte(fmt.Sprintf("staged %d", i))}).First()
+		if err != nil {
+			t.Fatal(err)
+		}
+		last = r.Offset
+	}
+	return last + 1
+}
+
+// committedAt returns the application's committed offset on a partition.
+func committedAt(t *testing.T, ctx context.Context, env *Env, topic string, partition int32) int64 {
+	t.Helper()
+	c, err := env.Admin.GroupOffsets(ctx, ApplicationID, []string{topic})
+	if err != nil {
+		t.Fatal(err)
+	}
+	off, ok := c[topic][partition]
+	if !ok {
+		t.Fatalf("no committed offset on %s[%d]", topic, partition)
+	}
+	return off
+}
+
+// addPartitions grows topic to n partitions.
+func addPartitions(t *testing.T, ctx context.Context, env *Env, topic string, n int32) {
+	t.Helper()
+	req := kmsg.NewPtrCreatePartitionsRequest()
+	rt := kmsg.NewCreatePartitionsRequestTopic()
+	rt.Topic, rt.Count = topic, n
+	req.Topics, req.TimeoutMillis = []kmsg.CreatePartitionsRequestTopic{rt}, 30000
+	resp, err := req.RequestWith(ctx, env.Admin.Client())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range resp.Topics {
+		if r.ErrorCode != 0 {
+			t.Fatalf("adding partitions to %s: error %d %v", topic, r.ErrorCode, r.ErrorMessage)
+		}
+	}
+	if err := poll.Until(ctx, time.Minute, 200*time.Millisecond, fmt.Sprintf("%s with %d partitions", topic, n), func() bool {
+		ps, err := env.Admin.Partitions(ctx, topic)
+		return err == nil && len(ps) == int(n)
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
