@@ -484,7 +484,7 @@ pipeline:
 		t.Fatal(err)
 	}
 	want := []Node{{Name: "KSTREAM-REDUCE-0000000003", Kind: "windowed"}, {Name: "hold", Kind: "suppress"}}
-	if c.Pipeline.Join != "left" || !reflect.DeepEqual(c.Pipeline.Nodes, want) {
+	if c.Pipeline.Join != "" || !reflect.DeepEqual(c.Pipeline.Nodes, want) {
 		t.Errorf("join %q nodes %+v", c.Pipeline.Join, c.Pipeline.Nodes)
 	}
 	// No pipeline.output: the topology file names it.

@@ -59,6 +59,9 @@ func (f *pipelineFixture) yaml(t *testing.T, edit func(c *config.Config)) string
 	if c.Pipeline.TopologyFile != "" {
 		fmt.Fprintf(&b, "  topology_file: %q\n", c.Pipeline.TopologyFile)
 	}
+	if c.Pipeline.Join != "" {
+		fmt.Fprintf(&b, "  join: %s\n", c.Pipeline.Join)
+	}
 	b.WriteString("  inputs:\n")
 	for _, in := range c.Pipeline.Inputs {
 		fmt.Fprintf(&b, "    - {name: %q, topic: %q, rekey: %q, key_format: %q", in.Name, in.Topic, in.Rekey, in.KeyFormat)

@@ -28,7 +28,7 @@ const (
 
 func topoConfig() *config.Config {
 	return &config.Config{Pipeline: config.Pipeline{
-		ApplicationID: "app", TopologyFile: topoABC, Output: "joined",
+		ApplicationID: "app", TopologyFile: topoABC, Output: "joined", Join: "left",
 		Inputs: []config.Input{{Name: "a", Topic: "topicA"}, {Name: "b", Topic: "topicB"}, {Name: "c", Topic: "topicC"}},
 	}}
 }
@@ -161,6 +161,7 @@ pipeline:
   application_id: app
   topology_file: "` + abs + `"
   output: joined
+  join: left
   inputs:
     - {name: a, topic: topicA}
     - {name: b, topic: topicB}
@@ -229,6 +230,8 @@ report:
 			[]string{"unsupported-suppress-named-4.4.0.txt:20: node hold on the path of input topic topicA is of unknown kind", "declare it in pipeline.nodes"}},
 		{"named suppress, declared", "unsupported-suppress-named-4.4.0.txt", "  nodes:\n    - {name: latest, kind: reduce}\n    - {name: hold, kind: suppress}\n",
 			[]string{"unsupported-suppress-named-4.4.0.txt:20: node hold on the path of input topic topicA is of kind suppress (from its pipeline.nodes)"}},
+		{"join type undeclared", "order-abc-4.4.0.txt", "",
+			[]string{"pipeline.join: is not set, but ", "order-abc-4.4.0.txt:36: node KTABLE-MERGE-0000000021 is a KTable-KTable join, and describe() does not show whether it is inner, left or outer; declare it: left (audited), inner or outer (not audited yet)"}},
 		{"kind typo", "unsupported-suppress-named-4.4.0.txt", "  nodes:\n    - {name: latest, kind: reduce}\n    - {name: hold, kind: supress}\n",
 			[]string{"audit.yaml:10: pipeline.nodes[1].kind: \"supress\" is not a node kind (did you mean suppress?)"}},
 	}

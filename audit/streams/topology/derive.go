@@ -32,7 +32,9 @@ type TopoStage struct {
 type Declarations struct {
 	// Nodes declares node kinds (DeclarableKinds), in pipeline.nodes order.
 	Nodes []NodeDecl
-	// Join is left, inner or outer; "" means left, the audited family.
+	// Join is left, inner or outer; "" means undeclared, which stops the
+	// derivation at the first KTable-KTable join (a *JoinUndeclaredError):
+	// describe() prints the three types alike.
 	Join string
 }
 
@@ -55,9 +57,9 @@ type Derivation struct {
 	Warnings []string
 }
 
-// Stages is Derive without declarations.
+// Stages is Derive with left joins declared and no node declared.
 func (t *Topology) Stages(app string, inputTopics []string, output string) ([]TopoStage, string, error) {
-	d, err := t.Derive(app, inputTopics, output, Declarations{})
+	d, err := t.Derive(app, inputTopics, output, Declarations{Join: JoinLeft})
 	if err != nil {
 		return nil, "", err
 	}
@@ -260,8 +262,10 @@ func joinRole(n *Node) string {
 // first join, inputs[i]'s reduce the right side of the i-th, each join's
 // result the left side of the next. A chain that goes on with tables not
 // configured as inputs is audited for the configured ones (left joins
-// keep every left key) with a warning. Inner and outer joins are not
-// audited yet: declared, they stop the audit.
+// keep every left key) with a warning. The join type must be declared
+// (describe() does not show it): undeclared, the first join is a
+// *JoinUndeclaredError; inner and outer joins are not audited yet:
+// declared, they stop the audit.
 func (t *Topology) checkChain(d *Derivation, inputs []string, kinds map[string]Classified, join string) error {
 	if len(d.Stages) == 0 {
 		return nil
@@ -313,6 +317,9 @@ func (t *Topology) checkChain(d *Derivation, inputs []string, kinds map[string]C
 			return bad(merge, "the right side of this KTable-KTable join cannot be followed")
 		}
 		joins++
+		if join == "" {
+			return &JoinUndeclaredError{Line: merge.Line, Node: merge.Name}
+		}
 		if join == JoinInner || join == JoinOuter {
 			return bad(merge, fmt.Sprintf("pipeline.join declares %s joins; only left joins are audited so far", join))
 		}
@@ -334,6 +341,31 @@ func (t *Topology) checkChain(d *Derivation, inputs []string, kinds map[string]C
 	}
 	d.Joins = joins
 	return nil
+}
+
+// JoinUndeclaredError is a KTable-KTable join on an audited path while
+// pipeline.join is not set: describe() prints inner, left and outer joins
+// alike (KTableImpl#doJoin names the nodes KTABLE-JOINTHIS-,
+// KTABLE-JOINOTHER- and KTABLE-MERGE- whatever the type), so the type is
+// never guessed.
+type JoinUndeclaredError struct {
+	// File is the topology file, Line the join's merge node's line in it.
+	File string
+	Line int
+	// Node is the join's merge node.
+	Node string
+}
+
+// Error implements error.
+func (e *JoinUndeclaredError) Error() string { return "pipeline.join " + e.Msg() }
+
+// Msg is the message without the key.
+func (e *JoinUndeclaredError) Msg() string {
+	where := fmt.Sprintf("line %d", e.Line)
+	if e.File != "" {
+		where = fmt.Sprintf("%s:%d", e.File, e.Line)
+	}
+	return fmt.Sprintf("is not set, but %s: node %s is a KTable-KTable join, and describe() does not show whether it is inner, left or outer; declare it: left (audited), inner or outer (not audited yet)", where, e.Node)
 }
 
 // sourceOf finds the one non-global source reading topic, by name or

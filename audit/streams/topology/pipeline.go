@@ -33,7 +33,7 @@ type Spec struct {
 	// names do not show (pipeline.nodes).
 	Nodes []NodeDecl
 	// Join is the KTable-KTable join type (pipeline.join): left, inner or
-	// outer; "" means left.
+	// outer; "" is undeclared, refused wherever the inputs are joined.
 	Join string
 }
 
@@ -218,7 +218,11 @@ func deriveFile(p Spec) (*Derivation, error) {
 	d, err := top.Derive(p.ApplicationID, inputs, p.Output, Declarations{Nodes: p.Nodes, Join: p.Join})
 	var ue *UnsupportedError
 	var de *DeclarationError
+	var je *JoinUndeclaredError
 	switch {
+	case errors.As(err, &je):
+		je.File = p.TopologyFile
+		return nil, &Error{Key: "pipeline.join", Msg: je.Msg()}
 	case errors.As(err, &ue):
 		ue.File = p.TopologyFile
 		return nil, ue
@@ -236,7 +240,11 @@ func deriveFile(p Spec) (*Derivation, error) {
 // checkDeclared checks pipeline.join and pipeline.nodes on their own.
 func checkDeclared(p Spec) error {
 	switch p.Join {
-	case "", JoinLeft:
+	case "":
+		if p.TopologyFile == "" && len(p.Inputs) > 1 {
+			return &Error{Key: "pipeline.join", Msg: fmt.Sprintf("is not set, but pipeline.inputs lists %d inputs, which are joined by KTable-KTable joins of a type that neither the rest of the configuration nor describe() shows; declare it: left (audited), inner or outer (not audited yet)", len(p.Inputs))}
+		}
+	case JoinLeft:
 	case JoinInner, JoinOuter:
 		if p.TopologyFile == "" {
 			return &Error{Key: "pipeline.join", Msg: fmt.Sprintf("%s joins are not audited yet: lossaudit audits chains of KTable left joins", p.Join)}

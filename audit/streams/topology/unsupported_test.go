@@ -40,7 +40,7 @@ func TestUnsupportedKinds(t *testing.T) {
 		{"named reduce and suppress, nothing declared", "unsupported-suppress-named", a, nil, "", "latest", KindUnknown, FromNowhere, 17, ""},
 		{"named reduce declared, suppress not", "unsupported-suppress-named", a, []NodeDecl{{"latest", "reduce"}}, "", "hold", KindUnknown, FromNowhere, 20, ""},
 		{"named suppress declared", "unsupported-suppress-named", a, []NodeDecl{{"latest", "reduce"}, {"hold", "suppress"}}, "", "hold", KindSuppress, FromDeclaration, 20, ""},
-		{"inner join, not declared: prints as a left join", "unsupported-inner-join", ab, nil, "", "", "", "", 0, ""},
+		{"inner join declared left: prints as a left join", "unsupported-inner-join", ab, nil, JoinLeft, "", "", "", 0, ""},
 		{"inner join declared", "unsupported-inner-join", ab, nil, JoinInner, "KTABLE-MERGE-0000000014", KindTableJoin, FromName, 31, "pipeline.join declares inner joins; only left joins are audited so far"},
 		{"outer join declared", "unsupported-inner-join", ab, nil, JoinOuter, "KTABLE-MERGE-0000000014", KindTableJoin, FromName, 31, "pipeline.join declares outer joins"},
 		{"foreign-key join", "unsupported-fk-join", a, nil, "", "KTABLE-FK-JOIN-SUBSCRIPTION-REGISTRATION-0000000015", KindFKJoin, FromName, 28, ""},
@@ -108,8 +108,12 @@ func TestDeclarationsAndChain(t *testing.T) {
 		{"join typo", Spec{TopologyFile: abc, Inputs: in("topicA"), Join: "lefft"}, "pipeline.join", `"lefft" is not a join type (did you mean left?)`, ""},
 		{"inner join without topology file", Spec{Output: "joined", Inputs: in("topicA", "topicB"), Join: JoinInner}, "pipeline.join", "inner joins are not audited yet", ""},
 		{"inner join declared, none in the file", Spec{TopologyFile: "testdata/unsupported-windowed-reduce-4.4.0.txt", Inputs: in("topicA"), Join: JoinInner}, "pipeline.join", "declares inner joins, but in testdata/unsupported-windowed-reduce-4.4.0.txt the inputs reach no KTable-KTable join", ""},
-		{"right side first", Spec{TopologyFile: abc, Inputs: in("topicB", "topicA", "topicC")}, "pipeline.topology_file", "", "input topic topicB (pipeline.inputs[0]) is the right side of the table join KTABLE-JOINOTHER-0000000023, but pipeline.inputs[0] must be the left-most table of the join chain"},
-		{"right sides swapped", Spec{TopologyFile: abc, Inputs: in("topicA", "topicC", "topicB")}, "pipeline.topology_file", "", "join 1 of the chain (KTABLE-MERGE-0000000021) takes input topic topicB (pipeline.inputs[2]) as its right side, where pipeline.inputs[1] is topicC"},
+		{"join type not declared", Spec{TopologyFile: abc, Inputs: in("topicA", "topicB", "topicC")}, "pipeline.join", "is not set, but testdata/order-abc-4.4.0.txt:36: node KTABLE-MERGE-0000000021 is a KTable-KTable join, and describe() does not show whether it is inner, left or outer; declare it: left (audited), inner or outer (not audited yet)", ""},
+		{"inner join, type not declared", Spec{TopologyFile: "testdata/unsupported-inner-join-4.4.0.txt", Inputs: in("topicA", "topicB")}, "pipeline.join", "is not set, but testdata/unsupported-inner-join-4.4.0.txt:31: node KTABLE-MERGE-0000000014 is a KTable-KTable join", ""},
+		{"join type not declared, prefix of the chain", Spec{TopologyFile: abc, Inputs: in("topicA")}, "pipeline.join", "is not set, but testdata/order-abc-4.4.0.txt:36: node KTABLE-MERGE-0000000021", ""},
+		{"join type not declared without topology file", Spec{Output: "joined", Inputs: in("topicA", "topicB")}, "pipeline.join", "is not set, but pipeline.inputs lists 2 inputs, which are joined by KTable-KTable joins of a type that neither the rest of the configuration nor describe() shows; declare it: left (audited), inner or outer (not audited yet)", ""},
+		{"right side first", Spec{TopologyFile: abc, Inputs: in("topicB", "topicA", "topicC"), Join: JoinLeft}, "pipeline.topology_file", "", "input topic topicB (pipeline.inputs[0]) is the right side of the table join KTABLE-JOINOTHER-0000000023, but pipeline.inputs[0] must be the left-most table of the join chain"},
+		{"right sides swapped", Spec{TopologyFile: abc, Inputs: in("topicA", "topicC", "topicB"), Join: JoinLeft}, "pipeline.topology_file", "", "join 1 of the chain (KTABLE-MERGE-0000000021) takes input topic topicB (pipeline.inputs[2]) as its right side, where pipeline.inputs[1] is topicC"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -125,7 +129,7 @@ func TestDeclarationsAndChain(t *testing.T) {
 
 	// A prefix of a longer chain is audited, with a warning naming the
 	// tables that are not configured.
-	m, err := Build(context.Background(), Spec{ApplicationID: "app", TopologyFile: abc, Inputs: in("topicA")}, nil)
+	m, err := Build(context.Background(), Spec{ApplicationID: "app", TopologyFile: abc, Inputs: in("topicA"), Join: JoinLeft}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -77,7 +77,8 @@ func judge(file string) (verdict, msg string, tried []string) {
 	}
 	var first error
 	for _, ins := range candidates(inputs) {
-		spec := topology.Spec{ApplicationID: "app", TopologyFile: file, Output: output}
+		// The charitable user declares the joins left, the type audited.
+		spec := topology.Spec{ApplicationID: "app", TopologyFile: file, Output: output, Join: topology.JoinLeft}
 		for i, in := range ins {
 			spec.Inputs = append(spec.Inputs, topology.InputSpec{Name: fmt.Sprintf("in%d", i), Topic: in})
 		}
