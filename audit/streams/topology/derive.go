@@ -36,7 +36,22 @@ type Declarations struct {
 	// derivation at the first KTable-KTable join (a *JoinUndeclaredError):
 	// describe() prints the three types alike.
 	Join string
+	// Reduce is plain or windowed (pipeline.reduce): the type of every
+	// reduce on the inputs' paths that Nodes does not declare; ""
+	// means undeclared, which stops the derivation at the first such
+	// reduce (a *ReduceUndeclaredError): describe() prints a windowed
+	// reduce exactly like a plain one.
+	Reduce string
 }
+
+// Reduce types of pipeline.reduce.
+const (
+	ReducePlain    = "plain"
+	ReduceWindowed = "windowed"
+)
+
+// FromReduceDecl: pipeline.reduce.
+const FromReduceDecl KindOrigin = "pipeline.reduce"
 
 // Join types of pipeline.join.
 const (
@@ -57,9 +72,10 @@ type Derivation struct {
 	Warnings []string
 }
 
-// Stages is Derive with left joins declared and no node declared.
+// Stages is Derive with left joins and plain reduces declared and no node
+// declared.
 func (t *Topology) Stages(app string, inputTopics []string, output string) ([]TopoStage, string, error) {
-	d, err := t.Derive(app, inputTopics, output, Declarations{Join: JoinLeft})
+	d, err := t.Derive(app, inputTopics, output, Declarations{Join: JoinLeft, Reduce: ReducePlain})
 	if err != nil {
 		return nil, "", err
 	}
@@ -200,6 +216,14 @@ func (t *Topology) Derive(app string, inputTopics []string, output string, decl 
 			return nil, fmt.Errorf("line %d: input topic %s reaches %d reduces, not one: %s", src.Line, in, len(hits), strings.Join(names, "; "))
 		}
 		h := hits[0]
+		if c := kinds[h.n.Name]; c.Origin != FromDeclaration {
+			switch decl.Reduce {
+			case "":
+				return nil, &ReduceUndeclaredError{Line: h.n.Line, Node: h.n.Name, Stores: h.n.Stores, Input: in}
+			case ReduceWindowed:
+				return nil, &UnsupportedError{Line: h.n.Line, Input: in, Node: h.n.Name, Kind: KindWindowed, Origin: FromReduceDecl}
+			}
+		}
 		if len(h.n.Stores) != 1 {
 			return nil, fmt.Errorf("line %d: reduce %s after input topic %s has %d stores (%s), expected the one reduce store", h.n.Line, h.n.Name, in, len(h.n.Stores), strings.Join(h.n.Stores, ", "))
 		}
@@ -361,11 +385,40 @@ func (e *JoinUndeclaredError) Error() string { return "pipeline.join " + e.Msg()
 
 // Msg is the message without the key.
 func (e *JoinUndeclaredError) Msg() string {
-	where := fmt.Sprintf("line %d", e.Line)
-	if e.File != "" {
-		where = fmt.Sprintf("%s:%d", e.File, e.Line)
+	return fmt.Sprintf("is not set, but %s: node %s is a KTable-KTable join, and describe() does not show whether it is inner, left or outer; declare it: left (audited), inner or outer (not audited yet)", fileLine(e.File, e.Line), e.Node)
+}
+
+// ReduceUndeclaredError is a reduce on an input's path whose type neither
+// pipeline.reduce nor pipeline.nodes declares: describe() prints
+// windowedBy(...).reduce() exactly like groupByKey().reduce()
+// (TimeWindowedKStreamImpl and KGroupedStreamImpl both name the node
+// KSTREAM-REDUCE- and its store KSTREAM-REDUCE-STATE-STORE-), so the type
+// is never guessed.
+type ReduceUndeclaredError struct {
+	// File is the topology file, Line the reduce's line in it.
+	File string
+	Line int
+	// Node is the reduce, Stores its stores, Input the input topic whose
+	// path reaches it.
+	Node   string
+	Stores []string
+	Input  string
+}
+
+// Error implements error.
+func (e *ReduceUndeclaredError) Error() string { return "pipeline.reduce " + e.Msg() }
+
+// Msg is the message without the key.
+func (e *ReduceUndeclaredError) Msg() string {
+	return fmt.Sprintf("is not set, but %s: node %s (store %s) on the path of input topic %s is a reduce, and describe() does not show whether it is windowed; declare it: plain (audited) or windowed (not audited yet), or the node's kind in pipeline.nodes (reduce or windowed)", fileLine(e.File, e.Line), e.Node, strings.Join(e.Stores, ", "), e.Input)
+}
+
+// fileLine is "file:line", or "line N" without a file.
+func fileLine(file string, line int) string {
+	if file == "" {
+		return fmt.Sprintf("line %d", line)
 	}
-	return fmt.Sprintf("is not set, but %s: node %s is a KTable-KTable join, and describe() does not show whether it is inner, left or outer; declare it: left (audited), inner or outer (not audited yet)", where, e.Node)
+	return fmt.Sprintf("%s:%d", file, line)
 }
 
 // sourceOf finds the one non-global source reading topic, by name or
