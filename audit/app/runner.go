@@ -223,6 +223,9 @@ func prepare(ctx context.Context, cfg *config.Config, o Options) (_ *prepared, e
 	if p.model, err = Model(ctx, cfg, p.client, SchemaMatcher(p.client, p.reg)); err != nil {
 		return nil, err
 	}
+	if err = checkChangelogPolicies(ctx, p.client, p.model, o.Warnings); err != nil {
+		return nil, err
+	}
 	if o.Warnings != nil {
 		for _, w := range p.model.Warnings {
 			fmt.Fprintf(o.Warnings, "warning: %s\n", w)
