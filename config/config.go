@@ -144,8 +144,13 @@ type Pipeline struct {
 	// Inputs in join order: the first is the left side of the leftJoins.
 	Inputs []Input `mapstructure:"inputs" list:"a list of inputs (- name: ..., topic: ...)" entry:"an input"`
 	// Join is the type of the KTable-KTable joins: left, inner or outer
-	// (describe() prints them alike).
-	Join string `mapstructure:"join" default:"left"`
+	// (describe() prints them alike). No default: required wherever the
+	// inputs are joined.
+	Join string `mapstructure:"join"`
+	// Reduce is the type of the inputs' reduces: plain or windowed
+	// (describe() prints them alike). No default: required unless
+	// pipeline.nodes declares every reduce on the inputs' paths.
+	Reduce string `mapstructure:"reduce"`
 	// Nodes declares the kinds of topology nodes whose names do not show
 	// them (Named.as, Materialized.as, ...), or a reduce that is windowed.
 	Nodes []Node `mapstructure:"nodes" list:"a list of nodes (- {name: ..., kind: ...})" entry:"a node"`

@@ -486,7 +486,7 @@ pipeline:
 		t.Fatal(err)
 	}
 	want := []Node{{Name: "KSTREAM-REDUCE-0000000003", Kind: "windowed"}, {Name: "hold", Kind: "suppress"}}
-	if c.Pipeline.Join != "left" || !reflect.DeepEqual(c.Pipeline.Nodes, want) {
+	if c.Pipeline.Join != "" || c.Pipeline.Reduce != "" || !reflect.DeepEqual(c.Pipeline.Nodes, want) {
 		t.Errorf("join %q nodes %+v", c.Pipeline.Join, c.Pipeline.Nodes)
 	}
 	// No pipeline.output: the topology file names it.
@@ -496,9 +496,13 @@ pipeline:
 
 	t.Setenv("LOSSAUDIT_PIPELINE_NODES", `[{name: latest, kind: reduce}, {name: hold, kind: ""}]`)
 	t.Setenv("LOSSAUDIT_PIPELINE_JOIN", "inner")
+	t.Setenv("LOSSAUDIT_PIPELINE_REDUCE", "windowed")
 	c, err = Load(LoadOptions{File: file})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if c.Pipeline.Reduce != "windowed" {
+		t.Errorf("reduce %q, want windowed from LOSSAUDIT_PIPELINE_REDUCE", c.Pipeline.Reduce)
 	}
 	if c.Pipeline.Join != "inner" || len(c.Pipeline.Nodes) != 2 || c.Pipeline.Nodes[0] != (Node{Name: "latest", Kind: "reduce"}) {
 		t.Errorf("join %q nodes %+v", c.Pipeline.Join, c.Pipeline.Nodes)

@@ -225,6 +225,9 @@ func prepare(ctx context.Context, cfg *config.Config, o Options) (_ *prepared, e
 	if p.model, err = Model(ctx, cfg, p.client, SchemaMatcher(p.client, p.reg)); err != nil {
 		return nil, err
 	}
+	if err = checkChangelogPolicies(ctx, p.client, p.model, o.Warnings); err != nil {
+		return nil, err
+	}
 	if o.Warnings != nil {
 		for _, w := range p.model.Warnings {
 			fmt.Fprintf(o.Warnings, "warning: %s\n", w)
@@ -386,7 +389,8 @@ func describeInputs(cfg *config.Config) string {
 // Spec is the pipeline section of cfg as the pipeline model takes it.
 func Spec(cfg *config.Config) topology.Spec {
 	p := cfg.Pipeline
-	s := topology.Spec{ApplicationID: p.ApplicationID, TopologyFile: p.TopologyFile, Output: p.Output, Join: strings.ToLower(strings.TrimSpace(p.Join))}
+	s := topology.Spec{ApplicationID: p.ApplicationID, TopologyFile: p.TopologyFile, Output: p.Output, Join: strings.ToLower(strings.TrimSpace(p.Join)),
+		Reduce: strings.ToLower(strings.TrimSpace(p.Reduce))}
 	for _, n := range p.Nodes {
 		s.Nodes = append(s.Nodes, topology.NodeDecl{Name: n.Name, Kind: n.Kind})
 	}
@@ -397,7 +401,7 @@ func Spec(cfg *config.Config) topology.Spec {
 	return s
 }
 
-// CheckTopology checks, before connecting, pipeline.join, pipeline.nodes
+// CheckTopology checks, before connecting, pipeline.join, pipeline.reduce, pipeline.nodes
 // and the kinds of the nodes on the inputs' paths in the topology file.
 // Problems the user can fix are *config.Error; a node the audit does not
 // support is a *topology.UnsupportedError (exit 2 both).

@@ -60,6 +60,12 @@ func (f *pipelineFixture) yaml(t *testing.T, edit func(c *config.Config)) string
 	if c.Pipeline.TopologyFile != "" {
 		fmt.Fprintf(&b, "  topology_file: %q\n", c.Pipeline.TopologyFile)
 	}
+	if c.Pipeline.Join != "" {
+		fmt.Fprintf(&b, "  join: %s\n", c.Pipeline.Join)
+	}
+	if c.Pipeline.Reduce != "" {
+		fmt.Fprintf(&b, "  reduce: %s\n", c.Pipeline.Reduce)
+	}
 	b.WriteString("  inputs:\n")
 	for _, in := range c.Pipeline.Inputs {
 		fmt.Fprintf(&b, "    - {name: %q, topic: %q, rekey: %q, key_format: %q", in.Name, in.Topic, in.Rekey, in.KeyFormat)
@@ -313,6 +319,7 @@ func TestCommandsNameASilentListener(t *testing.T) {
 pipeline:
   application_id: app
   output: out
+  reduce: plain
   inputs: [{name: a, topic: in}]
 `, addr))
 	for _, args := range [][]string{{"scan", "-q", "--topic", "t"}, {"topology"}, {"audit", "-q"}} {

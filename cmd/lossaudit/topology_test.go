@@ -28,7 +28,7 @@ const (
 
 func topoConfig() *config.Config {
 	return &config.Config{Pipeline: config.Pipeline{
-		ApplicationID: "app", TopologyFile: topoABC, Output: "joined",
+		ApplicationID: "app", TopologyFile: topoABC, Output: "joined", Join: "left", Reduce: "plain",
 		Inputs: []config.Input{{Name: "a", Topic: "topicA"}, {Name: "b", Topic: "topicB"}, {Name: "c", Topic: "topicC"}},
 	}}
 }
@@ -161,6 +161,8 @@ pipeline:
   application_id: app
   topology_file: "` + abs + `"
   output: joined
+  join: left
+  reduce: plain
   inputs:
     - {name: a, topic: topicA}
     - {name: b, topic: topicB}
@@ -223,14 +225,20 @@ report:
 		name, topology, nodes string
 		want                  []string
 	}{
-		{"generated suppress", "unsupported-suppress-4.4.0.txt", "",
+		{"generated suppress", "unsupported-suppress-4.4.0.txt", "  reduce: plain\n",
 			[]string{"unsupported-suppress-4.4.0.txt:20: node KTABLE-SUPPRESS-0000000007 on the path of input topic topicA is of kind suppress (from its generated name), which lossaudit does not audit yet", "supported: selectKey -> groupByKey -> reduce per input"}},
-		{"named suppress, undeclared", "unsupported-suppress-named-4.4.0.txt", "  nodes: [{name: latest, kind: reduce}]\n",
+		{"named suppress, undeclared", "unsupported-suppress-named-4.4.0.txt", "  reduce: plain\n  nodes: [{name: latest, kind: reduce}]\n",
 			[]string{"unsupported-suppress-named-4.4.0.txt:20: node hold on the path of input topic topicA is of unknown kind", "declare it in pipeline.nodes"}},
-		{"named suppress, declared", "unsupported-suppress-named-4.4.0.txt", "  nodes:\n    - {name: latest, kind: reduce}\n    - {name: hold, kind: suppress}\n",
+		{"named suppress, declared", "unsupported-suppress-named-4.4.0.txt", "  reduce: plain\n  nodes:\n    - {name: latest, kind: reduce}\n    - {name: hold, kind: suppress}\n",
 			[]string{"unsupported-suppress-named-4.4.0.txt:20: node hold on the path of input topic topicA is of kind suppress (from its pipeline.nodes)"}},
-		{"kind typo", "unsupported-suppress-named-4.4.0.txt", "  nodes:\n    - {name: latest, kind: reduce}\n    - {name: hold, kind: supress}\n",
-			[]string{"audit.yaml:10: pipeline.nodes[1].kind: \"supress\" is not a node kind (did you mean suppress?)"}},
+		{"join type undeclared", "order-abc-4.4.0.txt", "  reduce: plain\n",
+			[]string{"pipeline.join: is not set, but ", "order-abc-4.4.0.txt:36: node KTABLE-MERGE-0000000021 is a KTable-KTable join, and describe() does not show whether it is inner, left or outer; declare it: left (audited), inner or outer (not audited yet)"}},
+		{"reduce type undeclared", "unsupported-windowed-reduce-4.4.0.txt", "",
+			[]string{"pipeline.reduce: is not set, but ", "unsupported-windowed-reduce-4.4.0.txt:17: node KSTREAM-REDUCE-0000000003 (store KSTREAM-REDUCE-STATE-STORE-0000000002) on the path of input topic topicA is a reduce, and describe() does not show whether it is windowed; declare it: plain (audited) or windowed (not audited yet)"}},
+		{"windowed reduce declared", "unsupported-windowed-reduce-4.4.0.txt", "  reduce: windowed\n",
+			[]string{"unsupported-windowed-reduce-4.4.0.txt:17: node KSTREAM-REDUCE-0000000003 on the path of input topic topicA is of kind windowed (from its pipeline.reduce), which lossaudit does not audit yet"}},
+		{"kind typo", "unsupported-suppress-named-4.4.0.txt", "  reduce: plain\n  nodes:\n    - {name: latest, kind: reduce}\n    - {name: hold, kind: supress}\n",
+			[]string{"audit.yaml:11: pipeline.nodes[1].kind: \"supress\" is not a node kind (did you mean suppress?)"}},
 	}
 	for _, tc := range cases {
 		for _, cmd := range [][]string{{"topology"}, {"audit"}, {"reconcile"}, {"watch", "--listen", "127.0.0.1:0", "--interval", "1h"}} {

@@ -396,7 +396,7 @@ func auditYAML(brokers []string, n names, dir string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "kafka:\n  brokers: [%s]\n", strings.Join(brokers, ", "))
 	fmt.Fprintf(&b, "schema:\n  schemas_topic: _schemas\n")
-	fmt.Fprintf(&b, "pipeline:\n  application_id: %s\n  output: %s\n  inputs:\n", n.app, n.output)
+	fmt.Fprintf(&b, "pipeline:\n  application_id: %s\n  output: %s\n  join: left\n  reduce: plain\n  inputs:\n", n.app, n.output)
 	for x := range 3 {
 		fmt.Fprintf(&b, "    - {name: %c, topic: %s, rekey: customerId, store: %s, repartition_topic: %s, changelog_topic: %s}\n",
 			'a'+x, n.inputs[x], n.stores[x], n.repart[x], n.changelog[x])

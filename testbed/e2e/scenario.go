@@ -291,7 +291,7 @@ func AuditYAML(brokers []string, topologyFile, storeDir string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "kafka:\n  brokers: [%s]\n", quoteJoin(brokers))
 	fmt.Fprintf(&b, "schema:\n  schemas_topic: %q\n", SchemasTopic)
-	fmt.Fprintf(&b, "pipeline:\n  application_id: %q\n  topology_file: %q\n  output: %q\n  inputs:\n", ApplicationID, topologyFile, Output)
+	fmt.Fprintf(&b, "pipeline:\n  application_id: %q\n  topology_file: %q\n  output: %q\n  join: left\n  reduce: plain\n  inputs:\n", ApplicationID, topologyFile, Output)
 	for i, in := range Inputs {
 		fmt.Fprintf(&b, "    - {name: %s, topic: %q, rekey: customerId, key_format: string}\n", loadgen.InputNames[i], in)
 	}

@@ -126,7 +126,7 @@ func (t *Truth) Config(brokers []string, storeDir string) *config.Config {
 		Kafka: config.Kafka{Brokers: brokers, FetchMaxBytes: 52428800, PartitionMaxBytes: 4194304,
 			Concurrency: 8, Timeout: 30 * time.Second, ConnectTimeout: 10 * time.Second, RetryTimeout: time.Minute},
 		Schema:   config.Schema{SchemasTopic: t.SchemasTopic},
-		Pipeline: config.Pipeline{ApplicationID: t.AppID, Output: t.Output},
+		Pipeline: config.Pipeline{ApplicationID: t.AppID, Output: t.Output, Join: "left", Reduce: "plain"},
 		Store:    config.Store{Dir: storeDir},
 		Audit:    config.Audit{SettleTimeout: 60 * time.Second},
 	}

@@ -32,9 +32,26 @@ type TopoStage struct {
 type Declarations struct {
 	// Nodes declares node kinds (DeclarableKinds), in pipeline.nodes order.
 	Nodes []NodeDecl
-	// Join is left, inner or outer; "" means left, the audited family.
+	// Join is left, inner or outer; "" means undeclared, which stops the
+	// derivation at the first KTable-KTable join (a *JoinUndeclaredError):
+	// describe() prints the three types alike.
 	Join string
+	// Reduce is plain or windowed (pipeline.reduce): the type of every
+	// reduce on the inputs' paths that Nodes does not declare; ""
+	// means undeclared, which stops the derivation at the first such
+	// reduce (a *ReduceUndeclaredError): describe() prints a windowed
+	// reduce exactly like a plain one.
+	Reduce string
 }
+
+// Reduce types of pipeline.reduce.
+const (
+	ReducePlain    = "plain"
+	ReduceWindowed = "windowed"
+)
+
+// FromReduceDecl: pipeline.reduce.
+const FromReduceDecl KindOrigin = "pipeline.reduce"
 
 // Join types of pipeline.join.
 const (
@@ -55,9 +72,10 @@ type Derivation struct {
 	Warnings []string
 }
 
-// Stages is Derive without declarations.
+// Stages is Derive with left joins and plain reduces declared and no node
+// declared.
 func (t *Topology) Stages(app string, inputTopics []string, output string) ([]TopoStage, string, error) {
-	d, err := t.Derive(app, inputTopics, output, Declarations{})
+	d, err := t.Derive(app, inputTopics, output, Declarations{Join: JoinLeft, Reduce: ReducePlain})
 	if err != nil {
 		return nil, "", err
 	}
@@ -198,6 +216,14 @@ func (t *Topology) Derive(app string, inputTopics []string, output string, decl 
 			return nil, fmt.Errorf("line %d: input topic %s reaches %d reduces, not one: %s", src.Line, in, len(hits), strings.Join(names, "; "))
 		}
 		h := hits[0]
+		if c := kinds[h.n.Name]; c.Origin != FromDeclaration {
+			switch decl.Reduce {
+			case "":
+				return nil, &ReduceUndeclaredError{Line: h.n.Line, Node: h.n.Name, Stores: h.n.Stores, Input: in}
+			case ReduceWindowed:
+				return nil, &UnsupportedError{Line: h.n.Line, Input: in, Node: h.n.Name, Kind: KindWindowed, Origin: FromReduceDecl}
+			}
+		}
 		if len(h.n.Stores) != 1 {
 			return nil, fmt.Errorf("line %d: reduce %s after input topic %s has %d stores (%s), expected the one reduce store", h.n.Line, h.n.Name, in, len(h.n.Stores), strings.Join(h.n.Stores, ", "))
 		}
@@ -260,8 +286,10 @@ func joinRole(n *Node) string {
 // first join, inputs[i]'s reduce the right side of the i-th, each join's
 // result the left side of the next. A chain that goes on with tables not
 // configured as inputs is audited for the configured ones (left joins
-// keep every left key) with a warning. Inner and outer joins are not
-// audited yet: declared, they stop the audit.
+// keep every left key) with a warning. The join type must be declared
+// (describe() does not show it): undeclared, the first join is a
+// *JoinUndeclaredError; inner and outer joins are not audited yet:
+// declared, they stop the audit.
 func (t *Topology) checkChain(d *Derivation, inputs []string, kinds map[string]Classified, join string) error {
 	if len(d.Stages) == 0 {
 		return nil
@@ -313,6 +341,9 @@ func (t *Topology) checkChain(d *Derivation, inputs []string, kinds map[string]C
 			return bad(merge, "the right side of this KTable-KTable join cannot be followed")
 		}
 		joins++
+		if join == "" {
+			return &JoinUndeclaredError{Line: merge.Line, Node: merge.Name}
+		}
 		if join == JoinInner || join == JoinOuter {
 			return bad(merge, fmt.Sprintf("pipeline.join declares %s joins; only left joins are audited so far", join))
 		}
@@ -334,6 +365,60 @@ func (t *Topology) checkChain(d *Derivation, inputs []string, kinds map[string]C
 	}
 	d.Joins = joins
 	return nil
+}
+
+// JoinUndeclaredError is a KTable-KTable join on an audited path while
+// pipeline.join is not set: describe() prints inner, left and outer joins
+// alike (KTableImpl#doJoin names the nodes KTABLE-JOINTHIS-,
+// KTABLE-JOINOTHER- and KTABLE-MERGE- whatever the type), so the type is
+// never guessed.
+type JoinUndeclaredError struct {
+	// File is the topology file, Line the join's merge node's line in it.
+	File string
+	Line int
+	// Node is the join's merge node.
+	Node string
+}
+
+// Error implements error.
+func (e *JoinUndeclaredError) Error() string { return "pipeline.join " + e.Msg() }
+
+// Msg is the message without the key.
+func (e *JoinUndeclaredError) Msg() string {
+	return fmt.Sprintf("is not set, but %s: node %s is a KTable-KTable join, and describe() does not show whether it is inner, left or outer; declare it: left (audited), inner or outer (not audited yet)", fileLine(e.File, e.Line), e.Node)
+}
+
+// ReduceUndeclaredError is a reduce on an input's path whose type neither
+// pipeline.reduce nor pipeline.nodes declares: describe() prints
+// windowedBy(...).reduce() exactly like groupByKey().reduce()
+// (TimeWindowedKStreamImpl and KGroupedStreamImpl both name the node
+// KSTREAM-REDUCE- and its store KSTREAM-REDUCE-STATE-STORE-), so the type
+// is never guessed.
+type ReduceUndeclaredError struct {
+	// File is the topology file, Line the reduce's line in it.
+	File string
+	Line int
+	// Node is the reduce, Stores its stores, Input the input topic whose
+	// path reaches it.
+	Node   string
+	Stores []string
+	Input  string
+}
+
+// Error implements error.
+func (e *ReduceUndeclaredError) Error() string { return "pipeline.reduce " + e.Msg() }
+
+// Msg is the message without the key.
+func (e *ReduceUndeclaredError) Msg() string {
+	return fmt.Sprintf("is not set, but %s: node %s (store %s) on the path of input topic %s is a reduce, and describe() does not show whether it is windowed; declare it: plain (audited) or windowed (not audited yet), or the node's kind in pipeline.nodes (reduce or windowed)", fileLine(e.File, e.Line), e.Node, strings.Join(e.Stores, ", "), e.Input)
+}
+
+// fileLine is "file:line", or "line N" without a file.
+func fileLine(file string, line int) string {
+	if file == "" {
+		return fmt.Sprintf("line %d", line)
+	}
+	return fmt.Sprintf("%s:%d", file, line)
 }
 
 // sourceOf finds the one non-global source reading topic, by name or

@@ -33,8 +33,12 @@ type Spec struct {
 	// names do not show (pipeline.nodes).
 	Nodes []NodeDecl
 	// Join is the KTable-KTable join type (pipeline.join): left, inner or
-	// outer; "" means left.
+	// outer; "" is undeclared, refused wherever the inputs are joined.
 	Join string
+	// Reduce is the type of the inputs' reduces (pipeline.reduce): plain
+	// or windowed; "" is undeclared, refused unless pipeline.nodes
+	// declares every reduce on the inputs' paths.
+	Reduce string
 }
 
 // InputSpec is one input and its optional overrides ("" derives them).
@@ -215,10 +219,18 @@ func deriveFile(p Spec) (*Derivation, error) {
 	for i, in := range p.Inputs {
 		inputs[i] = in.Topic
 	}
-	d, err := top.Derive(p.ApplicationID, inputs, p.Output, Declarations{Nodes: p.Nodes, Join: p.Join})
+	d, err := top.Derive(p.ApplicationID, inputs, p.Output, Declarations{Nodes: p.Nodes, Join: p.Join, Reduce: p.Reduce})
 	var ue *UnsupportedError
 	var de *DeclarationError
+	var je *JoinUndeclaredError
+	var re *ReduceUndeclaredError
 	switch {
+	case errors.As(err, &je):
+		je.File = p.TopologyFile
+		return nil, &Error{Key: "pipeline.join", Msg: je.Msg()}
+	case errors.As(err, &re):
+		re.File = p.TopologyFile
+		return nil, &Error{Key: "pipeline.reduce", Msg: re.Msg()}
 	case errors.As(err, &ue):
 		ue.File = p.TopologyFile
 		return nil, ue
@@ -236,7 +248,11 @@ func deriveFile(p Spec) (*Derivation, error) {
 // checkDeclared checks pipeline.join and pipeline.nodes on their own.
 func checkDeclared(p Spec) error {
 	switch p.Join {
-	case "", JoinLeft:
+	case "":
+		if p.TopologyFile == "" && len(p.Inputs) > 1 {
+			return &Error{Key: "pipeline.join", Msg: fmt.Sprintf("is not set, but pipeline.inputs lists %d inputs, which are joined by KTable-KTable joins of a type that neither the rest of the configuration nor describe() shows; declare it: left (audited), inner or outer (not audited yet)", len(p.Inputs))}
+		}
+	case JoinLeft:
 	case JoinInner, JoinOuter:
 		if p.TopologyFile == "" {
 			return &Error{Key: "pipeline.join", Msg: fmt.Sprintf("%s joins are not audited yet: lossaudit audits chains of KTable left joins", p.Join)}
@@ -247,6 +263,23 @@ func checkDeclared(p Spec) error {
 			msg = fmt.Sprintf("%q is not a join type (did you mean %s?)", p.Join, near)
 		}
 		return &Error{Key: "pipeline.join", Msg: msg}
+	}
+	switch p.Reduce {
+	case "":
+		if p.TopologyFile == "" {
+			return &Error{Key: "pipeline.reduce", Msg: "is not set, and without pipeline.topology_file nothing shows whether the inputs' reduces are plain or windowed (windowedBy(...).reduce() changes the store's keys); declare it: plain (audited) or windowed (not audited yet)"}
+		}
+	case ReducePlain:
+	case ReduceWindowed:
+		if p.TopologyFile == "" {
+			return &Error{Key: "pipeline.reduce", Msg: "windowed reduces are not audited yet: lossaudit audits plain groupByKey().reduce() stores"}
+		}
+	default:
+		msg := fmt.Sprintf("%q is not a reduce type: write plain or windowed", p.Reduce)
+		if near := nearestName(p.Reduce, []string{ReducePlain, ReduceWindowed}); near != "" {
+			msg = fmt.Sprintf("%q is not a reduce type (did you mean %s?)", p.Reduce, near)
+		}
+		return &Error{Key: "pipeline.reduce", Msg: msg}
 	}
 	if len(p.Nodes) > 0 && p.TopologyFile == "" {
 		return &Error{Key: "pipeline.nodes", Msg: "declares kinds of nodes of pipeline.topology_file, which is not set"}

@@ -11,7 +11,7 @@ import (
 )
 
 func cfgWith(topologyFile, output string, inputs ...InputSpec) Spec {
-	return Spec{ApplicationID: "app", TopologyFile: topologyFile, Output: output, Inputs: inputs}
+	return Spec{ApplicationID: "app", TopologyFile: topologyFile, Output: output, Inputs: inputs, Join: JoinLeft, Reduce: ReducePlain}
 }
 
 func abcInputs() []InputSpec {
@@ -87,7 +87,7 @@ func TestBuildTopologyErrors(t *testing.T) {
 		{"wrong output", cfgWith("testdata/order-abc-3.6.2.txt", "other", abcInputs()...), "pipeline.output", `is "other", but in testdata/order-abc-3.6.2.txt the inputs are joined into topic "joined"`},
 		{"unknown input", cfgWith("testdata/order-abc-3.6.2.txt", "joined", InputSpec{Name: "x", Topic: "topicX"}), "pipeline.topology_file", "input topic topicX is not read by any source"},
 		{"shared store via pattern", cfgWith("testdata/pattern-global-3.6.2.txt", "joined", InputSpec{Name: "a", Topic: "topicA"}, InputSpec{Name: "b", Topic: "topicB"}), "pipeline.topology_file", "input topics topicA and topicB reach the same reduce KSTREAM-REDUCE-0000000003"},
-		{"no app", Spec{Output: "joined", Inputs: abcInputs()}, "pipeline.application_id", "is empty"},
+		{"no app", Spec{Output: "joined", Inputs: abcInputs(), Join: JoinLeft, Reduce: ReducePlain}, "pipeline.application_id", "is empty"},
 		{"no inputs", cfgWith("", "joined"), "pipeline.inputs", "no inputs"},
 		{"no output", cfgWith("", "", abcInputs()...), "pipeline.output", "is empty"},
 	}

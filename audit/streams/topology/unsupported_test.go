@@ -34,13 +34,13 @@ func TestUnsupportedKinds(t *testing.T) {
 	}{
 		{"windowed count", "unsupported-windowed-count", a, nil, "", "KSTREAM-AGGREGATE-0000000002", KindAggregate, FromName, 5, "the first node with a state store (KSTREAM-AGGREGATE-STATE-STORE-0000000001)"},
 		{"count by a new key", "unsupported-count", a, nil, "", "KSTREAM-AGGREGATE-0000000003", KindAggregate, FromName, 17, ""},
-		{"windowed reduce, not declared: prints as a reduce", "unsupported-windowed-reduce", a, nil, "", "", "", "", 0, ""},
+		{"windowed reduce, declared plain: prints as a reduce", "unsupported-windowed-reduce", a, nil, "", "", "", "", 0, ""},
 		{"windowed reduce, declared", "unsupported-windowed-reduce", a, []NodeDecl{{"KSTREAM-REDUCE-0000000003", "windowed"}}, "", "KSTREAM-REDUCE-0000000003", KindWindowed, FromDeclaration, 17, ""},
 		{"suppress", "unsupported-suppress", a, nil, "", "KTABLE-SUPPRESS-0000000007", KindSuppress, FromName, 20, "it follows the input's reduce"},
 		{"named reduce and suppress, nothing declared", "unsupported-suppress-named", a, nil, "", "latest", KindUnknown, FromNowhere, 17, ""},
 		{"named reduce declared, suppress not", "unsupported-suppress-named", a, []NodeDecl{{"latest", "reduce"}}, "", "hold", KindUnknown, FromNowhere, 20, ""},
 		{"named suppress declared", "unsupported-suppress-named", a, []NodeDecl{{"latest", "reduce"}, {"hold", "suppress"}}, "", "hold", KindSuppress, FromDeclaration, 20, ""},
-		{"inner join, not declared: prints as a left join", "unsupported-inner-join", ab, nil, "", "", "", "", 0, ""},
+		{"inner join declared left: prints as a left join", "unsupported-inner-join", ab, nil, JoinLeft, "", "", "", 0, ""},
 		{"inner join declared", "unsupported-inner-join", ab, nil, JoinInner, "KTABLE-MERGE-0000000014", KindTableJoin, FromName, 31, "pipeline.join declares inner joins; only left joins are audited so far"},
 		{"outer join declared", "unsupported-inner-join", ab, nil, JoinOuter, "KTABLE-MERGE-0000000014", KindTableJoin, FromName, 31, "pipeline.join declares outer joins"},
 		{"foreign-key join", "unsupported-fk-join", a, nil, "", "KTABLE-FK-JOIN-SUBSCRIPTION-REGISTRATION-0000000015", KindFKJoin, FromName, 28, ""},
@@ -52,7 +52,7 @@ func TestUnsupportedKinds(t *testing.T) {
 		for _, tc := range cases {
 			t.Run(tc.name+"-"+v, func(t *testing.T) {
 				file := filepath.Join("testdata", tc.file+"-"+v+".txt")
-				spec := Spec{ApplicationID: "app", TopologyFile: file, Inputs: tc.inputs, Nodes: tc.nodes, Join: tc.join}
+				spec := Spec{ApplicationID: "app", TopologyFile: file, Inputs: tc.inputs, Nodes: tc.nodes, Join: tc.join, Reduce: ReducePlain}
 				m, err := Build(context.Background(), spec, nil)
 				if tc.node == "" {
 					if err != nil {
@@ -108,12 +108,27 @@ func TestDeclarationsAndChain(t *testing.T) {
 		{"join typo", Spec{TopologyFile: abc, Inputs: in("topicA"), Join: "lefft"}, "pipeline.join", `"lefft" is not a join type (did you mean left?)`, ""},
 		{"inner join without topology file", Spec{Output: "joined", Inputs: in("topicA", "topicB"), Join: JoinInner}, "pipeline.join", "inner joins are not audited yet", ""},
 		{"inner join declared, none in the file", Spec{TopologyFile: "testdata/unsupported-windowed-reduce-4.4.0.txt", Inputs: in("topicA"), Join: JoinInner}, "pipeline.join", "declares inner joins, but in testdata/unsupported-windowed-reduce-4.4.0.txt the inputs reach no KTable-KTable join", ""},
-		{"right side first", Spec{TopologyFile: abc, Inputs: in("topicB", "topicA", "topicC")}, "pipeline.topology_file", "", "input topic topicB (pipeline.inputs[0]) is the right side of the table join KTABLE-JOINOTHER-0000000023, but pipeline.inputs[0] must be the left-most table of the join chain"},
-		{"right sides swapped", Spec{TopologyFile: abc, Inputs: in("topicA", "topicC", "topicB")}, "pipeline.topology_file", "", "join 1 of the chain (KTABLE-MERGE-0000000021) takes input topic topicB (pipeline.inputs[2]) as its right side, where pipeline.inputs[1] is topicC"},
+		{"join type not declared", Spec{TopologyFile: abc, Inputs: in("topicA", "topicB", "topicC")}, "pipeline.join", "is not set, but testdata/order-abc-4.4.0.txt:36: node KTABLE-MERGE-0000000021 is a KTable-KTable join, and describe() does not show whether it is inner, left or outer; declare it: left (audited), inner or outer (not audited yet)", ""},
+		{"inner join, type not declared", Spec{TopologyFile: "testdata/unsupported-inner-join-4.4.0.txt", Inputs: in("topicA", "topicB")}, "pipeline.join", "is not set, but testdata/unsupported-inner-join-4.4.0.txt:31: node KTABLE-MERGE-0000000014 is a KTable-KTable join", ""},
+		{"join type not declared, prefix of the chain", Spec{TopologyFile: abc, Inputs: in("topicA")}, "pipeline.join", "is not set, but testdata/order-abc-4.4.0.txt:36: node KTABLE-MERGE-0000000021", ""},
+		{"join type not declared without topology file", Spec{Output: "joined", Inputs: in("topicA", "topicB")}, "pipeline.join", "is not set, but pipeline.inputs lists 2 inputs, which are joined by KTable-KTable joins of a type that neither the rest of the configuration nor describe() shows; declare it: left (audited), inner or outer (not audited yet)", ""},
+		{"reduce type not declared", Spec{TopologyFile: abc, Inputs: in("topicA", "topicB", "topicC"), Join: JoinLeft, Reduce: "-"}, "pipeline.reduce", "is not set, but testdata/order-abc-4.4.0.txt:19: node KSTREAM-REDUCE-0000000003 (store KSTREAM-REDUCE-STATE-STORE-0000000002) on the path of input topic topicA is a reduce, and describe() does not show whether it is windowed; declare it: plain (audited) or windowed (not audited yet), or the node's kind in pipeline.nodes (reduce or windowed)", ""},
+		{"windowed reduce, type not declared", Spec{TopologyFile: "testdata/unsupported-windowed-reduce-4.4.0.txt", Inputs: in("topicA"), Reduce: "-"}, "pipeline.reduce", "is not set, but testdata/unsupported-windowed-reduce-4.4.0.txt:17: node KSTREAM-REDUCE-0000000003", ""},
+		{"reduce type not declared without topology file", Spec{Output: "joined", Inputs: in("topicA"), Reduce: "-"}, "pipeline.reduce", "is not set, and without pipeline.topology_file nothing shows whether the inputs' reduces are plain or windowed", ""},
+		{"windowed reduces without topology file", Spec{Output: "joined", Inputs: in("topicA"), Reduce: ReduceWindowed}, "pipeline.reduce", "windowed reduces are not audited yet", ""},
+		{"reduce typo", Spec{TopologyFile: abc, Inputs: in("topicA"), Join: JoinLeft, Reduce: "plane"}, "pipeline.reduce", `"plane" is not a reduce type (did you mean plain?)`, ""},
+		{"right side first", Spec{TopologyFile: abc, Inputs: in("topicB", "topicA", "topicC"), Join: JoinLeft}, "pipeline.topology_file", "", "input topic topicB (pipeline.inputs[0]) is the right side of the table join KTABLE-JOINOTHER-0000000023, but pipeline.inputs[0] must be the left-most table of the join chain"},
+		{"right sides swapped", Spec{TopologyFile: abc, Inputs: in("topicA", "topicC", "topicB"), Join: JoinLeft}, "pipeline.topology_file", "", "join 1 of the chain (KTABLE-MERGE-0000000021) takes input topic topicB (pipeline.inputs[2]) as its right side, where pipeline.inputs[1] is topicC"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.spec.ApplicationID = "app"
+			switch tc.spec.Reduce {
+			case "-": // left undeclared
+				tc.spec.Reduce = ""
+			case "":
+				tc.spec.Reduce = ReducePlain
+			}
 			_, err := Build(context.Background(), tc.spec, nil)
 			if tc.topErr != "" {
 				wantConfigError(t, err, tc.key, tc.topErr)
@@ -125,11 +140,43 @@ func TestDeclarationsAndChain(t *testing.T) {
 
 	// A prefix of a longer chain is audited, with a warning naming the
 	// tables that are not configured.
-	m, err := Build(context.Background(), Spec{ApplicationID: "app", TopologyFile: abc, Inputs: in("topicA")}, nil)
+	m, err := Build(context.Background(), Spec{ApplicationID: "app", TopologyFile: abc, Inputs: in("topicA"), Join: JoinLeft, Reduce: ReducePlain}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if m.Output != "joined" || len(m.Warnings) != 2 || !strings.Contains(m.Warnings[0], "join 1 of the chain (KTABLE-MERGE-0000000021, line 36) takes KSTREAM-REDUCE-0000000010, which is not a configured input") {
 		t.Fatalf("model %+v", m)
+	}
+}
+
+// TestReduceDeclaration: a reduce on an input's path is audited only when
+// its type is declared plain, by pipeline.reduce or by pipeline.nodes;
+// pipeline.reduce: windowed refuses it as a windowed node, and a
+// pipeline.nodes entry of the reduce wins over pipeline.reduce.
+func TestReduceDeclaration(t *testing.T) {
+	file := "testdata/unsupported-windowed-reduce-4.4.0.txt"
+	a := []InputSpec{{Name: "a", Topic: "topicA"}}
+	build := func(reduce string, nodes ...NodeDecl) (*Model, error) {
+		return Build(context.Background(), Spec{ApplicationID: "app", TopologyFile: file, Inputs: a, Reduce: reduce, Nodes: nodes}, nil)
+	}
+	_, err := build(ReduceWindowed)
+	var ue *UnsupportedError
+	if !errors.As(err, &ue) || ue.Node != "KSTREAM-REDUCE-0000000003" || ue.Kind != KindWindowed || ue.Origin != FromReduceDecl || ue.Line != 17 || ue.File != file {
+		t.Fatalf("pipeline.reduce windowed: %v, want the reduce refused as windowed from pipeline.reduce", err)
+	}
+	if !strings.Contains(err.Error(), file+":17: node KSTREAM-REDUCE-0000000003 on the path of input topic topicA is of kind windowed (from its pipeline.reduce)") {
+		t.Errorf("message %q", err)
+	}
+	if _, err := build("", NodeDecl{"KSTREAM-REDUCE-0000000003", "reduce"}); err != nil {
+		t.Errorf("reduce declared in pipeline.nodes: %v", err)
+	}
+	if _, err := build(ReduceWindowed, NodeDecl{"KSTREAM-REDUCE-0000000003", "reduce"}); err != nil {
+		t.Errorf("pipeline.nodes wins over pipeline.reduce: %v", err)
+	}
+	if _, err := build(ReducePlain, NodeDecl{"KSTREAM-REDUCE-0000000003", "windowed"}); !errors.As(err, &ue) || ue.Kind != KindWindowed || ue.Origin != FromDeclaration {
+		t.Errorf("windowed in pipeline.nodes under pipeline.reduce plain: %v", err)
+	}
+	if err := Check(Spec{ApplicationID: "app", TopologyFile: file, Inputs: a}); err == nil || !strings.Contains(err.Error(), "pipeline.reduce: is not set") {
+		t.Errorf("Check: %v", err)
 	}
 }

@@ -77,7 +77,9 @@ func judge(file string) (verdict, msg string, tried []string) {
 	}
 	var first error
 	for _, ins := range candidates(inputs) {
-		spec := topology.Spec{ApplicationID: "app", TopologyFile: file, Output: output}
+		// The charitable user declares the joins left and the reduces
+		// plain, the types audited.
+		spec := topology.Spec{ApplicationID: "app", TopologyFile: file, Output: output, Join: topology.JoinLeft, Reduce: topology.ReducePlain}
 		for i, in := range ins {
 			spec.Inputs = append(spec.Inputs, topology.InputSpec{Name: fmt.Sprintf("in%d", i), Topic: in})
 		}

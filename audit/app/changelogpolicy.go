@@ -1,0 +1,52 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/lossaudit/lossaudit/audit/kread"
+	"github.com/lossaudit/lossaudit/audit/streams/topology"
+	"github.com/lossaudit/lossaudit/config"
+)
+
+// topicConfigs describes a topic's configs; *kread.Client satisfies it.
+type topicConfigs interface {
+	TopicConfig(ctx context.Context, topic string, names ...string) (map[string]string, error)
+}
+
+// checkChangelogPolicies cross-checks the declared reduce type against
+// each reduce changelog's cleanup.policy. Kafka Streams creates a window
+// store's changelog with compact,delete and a key-value store's with
+// compact (WindowedChangelogTopicConfig, UnwindowedUnversionedChangelogTopicConfig);
+// the application's topic.* settings or Materialized.withLoggingEnabled can
+// override either, so the policy proves nothing on its own and the type is
+// declared (pipeline.reduce). But a policy with delete contradicts a plain
+// reduce the audit can check: either the store is windowed, or retention
+// deletes keys that the audit would report as lost. Both stop the audit
+// (a *config.Error on pipeline.reduce, exit 2). A policy that cannot be
+// read is a warning naming the permission: the declaration stands.
+func checkChangelogPolicies(ctx context.Context, tc topicConfigs, m *topology.Model, warn io.Writer) error {
+	for _, st := range m.Stages {
+		cfg, err := tc.TopicConfig(ctx, st.ChangelogTopic, "cleanup.policy")
+		var te *kread.TopicConfigError
+		if errors.As(err, &te) {
+			if warn != nil {
+				fmt.Fprintf(warn, "warning: input %s: the cleanup.policy of changelog topic %s (store %s) was not checked against pipeline.reduce: %v\n", st.Input.Name, st.ChangelogTopic, st.Store, te)
+			}
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		policy, ok := cfg["cleanup.policy"]
+		if !ok || !strings.Contains(policy, "delete") {
+			continue
+		}
+		return &config.Error{Key: "pipeline.reduce", Msg: fmt.Sprintf("input %s: store %s is audited as a plain reduce, but its changelog topic %s has cleanup.policy=%s; Kafka Streams gives a window store's changelog compact,delete and a key-value store's compact: if the reduce is windowed, declare it windowed (not audited yet); if it is plain, retention deletes keys from its changelog that the audit would report as lost",
+			st.Input.Name, st.Store, st.ChangelogTopic, policy)}
+	}
+	return nil
+}

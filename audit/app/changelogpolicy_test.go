@@ -1,0 +1,67 @@
+package app
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/lossaudit/lossaudit/audit/kread"
+	"github.com/lossaudit/lossaudit/audit/streams/topology"
+	"github.com/lossaudit/lossaudit/config"
+)
+
+type fakeConfigs map[string]string // topic -> cleanup.policy; "denied" refuses
+
+func (f fakeConfigs) TopicConfig(_ context.Context, topic string, _ ...string) (map[string]string, error) {
+	switch p := f[topic]; p {
+	case "denied":
+		return nil, &kread.TopicConfigError{Topic: topic, Denied: true, Err: errors.New("TOPIC_AUTHORIZATION_FAILED")}
+	case "":
+		return map[string]string{}, nil
+	default:
+		return map[string]string{"cleanup.policy": p}, nil
+	}
+}
+
+// TestCheckChangelogPolicies: a reduce changelog whose cleanup.policy has
+// delete (a window store's default, or a plain store losing keys to
+// retention) stops the audit naming pipeline.reduce, the store, the topic
+// and the policy; compact passes; an unreadable policy is a warning naming
+// the permission.
+func TestCheckChangelogPolicies(t *testing.T) {
+	m := &topology.Model{Stages: []topology.Stage{
+		{Input: topology.InputSpec{Name: "a"}, Store: "sa", ChangelogTopic: "app-sa-changelog"},
+		{Input: topology.InputSpec{Name: "b"}, Store: "sb", ChangelogTopic: "app-sb-changelog"},
+	}}
+	cases := []struct {
+		name, a, b string
+		msg, warn  string
+	}{
+		{"compact", "compact", "compact", "", ""},
+		{"not returned", "", "compact", "", ""},
+		{"windowed default", "compact", "compact,delete", "input b: store sb is audited as a plain reduce, but its changelog topic app-sb-changelog has cleanup.policy=compact,delete", ""},
+		{"delete", "delete", "compact", "input a: store sa is audited as a plain reduce, but its changelog topic app-sa-changelog has cleanup.policy=delete", ""},
+		{"denied", "denied", "compact", "", "warning: input a: the cleanup.policy of changelog topic app-sa-changelog (store sa) was not checked against pipeline.reduce: describing the configs of topic app-sa-changelog: not authorized (DESCRIBE_CONFIGS on the topic is needed)"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var warn bytes.Buffer
+			err := checkChangelogPolicies(context.Background(), fakeConfigs{"app-sa-changelog": tc.a, "app-sb-changelog": tc.b}, m, &warn)
+			if tc.msg == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				var ce *config.Error
+				if !errors.As(err, &ce) || ce.Key != "pipeline.reduce" || !strings.HasPrefix(ce.Msg, tc.msg) {
+					t.Fatalf("error %v, want pipeline.reduce: %s", err, tc.msg)
+				}
+			}
+			if strings.TrimSpace(warn.String()) != tc.warn {
+				t.Errorf("warnings %q, want %q", warn.String(), tc.warn)
+			}
+		})
+	}
+}
