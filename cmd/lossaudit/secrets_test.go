@@ -248,7 +248,7 @@ func pipelineConfig(t *testing.T, dir, name string, brokers []string, truth *sim
 		b.WriteString("  sasl:\n" + sasl)
 	}
 	fmt.Fprintf(&b, "schema:\n  schemas_topic: %q\n%s", truth.SchemasTopic, schema)
-	fmt.Fprintf(&b, "pipeline:\n  application_id: %q\n  output: %q\n  inputs:\n", truth.AppID, truth.Output)
+	fmt.Fprintf(&b, "pipeline:\n  application_id: %q\n  output: %q\n  join: left\n  reduce: plain\n  inputs:\n", truth.AppID, truth.Output)
 	for _, in := range truth.Inputs {
 		fmt.Fprintf(&b, "    - {name: %q, topic: %q, rekey: %q, key_format: %q, store: %q, repartition_topic: %q, changelog_topic: %q}\n",
 			in.Name, in.Topic, in.Rekey, in.KeyFormat, in.Store, in.RepartitionTopic, in.ChangelogTopic)
