@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"time"
 
@@ -312,7 +314,34 @@ func (a *Admin) GroupOffsets(ctx context.Context, group string, topics []string)
 
 // DeleteRecords moves the log start offset of each given partition of topic
 // up to the offset (what a Kafka Streams purge, or KAFKA-17635, does).
+//
+// The leader moves its log start offset at once, then answers only when
+// every replica has confirmed it, or REQUEST_TIMED_OUT after the request's
+// timeout (a follower that was slow to fetch on a busy machine). Asking again
+// is idempotent, so a partition that timed out is asked again, up to four
+// times or until ctx ends; any other error is returned at once.
 func (a *Admin) DeleteRecords(ctx context.Context, topic string, before map[int32]int64) error {
+	pending := maps.Clone(before)
+	var last error
+	for attempt := 0; attempt < 4 && len(pending) > 0; attempt++ {
+		timedOut, err := a.deleteRecords(ctx, topic, pending)
+		if err != nil {
+			return err
+		}
+		if len(timedOut) > 0 {
+			last = fmt.Errorf("deleting records of %s%v: %w (after %d attempts)", topic, slices.Sorted(maps.Keys(timedOut)), kerr.RequestTimedOut, attempt+1)
+		}
+		pending = timedOut
+	}
+	if len(pending) > 0 {
+		return last
+	}
+	return nil
+}
+
+// deleteRecords sends one DeleteRecords request for before's partitions and
+// returns those whose replicas did not confirm in time (REQUEST_TIMED_OUT).
+func (a *Admin) deleteRecords(ctx context.Context, topic string, before map[int32]int64) (map[int32]int64, error) {
 	req := kmsg.NewPtrDeleteRecordsRequest()
 	req.TimeoutMillis = 30000
 	rt := kmsg.NewDeleteRecordsRequestTopic()
@@ -323,19 +352,25 @@ func (a *Admin) DeleteRecords(ctx context.Context, topic string, before map[int3
 		rt.Partitions = append(rt.Partitions, rp)
 	}
 	req.Topics = append(req.Topics, rt)
+	timedOut := map[int32]int64{}
 	for _, sh := range a.cl.RequestSharded(ctx, req) {
 		if sh.Err != nil {
-			return fmt.Errorf("deleting records of %s: %w", topic, sh.Err)
+			return nil, fmt.Errorf("deleting records of %s: %w", topic, sh.Err)
 		}
 		for _, t := range sh.Resp.(*kmsg.DeleteRecordsResponse).Topics {
 			for _, p := range t.Partitions {
-				if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
-					return fmt.Errorf("deleting records of %s[%d] before %d: %w", topic, p.Partition, before[p.Partition], err)
+				err := kerr.ErrorForCode(p.ErrorCode)
+				switch {
+				case err == nil:
+				case errors.Is(err, kerr.RequestTimedOut):
+					timedOut[p.Partition] = before[p.Partition]
+				default:
+					return nil, fmt.Errorf("deleting records of %s[%d] before %d: %w", topic, p.Partition, before[p.Partition], err)
 				}
 			}
 		}
 	}
-	return nil
+	return timedOut, nil
 }
 
 // WaitReady waits until the metadata lists every node as a broker and a
