@@ -158,7 +158,10 @@ func (r *Registry) resolve(ctx context.Context, id uint32) (*Writer, bool, error
 	for i, s := range r.sources {
 		_, backed := s.(registryBacked)
 		if r.down[i].Load() {
-			notes = append(notes, sourceName(s)+": down since an earlier lookup")
+			// Name the first failure: a lookup racing the one that found the
+			// source unavailable must say the same thing (an authorization
+			// failure, a refused connection), not only that it was skipped.
+			notes = append(notes, sourceName(s)+": down since an earlier lookup: "+r.downReason(i))
 			unavailable = true
 			continue
 		}

@@ -41,13 +41,22 @@ func (r *Registry) Status() []SourceStatus {
 
 // markDown records that source i could not answer, and why (the first
 // reason is kept).
+// The reason is recorded before the source is marked down, so a lookup that
+// skips it can always say why (downReason).
 func (r *Registry) markDown(i int, err error) {
-	r.down[i].Store(true)
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	if _, ok := r.downWhy[i]; !ok {
 		r.downWhy[i] = err.Error()
 	}
+	r.mu.Unlock()
+	r.down[i].Store(true)
+}
+
+// downReason is why source i was marked down (markDown's first reason).
+func (r *Registry) downReason(i int) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.downWhy[i]
 }
 
 // markServed records that source i answered a lookup.
