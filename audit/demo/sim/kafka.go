@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sort"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -90,7 +92,10 @@ func (k *kafkaSink) transact(ctx context.Context, recs []*outRec, offsets map[tp
 	for _, r := range recs {
 		parts[tp{r.topic, r.p}] = true
 	}
-	return awaitMarkers(ctx, k.cl, parts)
+	if err := awaitMarkers(ctx, k.cl, parts); err != nil {
+		return fmt.Errorf("after transaction %d of %s (commit=%v): %w", k.stats.Transactions, k.txid, commit, err)
+	}
+	return nil
 }
 
 // commitOffsets adds the group to the open transaction and stages the
@@ -386,7 +391,7 @@ func produceRecs(ctx context.Context, cl *kgo.Client, sc Scenario, topic string,
 			return fmt.Errorf("ending upstream transaction on %s: %w", topic, err)
 		}
 		if err := awaitMarkers(ctx, cl, map[tp]bool{{topic, chunk[0].P}: true}); err != nil {
-			return err
+			return fmt.Errorf("after an upstream transaction on %s[%d] at offsets %d-%d: %w", topic, chunk[0].P, chunk[0].Off, chunk[len(chunk)-1].Off, err)
 		}
 	}
 	return nil
@@ -496,6 +501,11 @@ func unsettled(ctx context.Context, cl *kgo.Client, group string, want map[tp]in
 	return "", nil
 }
 
+// markerWait bounds awaitMarkers: markers are written when EndTxn is
+// handled, so anything longer than a busy machine's scheduling delay means
+// a transaction is still open on the partition.
+const markerWait = 60 * time.Second
+
 // awaitMarkers waits until every partition in parts has its LSO at its high
 // watermark: the transaction just ended has its markers written. Brokers
 // write markers after EndTxn returns; starting the next transaction first
@@ -506,7 +516,7 @@ func awaitMarkers(ctx context.Context, cl *kgo.Client, parts map[tp]bool) error 
 	for k := range parts {
 		byTopic[k.topic] = append(byTopic[k.topic], k.p)
 	}
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(markerWait)
 	for {
 		var ends [2]map[tp]int64
 		for iso := int8(0); iso < 2; iso++ {
@@ -546,7 +556,8 @@ func awaitMarkers(ctx context.Context, cl *kgo.Client, parts map[tp]bool) error 
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("waiting for transaction markers: LSO still below the high watermark after 30s")
+			return fmt.Errorf("waiting for transaction markers: LSO still below the high watermark after %s: %s",
+				markerWait, stuckDetail(ctx, cl, parts, ends))
 		}
 		select {
 		case <-ctx.Done():
@@ -554,4 +565,45 @@ func awaitMarkers(ctx context.Context, cl *kgo.Client, parts map[tp]bool) error 
 		case <-time.After(2 * time.Millisecond):
 		}
 	}
+}
+
+// stuckDetail says, for each partition of parts whose LSO is below its high
+// watermark, both offsets and the producers the cluster reports with an
+// open transaction on it (DescribeProducers): what a failed awaitMarkers
+// needs to be diagnosed from a CI log.
+func stuckDetail(ctx context.Context, cl *kgo.Client, parts map[tp]bool, ends [2]map[tp]int64) string {
+	var out []string
+	req := kmsg.NewPtrDescribeProducersRequest()
+	for k := range parts {
+		if ends[1][k] == ends[0][k] {
+			continue
+		}
+		out = append(out, fmt.Sprintf("%s[%d] LSO %d, high watermark %d", k.topic, k.p, ends[1][k], ends[0][k]))
+		rt := kmsg.NewDescribeProducersRequestTopic()
+		rt.Topic, rt.Partitions = k.topic, []int32{k.p}
+		req.Topics = append(req.Topics, rt)
+	}
+	shards := cl.RequestSharded(ctx, req)
+	for _, sh := range shards {
+		if sh.Err != nil {
+			out = append(out, fmt.Sprintf("describing producers: %v", sh.Err))
+			continue
+		}
+		resp, ok := sh.Resp.(*kmsg.DescribeProducersResponse)
+		if !ok {
+			continue
+		}
+		for _, t := range resp.Topics {
+			for _, p := range t.Partitions {
+				for _, ps := range p.ActiveProducers {
+					if ps.CurrentTxnStartOffset >= 0 {
+						out = append(out, fmt.Sprintf("%s[%d]: producer %d epoch %d has a transaction open since offset %d (last sequence %d)",
+							t.Topic, p.Partition, ps.ProducerID, ps.ProducerEpoch, ps.CurrentTxnStartOffset, ps.LastSequence))
+					}
+				}
+			}
+		}
+	}
+	sort.Strings(out)
+	return strings.Join(out, "; ")
 }
