@@ -104,7 +104,7 @@ func TestLeastPrivilege(t *testing.T) {
 		var stdout, stderr bytes.Buffer
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
-		code := execute(ctx, newRootCmd(&stdout, &stderr), args, &stderr)
+		code := execute(ctx, newTestRootCmd(&stdout, &stderr), args, &stderr)
 		if ctx.Err() != nil {
 			t.Fatalf("%v: still running after two minutes", args)
 		}

@@ -131,7 +131,7 @@ func TestAuditVerdicts(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := f.yaml(t, tt.edit)
 			var stdout, stderr bytes.Buffer
-			code := run(append([]string{"audit", "-q", "-c", cfg}, tt.args...), &stdout, &stderr)
+			code := testRun(append([]string{"audit", "-q", "-c", cfg}, tt.args...), &stdout, &stderr)
 			if code != tt.code {
 				t.Errorf("exit code %d, want %d\nstdout:\n%s\nstderr:\n%s", code, tt.code, stdout.String(), stderr.String())
 			}
@@ -154,7 +154,7 @@ func TestAuditCSVToStdout(t *testing.T) {
 	f := fixture(t)
 	cfg := f.yaml(t, nil)
 	var stdout, stderr bytes.Buffer
-	if code := run([]string{"audit", "-q", "-c", cfg, "--csv", "-"}, &stdout, &stderr); code != 0 {
+	if code := testRun([]string{"audit", "-q", "-c", cfg, "--csv", "-"}, &stdout, &stderr); code != 0 {
 		t.Fatalf("exit %d\n%s\n%s", code, stdout.String(), stderr.String())
 	}
 	recs, err := csv.NewReader(&stdout).ReadAll()
@@ -191,7 +191,7 @@ func TestAuditInterrupted(t *testing.T) {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	cancel(&interrupted{sig: syscall.SIGINT})
 	var stdout, stderr bytes.Buffer
-	code := execute(ctx, newRootCmd(&stdout, &stderr), []string{"audit", "-q", "-c", cfg}, &stderr)
+	code := execute(ctx, newTestRootCmd(&stdout, &stderr), []string{"audit", "-q", "-c", cfg}, &stderr)
 	if code != 130 || !strings.Contains(stderr.String(), "interrupted by SIGINT: stopped") {
 		t.Fatalf("exit %d, stderr %q; want 130 and the interrupted line", code, stderr.String())
 	}
@@ -200,7 +200,7 @@ func TestAuditInterrupted(t *testing.T) {
 	}
 	stdout.Reset()
 	stderr.Reset()
-	if code := run([]string{"audit", "-q", "-c", cfg}, &stdout, &stderr); code != 0 {
+	if code := testRun([]string{"audit", "-q", "-c", cfg}, &stdout, &stderr); code != 0 {
 		t.Errorf("the next audit on the same store exits %d:\n%s%s", code, stdout.String(), stderr.String())
 	}
 }
@@ -231,7 +231,7 @@ func TestTopologyFindsWhatWouldMakeAnAuditInconclusive(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
-			code := run([]string{"topology", "-c", f.yaml(t, tt.edit)}, &stdout, &stderr)
+			code := testRun([]string{"topology", "-c", f.yaml(t, tt.edit)}, &stdout, &stderr)
 			if code != tt.code || !strings.Contains(oneLine(stdout.String()), tt.want) {
 				t.Errorf("exit %d (want %d), stdout lacks %q:\n%s\n%s", code, tt.code, tt.want, stdout.String(), stderr.String())
 			}
@@ -250,7 +250,7 @@ func TestScanShowsTheGroupsLag(t *testing.T) {
 	f := fixture(t)
 	cfg := f.yaml(t, nil)
 	var stdout, stderr bytes.Buffer
-	if code := run([]string{"scan", "-q", "-c", cfg, "--json"}, &stdout, &stderr); code != 0 {
+	if code := testRun([]string{"scan", "-q", "-c", cfg, "--json"}, &stdout, &stderr); code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr.String())
 	}
 	lagging := 0
@@ -282,7 +282,7 @@ func TestScanShowsTheGroupsLag(t *testing.T) {
 		t.Error("no partition shows lag, but the scenario leaves some unprocessed")
 	}
 	stdout.Reset()
-	if code := run([]string{"scan", "-q", "-c", cfg}, &stdout, &stderr); code != 0 || !strings.Contains(stdout.String(), "GROUP_OFFSET  LAG") {
+	if code := testRun([]string{"scan", "-q", "-c", cfg}, &stdout, &stderr); code != 0 || !strings.Contains(stdout.String(), "GROUP_OFFSET  LAG") {
 		t.Errorf("table lacks the group columns (exit %d):\n%s", code, stdout.String())
 	}
 	// The group's type, state and members follow the table.
@@ -326,7 +326,7 @@ pipeline:
 		t.Run(args[0], func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
 			start := time.Now()
-			code := run(append(args, "-c", cfg), &stdout, &stderr)
+			code := testRun(append(args, "-c", cfg), &stdout, &stderr)
 			took := time.Since(start)
 			want := addr + " accepted a connection but did not answer a Kafka request within 1s: is it a Kafka listener?"
 			if code != exitIncomplete || !strings.Contains(stderr.String(), want) {
@@ -350,7 +350,7 @@ func TestAuditMetricsFile(t *testing.T) {
 	f := fixture(t)
 	cfg := f.yaml(t, nil)
 	prom := filepath.Join(t.TempDir(), "lossaudit.prom")
-	if code := run([]string{"audit", "-q", "-c", cfg, "--metrics-file", prom}, &bytes.Buffer{}, &bytes.Buffer{}); code != 0 {
+	if code := testRun([]string{"audit", "-q", "-c", cfg, "--metrics-file", prom}, &bytes.Buffer{}, &bytes.Buffer{}); code != 0 {
 		t.Fatalf("exit %d", code)
 	}
 	b, err := os.ReadFile(prom)
@@ -364,7 +364,7 @@ func TestAuditMetricsFile(t *testing.T) {
 		}
 	}
 	t.Setenv("LOSSAUDIT_KAFKA_RETRY_TIMEOUT", "2s")
-	if code := run([]string{"audit", "-q", "-c", cfg, "--metrics-file", prom, "--brokers", "127.0.0.1:1"},
+	if code := testRun([]string{"audit", "-q", "-c", cfg, "--metrics-file", prom, "--brokers", "127.0.0.1:1"},
 		&bytes.Buffer{}, &bytes.Buffer{}); code == 0 {
 		t.Fatal("an audit of an unreachable cluster exited 0")
 	}

@@ -46,7 +46,7 @@ func TestCompareCommand(t *testing.T) {
 	csvPath, htmlPath, jsonPath := filepath.Join(dir, "out.csv"), filepath.Join(dir, "out.html"), filepath.Join(dir, "out.json")
 
 	var stdout, stderr bytes.Buffer
-	code := run([]string{"compare", "-c", good, "--csv", csvPath, "--html", htmlPath, "--json", jsonPath, "-q"}, &stdout, &stderr)
+	code := testRun([]string{"compare", "-c", good, "--csv", csvPath, "--html", htmlPath, "--json", jsonPath, "-q"}, &stdout, &stderr)
 	if code != exitFindings {
 		t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, exitFindings, stdout.String(), stderr.String())
 	}
@@ -107,7 +107,7 @@ func TestCompareCommand(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
-			if code := run(tt.args, &stdout, &stderr); code != exitUsage || stderr.String() != tt.stderr {
+			if code := testRun(tt.args, &stdout, &stderr); code != exitUsage || stderr.String() != tt.stderr {
 				t.Errorf("exit %d, stderr %q; want %d, %q", code, stderr.String(), exitUsage, tt.stderr)
 			}
 		})
@@ -118,7 +118,7 @@ func TestCompareCommand(t *testing.T) {
 			t.Fatal(err)
 		}
 		var stdout, stderr bytes.Buffer
-		code := run([]string{"compare", "-c", good, "--ledger", ledger, "-q"}, &stdout, &stderr)
+		code := testRun([]string{"compare", "-c", good, "--ledger", ledger, "-q"}, &stdout, &stderr)
 		if want := "lossaudit: --ledger: " + ledger + ": line 2: not a JSON object"; code != exitUsage || !strings.HasPrefix(stderr.String(), want) {
 			t.Errorf("exit %d, stderr %q; want %d and a line starting %q", code, stderr.String(), exitUsage, want)
 		}

@@ -16,7 +16,7 @@ import (
 func TestDemoCompare(t *testing.T) {
 	dir := t.TempDir()
 	var stdout, stderr bytes.Buffer
-	code := run([]string{"demo", "compare", "--dir", dir, "-q"}, &stdout, &stderr)
+	code := testRun([]string{"demo", "compare", "--dir", dir, "-q"}, &stdout, &stderr)
 	if code != 0 {
 		t.Fatalf("exit code = %d, want 0\nstdout:\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
 	}

@@ -21,7 +21,7 @@ func TestDemo(t *testing.T) {
 	for i := range 2 {
 		stdout.Reset()
 		stderr.Reset()
-		code := run([]string{"demo", "--dir", dir, "-q"}, &stdout, &stderr)
+		code := testRun([]string{"demo", "--dir", dir, "-q"}, &stdout, &stderr)
 		if code != 0 {
 			t.Fatalf("demo run %d exit code = %d, want 0\nstdout:\n%s\nstderr:\n%s", i+1, code, stdout.String(), stderr.String())
 		}

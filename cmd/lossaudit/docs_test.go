@@ -57,7 +57,7 @@ func TestReferenceListsEveryFlagKeyAndKind(t *testing.T) {
 			}
 		}
 	}
-	walk(newRootCmd(&bytes.Buffer{}, &bytes.Buffer{}))
+	walk(newTestRootCmd(&bytes.Buffer{}, &bytes.Buffer{}))
 	for _, k := range config.Keys() {
 		if !strings.Contains(ref, "`"+k+"`") {
 			t.Errorf("configuration key %s is not in docs/reference.md", k)

@@ -36,6 +36,11 @@ func main() {
 // half written, the store reusable) and exits 128 + the signal number
 // (130 for Ctrl-C); a second one kills the process at once.
 func run(args []string, stdout, stderr io.Writer) int {
+	return runTree(newRootCmd(stdout, stderr), args, stderr)
+}
+
+// runTree is run on the command tree root.
+func runTree(root *cobra.Command, args []string, stderr io.Writer) int {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	defer cancel(nil)
 	sigs := make(chan os.Signal, 1)
@@ -49,7 +54,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		case <-ctx.Done():
 		}
 	}()
-	return execute(ctx, newRootCmd(stdout, stderr), args, stderr)
+	return execute(ctx, root, args, stderr)
 }
 
 // interrupted is the cause of a context cancelled by a signal.

@@ -96,7 +96,7 @@ func TestRunRealTree(t *testing.T) {
 				t.Setenv(k, v)
 			}
 			var stdout, stderr bytes.Buffer
-			code := run(tc.args, &stdout, &stderr)
+			code := testRun(tc.args, &stdout, &stderr)
 			if code != tc.code {
 				t.Errorf("exit code %d, want %d (stderr %q)", code, tc.code, stderr.String())
 			}
@@ -114,7 +114,7 @@ func TestRunRealTree(t *testing.T) {
 // which flag (the configuration flags from commandFlags, and the
 // commands' own).
 func TestCommandFlags(t *testing.T) {
-	root := newRootCmd(io.Discard, io.Discard)
+	root := newTestRootCmd(io.Discard, io.Discard)
 	byName := map[string]*cobra.Command{}
 	for _, c := range root.Commands() {
 		byName[c.Name()] = c
@@ -216,7 +216,7 @@ type probe struct {
 }
 
 func probeRoot(p *probe, stdout, stderr *bytes.Buffer, result error) *cobra.Command {
-	g := &globalFlags{flags: map[string][]string{
+	g := &globalFlags{ignoreEnv: testbedenv.Is, flags: map[string][]string{
 		"shadow": {"config", "brokers", "csv", "store-dir"},
 		"plain":  {"config", "brokers", "csv", "json", "store-dir"},
 	}}

@@ -25,6 +25,7 @@ import (
 	"github.com/lossaudit/lossaudit/audit/demo/sim"
 	"github.com/lossaudit/lossaudit/config"
 	"github.com/lossaudit/lossaudit/testbed/poll"
+	"github.com/lossaudit/lossaudit/testbed/testbedenv"
 )
 
 // lossyScenario is a small pipeline that loses updates at every stage
@@ -166,7 +167,7 @@ func runProcess(t *testing.T, s store, env ...string) (int, syscall.Signal, stri
 		t.Fatal(err)
 	}
 	cmd := exec.Command(bin, "reconcile", "-q", "-c", s.yaml)
-	cmd.Env = append(os.Environ(), env...)
+	cmd.Env = append(testbedenv.Strip(os.Environ()), env...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	err = cmd.Run()
@@ -289,7 +290,7 @@ func TestReconcileReportsAndSecondStepAtOnce(t *testing.T) {
 	s := f.store(t)
 	f.advance(t, 16)
 	var stdout, stderr bytes.Buffer
-	code := run([]string{"reconcile", "-q", "-c", s.yaml, "--metrics-file", filepath.Join(filepath.Dir(s.csv), "lossaudit.prom")}, &stdout, &stderr)
+	code := testRun([]string{"reconcile", "-q", "-c", s.yaml, "--metrics-file", filepath.Join(filepath.Dir(s.csv), "lossaudit.prom")}, &stdout, &stderr)
 	if code != 1 {
 		t.Fatalf("exit %d, want 1 (findings)\n%s\n%s", code, stdout.String(), stderr.String())
 	}
@@ -348,7 +349,7 @@ func TestWatchServesTheLastStep(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	done := make(chan int, 1)
 	go func() {
-		done <- execute(ctx, newRootCmd(&stdout, &stderr), []string{"watch", "-c", s.yaml, "--interval", "200ms", "--listen", addr, "--log-format", "json"}, &stderr)
+		done <- execute(ctx, newTestRootCmd(&stdout, &stderr), []string{"watch", "-c", s.yaml, "--interval", "200ms", "--listen", addr, "--log-format", "json"}, &stderr)
 	}()
 	get := func(path string) (int, string) { return httpGet("http://" + addr + path) }
 	var code int
@@ -399,7 +400,7 @@ func TestWatchServesTheLastStep(t *testing.T) {
 	}
 	// The store is reusable: a reconcile step continues from watch's.
 	var out bytes.Buffer
-	if code := run([]string{"reconcile", "-q", "-c", s.yaml}, &out, &bytes.Buffer{}); code != 1 || !strings.Contains(out.String(), "Reconcile step") {
+	if code := testRun([]string{"reconcile", "-q", "-c", s.yaml}, &out, &bytes.Buffer{}); code != 1 || !strings.Contains(out.String(), "Reconcile step") {
 		t.Errorf("reconcile after watch: exit %d\n%s", code, out.String())
 	}
 }
@@ -417,7 +418,7 @@ func TestReconcileRefusesAComparison(t *testing.T) {
 		for _, args := range [][]string{{"reconcile", "-q"}, {"watch"}} {
 			t.Run(tt.name+" "+args[0], func(t *testing.T) {
 				var stdout, stderr bytes.Buffer
-				code := run(append(args, "-c", writeConfig(t, tt.yaml)), &stdout, &stderr)
+				code := testRun(append(args, "-c", writeConfig(t, tt.yaml)), &stdout, &stderr)
 				if code != 2 || !strings.Contains(stderr.String(), "audit.yaml:") || !strings.Contains(stderr.String(), tt.want) || !strings.Contains(stderr.String(), "a comparison has no incremental step yet") {
 					t.Errorf("exit %d, stderr:\n%s\nwant exit 2 naming %q", code, stderr.String(), tt.want)
 				}

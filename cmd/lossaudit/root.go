@@ -7,7 +7,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/lossaudit/lossaudit/config"
-	"github.com/lossaudit/lossaudit/testbed/testbedenv"
 )
 
 // commandFlags is the one table of which command takes which
@@ -37,6 +36,10 @@ type globalFlags struct {
 	flags map[string][]string
 	// cfg is the configuration the running command loaded.
 	cfg *config.Config
+	// ignoreEnv, when set, names further LOSSAUDIT_ variables that are
+	// not configuration keys (the tests' tree ignores the test bed's);
+	// the binary ignores only its own failpoints (failpointVar).
+	ignoreEnv func(name string) bool
 }
 
 // load reads the configuration for cmd: defaults < file (--config) <
@@ -44,7 +47,11 @@ type globalFlags struct {
 // line. Problems are *config.Error (exit 2). The pipeline section is not
 // validated; commands that need it call ValidatePipeline.
 func (g *globalFlags) load(cmd *cobra.Command) (*config.Config, error) {
-	cfg, err := config.Load(config.LoadOptions{Flags: cmd.Flags(), IgnoreEnv: testbedenv.Is})
+	ignore := failpointVar
+	if g.ignoreEnv != nil {
+		ignore = func(name string) bool { return failpointVar(name) || g.ignoreEnv(name) }
+	}
+	cfg, err := config.Load(config.LoadOptions{Flags: cmd.Flags(), IgnoreEnv: ignore})
 	if err != nil {
 		return nil, err
 	}
@@ -63,7 +70,11 @@ func (g *globalFlags) locate(err error) error {
 
 // newRootCmd builds the lossaudit command tree writing to stdout and stderr.
 func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
-	g := &globalFlags{}
+	return newTree(&globalFlags{}, stdout, stderr)
+}
+
+// newTree builds the lossaudit command tree on g.
+func newTree(g *globalFlags, stdout, stderr io.Writer) *cobra.Command {
 	return buildRoot(g, stdout, stderr, newScanCmd(g), newTopologyCmd(g), newAuditCmd(g), newCompareCmd(g), newReconcileCmd(g), newWatchCmd(g), newDemoCmd(g), newVersionCmd())
 }
 

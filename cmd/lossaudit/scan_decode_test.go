@@ -82,7 +82,7 @@ func TestScanDecode(t *testing.T) {
 	}
 
 	var stdout, stderr bytes.Buffer
-	if code := run([]string{"scan", "-c", cfgFile, "--topic", "orders", "--decode", "--json"}, &stdout, &stderr); code != 0 {
+	if code := testRun([]string{"scan", "-c", cfgFile, "--topic", "orders", "--decode", "--json"}, &stdout, &stderr); code != 0 {
 		t.Fatalf("scan --decode --json exit %d, stderr: %s", code, stderr.String())
 	}
 	var row struct {
@@ -112,7 +112,7 @@ func TestScanDecode(t *testing.T) {
 	}
 
 	stdout.Reset()
-	if code := run([]string{"scan", "-c", cfgFile, "--topic", "orders", "--decode"}, &stdout, &stderr); code != 0 {
+	if code := testRun([]string{"scan", "-c", cfgFile, "--topic", "orders", "--decode"}, &stdout, &stderr); code != 0 {
 		t.Fatalf("scan --decode exit %d, stderr: %s", code, stderr.String())
 	}
 	for _, line := range []string{"schema id 11 (orders-value/1): 3 records", "schema id 99 (subject unknown): 1 records", "decode errors, bad_magic: 1"} {
@@ -125,7 +125,7 @@ func TestScanDecode(t *testing.T) {
 	noSchema := filepath.Join(t.TempDir(), "plain.yaml")
 	os.WriteFile(noSchema, []byte(fmt.Sprintf("kafka:\n  brokers: [%q]\nschema:\n  schemas_topic: \"\"\n", c.ListenAddrs()[0])), 0o644)
 	stderr.Reset()
-	if code := run([]string{"scan", "-c", noSchema, "--topic", "orders", "--decode"}, &stdout, &stderr); code != 2 || !strings.Contains(stderr.String(), "needs a schema source") {
+	if code := testRun([]string{"scan", "-c", noSchema, "--topic", "orders", "--decode"}, &stdout, &stderr); code != 2 || !strings.Contains(stderr.String(), "needs a schema source") {
 		t.Errorf("--decode without schema source: exit %d, stderr %q; want 2 naming the missing source", code, stderr.String())
 	}
 }

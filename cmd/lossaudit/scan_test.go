@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/lossaudit/lossaudit/audit/kread"
+	"github.com/lossaudit/lossaudit/testbed/testbedenv"
 )
 
 var updateGolden = flag.Bool("update", false, "rewrite the testdata/*.golden files")
@@ -106,7 +107,7 @@ pipeline:
 // budget and returns the exit code, stdout and stderr.
 func runScan(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
-	g := &globalFlags{}
+	g := &globalFlags{ignoreEnv: testbedenv.Is}
 	var stdout, stderr bytes.Buffer
 	tweak := func(o *kread.Options) {
 		o.MaxRetries, o.RetryBackoff, o.Timeout = 3, 10*time.Millisecond, 2*time.Second

@@ -137,7 +137,7 @@ func TestSecretsAreNeverShown(t *testing.T) {
 			var stdout, stderr bytes.Buffer
 			cctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 			defer cancel()
-			code := execute(cctx, newRootCmd(&stdout, &stderr), r.args, &stderr)
+			code := execute(cctx, newTestRootCmd(&stdout, &stderr), r.args, &stderr)
 			ok := false
 			for _, c := range r.codes {
 				ok = ok || c == code
@@ -164,7 +164,7 @@ func TestSecretsAreNeverShown(t *testing.T) {
 		done := make(chan int, 1)
 		cfg := config("watch", "", "  redact_keys: false\n")
 		go func() {
-			done <- execute(wctx, newRootCmd(&stdout, &stderr), []string{"watch", "-c", cfg, "--command-config", props, "--interval", "5s", "--listen", addr}, &stderr)
+			done <- execute(wctx, newTestRootCmd(&stdout, &stderr), []string{"watch", "-c", cfg, "--command-config", props, "--interval", "5s", "--listen", addr}, &stderr)
 		}()
 		get := func(path string) (int, string) { return httpGet("http://" + addr + path) }
 		if err := poll.Until(ctx, 90*time.Second, 50*time.Millisecond, "watch's first step", func() bool {

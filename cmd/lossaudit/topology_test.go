@@ -172,7 +172,7 @@ pipeline:
 		t.Fatal(err)
 	}
 	var stdout, stderr bytes.Buffer
-	code := run([]string{"topology", "-c", file}, &stdout, &stderr)
+	code := testRun([]string{"topology", "-c", file}, &stdout, &stderr)
 	if code != exitFindings {
 		t.Fatalf("exit %d, want 1\nstdout:\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
 	}
@@ -245,7 +245,7 @@ report:
 			t.Run(tc.name+"/"+cmd[0], func(t *testing.T) {
 				file := config(tc.topology, tc.nodes)
 				var stdout, stderr bytes.Buffer
-				code := run(append(cmd, "-c", file), &stdout, &stderr)
+				code := testRun(append(cmd, "-c", file), &stdout, &stderr)
 				lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
 				last := lines[len(lines)-1]
 				if code != exitUsage || !strings.HasPrefix(last, "lossaudit: ") {

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/lossaudit/lossaudit/testbed/testbedenv"
 )
 
 // result is one timed reader run.
@@ -51,9 +53,7 @@ func (r result) mbPerSec() float64  { return float64(r.Bytes) / (1 << 20) / r.Wa
 // rusage ru_maxrss of the child). stdout goes to out.
 func timed(ctx context.Context, out io.Writer, env []string, name string, args ...string) (time.Duration, int64, error) {
 	cmd := exec.CommandContext(ctx, name, args...)
-	if len(env) > 0 {
-		cmd.Env = append(os.Environ(), env...)
-	}
+	cmd.Env = append(testbedenv.Strip(os.Environ()), env...)
 	cmd.Stdout = out
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr

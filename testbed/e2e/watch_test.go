@@ -27,6 +27,7 @@ import (
 	"github.com/lossaudit/lossaudit/testbed/loadgen"
 	"github.com/lossaudit/lossaudit/testbed/poll"
 	"github.com/lossaudit/lossaudit/testbed/streamsapp"
+	"github.com/lossaudit/lossaudit/testbed/testbedenv"
 )
 
 // watchInterval is the interval of the watched runs: a scenario parameter.
@@ -105,7 +106,7 @@ func startWatch(ctx context.Context, t *testing.T, env *Env) (*watching, error) 
 	w.cmd = exec.Command(bin, "watch", "-c", cfg, "--interval", watchInterval.String(), "--listen", addr, "--log-format", "json")
 	w.cmd.Stdout, w.cmd.Stderr = logf, logf
 	// A step against brokers that are all down fails within 20 s.
-	w.cmd.Env = append(os.Environ(), config.EnvName("kafka.retry_timeout")+"=20s")
+	w.cmd.Env = append(testbedenv.Strip(os.Environ()), config.EnvName("kafka.retry_timeout")+"=20s")
 	if err := w.cmd.Start(); err != nil {
 		logf.Close()
 		return nil, err

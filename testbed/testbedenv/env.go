@@ -1,9 +1,10 @@
 // Package testbedenv names the LOSSAUDIT_ environment variables of the test bed
 // and the tests (versions, caches, test sizes): they are not configuration
 // keys, and the configuration loader would otherwise refuse them as
-// misspelt settings. Whatever loads a configuration where the test bed may
-// have set them passes Is as config.LoadOptions.IgnoreEnv (the CLI does, so
-// the binary the tests start accepts them).
+// misspelt settings. Whatever loads a configuration in a test process passes
+// Is as config.LoadOptions.IgnoreEnv (the tests' in-process command tree
+// does); whatever starts the lossaudit binary gives it Strip(os.Environ()):
+// the binary itself knows only its failpoints (LOSSAUDIT_TESTBED_*).
 package testbedenv
 
 import (
@@ -30,4 +31,18 @@ const Prefix = "LOSSAUDIT_TESTBED_"
 // configuration key: LOSSAUDIT_TESTBED_* or one of Names.
 func Is(name string) bool {
 	return strings.HasPrefix(name, Prefix) || slices.Contains(Names(), name)
+}
+
+// Strip returns env (NAME=value entries) without the variables of Names:
+// the environment for a lossaudit process a test starts. Variables under
+// Prefix stay: the binary reads its failpoints there and ignores the rest.
+func Strip(env []string) []string {
+	out := make([]string, 0, len(env))
+	for _, kv := range env {
+		name, _, _ := strings.Cut(kv, "=")
+		if !slices.Contains(Names(), name) {
+			out = append(out, kv)
+		}
+	}
+	return out
 }

@@ -84,3 +84,11 @@ func TestTestbedVariablesAreListed(t *testing.T) {
 		t.Errorf("variables neither configuration keys nor in testbedenv.Names: %s", strings.Join(unknown, ", "))
 	}
 }
+
+func TestStrip(t *testing.T) {
+	got := testbedenv.Strip([]string{"PATH=/bin", "LOSSAUDIT_REAL_KAFKA=0", "LOSSAUDIT_TESTBED_CRASH_AT=stepped", "LOSSAUDIT_KAFKA_BROKERS=h:1", "LOSSAUDIT_PROPERTY_SEEDS=3"})
+	want := []string{"PATH=/bin", "LOSSAUDIT_TESTBED_CRASH_AT=stepped", "LOSSAUDIT_KAFKA_BROKERS=h:1"}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("Strip = %q, want %q", got, want)
+	}
+}
