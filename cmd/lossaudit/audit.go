@@ -197,11 +197,11 @@ func (w *written) conclude() error {
 func exitStatus(res *finding.Result, failed []string) error {
 	switch {
 	case len(failed) > 0:
-		return withCode(exitIncomplete, fmt.Errorf("%s; the audit itself completed (verdict %s, see the summary)", strings.Join(failed, "; "), report.Verdict(res)))
+		return concluded(exitIncomplete, fmt.Errorf("%s; the audit itself completed (verdict %s, see the summary)", strings.Join(failed, "; "), report.Verdict(res)))
 	case !res.Complete():
-		return withCode(exitIncomplete, nil)
+		return concluded(exitIncomplete, nil)
 	case res.HasFindings():
-		return withCode(exitFindings, nil)
+		return concluded(exitFindings, nil)
 	}
 	return nil
 }

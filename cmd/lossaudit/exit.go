@@ -23,6 +23,10 @@ const (
 type codeError struct {
 	code int
 	err  error
+	// concluded: the command finished its work (reports written, a
+	// step committed) before returning; a signal that arrived meanwhile
+	// does not turn the exit code into 128+signal (execute).
+	concluded bool
 }
 
 func (e *codeError) Error() string {
@@ -40,6 +44,19 @@ func (e *codeError) Unwrap() error { return e.err }
 func withCode(code int, err error) error {
 	return &codeError{code: code, err: err}
 }
+
+// concluded is withCode for a command that finished its work: the verdict
+// of a complete run, or a run whose reports were written. Its code stands
+// even when a signal arrived while it finished.
+func concluded(code int, err error) error {
+	return &codeError{code: code, err: err, concluded: true}
+}
+
+// watchStopped is what watch returns when a signal stops it: the steps it
+// completed stand, the one cut short wrote nothing (execute says so).
+type watchStopped struct{}
+
+func (watchStopped) Error() string { return "watch stopped" }
 
 // usageError is an error cobra reported before a command's RunE started:
 // an unknown command or flag, a bad flag value, wrong arguments.

@@ -75,15 +75,21 @@ func signalName(s syscall.Signal) string {
 // execute runs root with args and returns the exit code, printing the
 // error, if any, to stderr. A command stopped by a signal before it could
 // finish exits 128 + the signal's number with one line saying so, whatever
-// error its cancelled work returned; one that finished anyway (the signal
-// came while it printed) keeps its own code.
+// error its cancelled work returned; one that finished anyway (a verdict or
+// reports written while the signal came: concluded) keeps its own code.
 func execute(ctx context.Context, root *cobra.Command, args []string, stderr io.Writer) int {
 	root.SetArgs(args)
 	err := classify(root.ExecuteContext(ctx))
 	code := exitCode(err)
 	var in *interrupted
-	if err != nil && code != exitOK && code != exitFindings && errors.As(context.Cause(ctx), &in) {
-		fmt.Fprintf(stderr, "lossaudit: %s: stopped; no report of this run was written, earlier reports and the store directory are as they were\n", in)
+	var done *codeError
+	if err != nil && code != exitOK && code != exitFindings && errors.As(context.Cause(ctx), &in) &&
+		!(errors.As(err, &done) && done.concluded) {
+		if errors.As(err, &watchStopped{}) {
+			fmt.Fprintf(stderr, "lossaudit: %s: watch stopped; the reports and state of every completed step stand, a step cut short wrote nothing\n", in)
+		} else {
+			fmt.Fprintf(stderr, "lossaudit: %s: stopped; no report of this run was written, earlier reports and the store directory are as they were\n", in)
+		}
 		return 128 + int(in.sig)
 	}
 	if err != nil && err.Error() != "" {

@@ -11,6 +11,7 @@ import (
 	"runtime/debug"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/spf13/cobra"
@@ -330,5 +331,38 @@ func TestEnvReachesCommands(t *testing.T) {
 	}
 	if got := strings.Join(p.cfg.Kafka.Brokers, ","); got != "e1:9092,e2:9092" || p.cfg.Store.Dir != "/flag/store" {
 		t.Errorf("brokers %q store %q", got, p.cfg.Store.Dir)
+	}
+}
+
+// TestSignalAfterTheWorkIsDone: a signal that arrives while a command
+// finishes does not turn a concluded outcome (a verdict, reports written)
+// into "stopped, nothing written"; work cut short exits 128+signal with
+// the line saying what stands.
+func TestSignalAfterTheWorkIsDone(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		ret    error
+		code   int
+		stderr string
+	}{
+		{name: "partial verdict", ret: concluded(exitIncomplete, nil), code: exitIncomplete, stderr: ""},
+		{name: "reports written, state not committed", ret: concluded(exitIncomplete, errors.New("the step's reports were written")),
+			code: exitIncomplete, stderr: "lossaudit: the step's reports were written\n"},
+		{name: "cut short", ret: withCode(exitIncomplete, context.Canceled), code: 143,
+			stderr: "lossaudit: interrupted by SIGTERM: stopped; no report of this run was written, earlier reports and the store directory are as they were\n"},
+		{name: "watch", ret: watchStopped{}, code: 143,
+			stderr: "lossaudit: interrupted by SIGTERM: watch stopped; the reports and state of every completed step stand, a step cut short wrote nothing\n"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx, cancel := context.WithCancelCause(context.Background())
+			cancel(&interrupted{sig: syscall.SIGTERM})
+			var stderr bytes.Buffer
+			g := &globalFlags{ignoreEnv: testbedenv.Is, flags: map[string][]string{}}
+			cmd := &cobra.Command{Use: "x", RunE: func(*cobra.Command, []string) error { return tt.ret }}
+			code := execute(ctx, buildRoot(g, io.Discard, &stderr, cmd), []string{"x"}, &stderr)
+			if code != tt.code || stderr.String() != tt.stderr {
+				t.Errorf("exit %d, stderr %q; want %d, %q", code, stderr.String(), tt.code, tt.stderr)
+			}
+		})
 	}
 }

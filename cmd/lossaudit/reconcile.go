@@ -121,7 +121,7 @@ func reconcileStep(ctx context.Context, cfg *config.Config, o app.Options, stdou
 	// kills the process, and the next step completes the commit).
 	fp.at("reported")
 	if err := step.Commit(); err != nil {
-		return nil, withCode(exitIncomplete, fmt.Errorf("the step's reports were written but its state could not be committed (the next step repeats it): %w", err))
+		return nil, concluded(exitIncomplete, fmt.Errorf("the step's reports were written but its state could not be committed (the next step repeats it): %w", err))
 	}
 	w.writeMetrics(cfg, res, started)
 	return &stepOutcome{written: w, res: w.res}, nil

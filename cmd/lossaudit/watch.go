@@ -104,7 +104,7 @@ func watch(ctx context.Context, cfg *config.Config, stderr io.Writer) error {
 		w.setRunning(false)
 		if ctx.Err() != nil {
 			log.Info("stopped", "reason", context.Cause(ctx).Error())
-			return ctx.Err()
+			return watchStopped{}
 		}
 		var unsupported *topology.UnsupportedError
 		if errors.As(err, &unsupported) {
@@ -127,7 +127,7 @@ func watch(ctx context.Context, cfg *config.Config, stderr io.Writer) error {
 		select {
 		case <-ctx.Done():
 			log.Info("stopped", "reason", context.Cause(ctx).Error())
-			return ctx.Err()
+			return watchStopped{}
 		case err := <-served:
 			return fmt.Errorf("serving on %s: %w", ln.Addr(), err)
 		case <-time.After(time.Until(started.Add(w.interval))):
