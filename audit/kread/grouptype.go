@@ -56,7 +56,10 @@ func (g Group) Active() bool { return g.Members != 0 }
 // API keys of the group requests (kmsg has them as well; these name them
 // in ApiVersions answers).
 const (
-	listGroupsKey            = 16
+	listGroupsKey = 16
+	// groupIDNotFound is GROUP_ID_NOT_FOUND, DescribeGroups v6's answer for
+	// a group the coordinator does not know (v5 describes it as Dead).
+	groupIDNotFound          = 69
 	describeGroupsKey        = 15
 	consumerGroupDescribeKey = 69
 	shareGroupDescribeKey    = 77
@@ -140,8 +143,29 @@ func (r *groupDescribe) RawExchange(rw io.ReadWriter) (protocol.Message, error) 
 			}
 		}
 		if typ == "" {
-			r.out.Via = "ListGroups"
-			return r, nil // not a group this coordinator knows
+			// Not listed: the group does not exist, or its coordinator
+			// moved after FindCoordinator (a rolled broker). ListGroups
+			// cannot tell; DescribeGroups answers NOT_COORDINATOR for
+			// the second (retried with a new coordinator) and an empty
+			// Dead group for the first.
+			// (v6 answers GROUP_ID_NOT_FOUND instead of Dead).
+			if err := r.describeClassic(rw, max[describeGroupsKey]); err != nil {
+				return r, err
+			}
+			r.out.Via = "ListGroups, " + r.out.Via
+			if r.code == groupIDNotFound {
+				r.code, r.msg, r.out.State = 0, "", ""
+				return r, nil
+			}
+			if r.code != 0 {
+				return r, nil
+			}
+			if r.out.State == "Dead" && r.out.Members == 0 {
+				r.out.State = ""
+				return r, nil // not a group this coordinator knows
+			}
+			r.out.Type = GroupClassic // created since ListGroups answered
+			return r, nil
 		}
 	}
 	r.out.Type = typ
