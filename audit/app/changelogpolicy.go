@@ -23,14 +23,20 @@ type topicConfigs interface {
 // compact (WindowedChangelogTopicConfig, UnwindowedUnversionedChangelogTopicConfig);
 // the application's topic.* settings or Materialized.withLoggingEnabled can
 // override either, so the policy proves nothing on its own and the type is
-// declared (pipeline.reduce). But a policy with delete contradicts a plain
+// declared (pipeline.reduce). But a policy with delete and a finite
+// retention (retention.ms or retention.bytes not -1) contradicts a plain
 // reduce the audit can check: either the store is windowed, or retention
 // deletes keys that the audit would report as lost. Both stop the audit
-// (a *config.Error on pipeline.reduce, exit 2). A policy that cannot be
-// read is a warning naming the permission: the declaration stands.
+// (a *config.Error on pipeline.reduce, exit 2). compact,delete with
+// infinite retention (a common hardening) deletes nothing and passes. A
+// policy that cannot be read is a warning naming the permission: the
+// declaration stands.
 func checkChangelogPolicies(ctx context.Context, tc topicConfigs, m *topology.Model, warn io.Writer) error {
 	for _, st := range m.Stages {
-		cfg, err := tc.TopicConfig(ctx, st.ChangelogTopic, "cleanup.policy")
+		cfg, err := tc.TopicConfig(ctx, st.ChangelogTopic, "cleanup.policy", "retention.ms", "retention.bytes")
+		if ctx.Err() != nil {
+			return fmt.Errorf("describing the configs of changelog topic %s: %w", st.ChangelogTopic, context.Cause(ctx))
+		}
 		var te *kread.TopicConfigError
 		if errors.As(err, &te) {
 			if warn != nil {
@@ -45,8 +51,20 @@ func checkChangelogPolicies(ctx context.Context, tc topicConfigs, m *topology.Mo
 		if !ok || !strings.Contains(policy, "delete") {
 			continue
 		}
-		return &config.Error{Key: "pipeline.reduce", Msg: fmt.Sprintf("input %s: store %s is audited as a plain reduce, but its changelog topic %s has cleanup.policy=%s; Kafka Streams gives a window store's changelog compact,delete and a key-value store's compact: if the reduce is windowed, declare it windowed (not audited yet); if it is plain, retention deletes keys from its changelog that the audit would report as lost",
-			st.Input.Name, st.Store, st.ChangelogTopic, policy)}
+		ms, bytes := cfg["retention.ms"], cfg["retention.bytes"]
+		if ms == "-1" && (bytes == "-1" || bytes == "") {
+			continue // delete with infinite retention deletes nothing
+		}
+		return &config.Error{Key: "pipeline.reduce", Msg: fmt.Sprintf("input %s: store %s is audited as a plain reduce, but its changelog topic %s has cleanup.policy=%s with retention.ms=%s and retention.bytes=%s; Kafka Streams gives a window store's changelog compact,delete and a key-value store's compact: if the reduce is windowed, declare it windowed (not audited yet); if it is plain, retention deletes keys from its changelog that the audit would report as lost (set retention.ms=-1 and retention.bytes=-1, or cleanup.policy=compact)",
+			st.Input.Name, st.Store, st.ChangelogTopic, policy, orUnset(ms), orUnset(bytes))}
 	}
 	return nil
+}
+
+// orUnset is v, or "(unset)" when the broker did not return it.
+func orUnset(v string) string {
+	if v == "" {
+		return "(unset)"
+	}
+	return v
 }

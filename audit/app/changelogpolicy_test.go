@@ -12,7 +12,9 @@ import (
 	"github.com/lossaudit/lossaudit/config"
 )
 
-type fakeConfigs map[string]string // topic -> cleanup.policy; "denied" refuses
+// fakeConfigs maps a topic to "policy[;retention.ms;retention.bytes]";
+// "denied" refuses.
+type fakeConfigs map[string]string
 
 func (f fakeConfigs) TopicConfig(_ context.Context, topic string, _ ...string) (map[string]string, error) {
 	switch p := f[topic]; p {
@@ -21,15 +23,21 @@ func (f fakeConfigs) TopicConfig(_ context.Context, topic string, _ ...string) (
 	case "":
 		return map[string]string{}, nil
 	default:
-		return map[string]string{"cleanup.policy": p}, nil
+		parts := strings.Split(p, ";")
+		out := map[string]string{"cleanup.policy": parts[0], "retention.ms": "604800000", "retention.bytes": "-1"}
+		if len(parts) == 3 {
+			out["retention.ms"], out["retention.bytes"] = parts[1], parts[2]
+		}
+		return out, nil
 	}
 }
 
 // TestCheckChangelogPolicies: a reduce changelog whose cleanup.policy has
-// delete (a window store's default, or a plain store losing keys to
-// retention) stops the audit naming pipeline.reduce, the store, the topic
-// and the policy; compact passes; an unreadable policy is a warning naming
-// the permission.
+// delete and a finite retention (a window store's default, or a plain
+// store losing keys to retention) stops the audit naming pipeline.reduce,
+// the store, the topic and the policy; compact, and delete with infinite
+// retention, pass; an unreadable policy is a warning naming the
+// permission; a cancelled context stops the check.
 func TestCheckChangelogPolicies(t *testing.T) {
 	m := &topology.Model{Stages: []topology.Stage{
 		{Input: topology.InputSpec{Name: "a"}, Store: "sa", ChangelogTopic: "app-sa-changelog"},
@@ -41,8 +49,10 @@ func TestCheckChangelogPolicies(t *testing.T) {
 	}{
 		{"compact", "compact", "compact", "", ""},
 		{"not returned", "", "compact", "", ""},
-		{"windowed default", "compact", "compact,delete", "input b: store sb is audited as a plain reduce, but its changelog topic app-sb-changelog has cleanup.policy=compact,delete", ""},
-		{"delete", "delete", "compact", "input a: store sa is audited as a plain reduce, but its changelog topic app-sa-changelog has cleanup.policy=delete", ""},
+		{"windowed default", "compact", "compact,delete", "input b: store sb is audited as a plain reduce, but its changelog topic app-sb-changelog has cleanup.policy=compact,delete with retention.ms=604800000 and retention.bytes=-1", ""},
+		{"delete", "delete", "compact", "input a: store sa is audited as a plain reduce, but its changelog topic app-sa-changelog has cleanup.policy=delete with retention.ms=604800000", ""},
+		{"delete with infinite retention", "compact,delete;-1;-1", "delete;-1;-1", "", ""},
+		{"infinite time, finite size", "compact,delete;-1;1073741824", "compact", "input a: store sa is audited as a plain reduce, but its changelog topic app-sa-changelog has cleanup.policy=compact,delete with retention.ms=-1 and retention.bytes=1073741824", ""},
 		{"denied", "denied", "compact", "", "warning: input a: the cleanup.policy of changelog topic app-sa-changelog (store sa) was not checked against pipeline.reduce: describing the configs of topic app-sa-changelog: not authorized (DESCRIBE_CONFIGS on the topic is needed)"},
 	}
 	for _, tc := range cases {
@@ -63,5 +73,16 @@ func TestCheckChangelogPolicies(t *testing.T) {
 				t.Errorf("warnings %q, want %q", warn.String(), tc.warn)
 			}
 		})
+	}
+}
+
+func TestCheckChangelogPoliciesCancelled(t *testing.T) {
+	m := &topology.Model{Stages: []topology.Stage{{Input: topology.InputSpec{Name: "a"}, Store: "sa", ChangelogTopic: "app-sa-changelog"}}}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	var warn bytes.Buffer
+	err := checkChangelogPolicies(ctx, fakeConfigs{"app-sa-changelog": "denied"}, m, &warn)
+	if !errors.Is(err, context.Canceled) || warn.Len() != 0 {
+		t.Errorf("error %v, warnings %q; want context.Canceled and no warning", err, warn.String())
 	}
 }
