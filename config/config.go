@@ -186,8 +186,8 @@ type Input struct {
 // unbounded. Load resolves relative times (-2h, now) against the time it
 // ran.
 type Window struct {
-	From time.Time `mapstructure:"from" flag:"from" usage:"audit input records from this time: RFC 3339 (2026-11-29T10:00:00Z), a duration before now (-2h, 30m) or now"`
-	To   time.Time `mapstructure:"to" flag:"to" usage:"audit input records before this time: RFC 3339 (2026-11-29T10:00:00Z), a duration before now (-2h, 30m) or now"`
+	From time.Time `mapstructure:"from" flag:"from" usage:"audit input records at or after this time"`
+	To   time.Time `mapstructure:"to" flag:"to" usage:"audit input records at or before this time"`
 }
 
 // Store says where the on-disk index lives.

@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"reflect"
+	"time"
 
 	"github.com/spf13/pflag"
 )
@@ -24,7 +25,8 @@ type Flag struct {
 	List bool
 }
 
-// timeHelp says what a time key accepts.
+// timeHelp says what a time key accepts; Flags appends it to the usage of
+// every time key's flag.
 const timeHelp = "RFC 3339 (2026-11-29T10:00:00Z), a duration before now (-2h, 30m) or now"
 
 // Flags returns every flag Load understands: ConfigFlag, then the flags of
@@ -36,8 +38,12 @@ func Flags() []Flag {
 		if s.flag == "" {
 			continue
 		}
+		usage := s.usage
+		if s.typ == reflect.TypeFor[time.Time]() {
+			usage += ": " + timeHelp
+		}
 		out = append(out, Flag{Name: s.flag, Key: s.key, List: s.typ.Kind() == reflect.Slice,
-			Usage: s.usage + " (overrides " + s.key + ")"})
+			Usage: usage + " (overrides " + s.key + ")"})
 	}
 	return out
 }

@@ -40,14 +40,14 @@ func Evidence(p *finding.PartitionFinding) (string, map[string]int64) {
 				e.LogStart, e.Committed, e.Group, e.LogStart-e.Committed),
 			map[string]int64{"log_start": e.LogStart, "committed": e.Committed}
 	case *finding.StuckEvidence:
-		text := fmt.Sprintf("last stable offset %d stayed below %d (the high watermark when the group offsets were read) for %s: a transaction is hanging; findings for keys of this partition are withheld",
+		text := fmt.Sprintf("last stable offset %d stayed below %d (the high watermark read after the repartition tails) for %s: a transaction is hanging; findings for keys of this partition are withheld",
 			e.LSO, e.StartHighWatermark, e.Waited)
 		offs := map[string]int64{"lso": e.LSO, "high_watermark_at_start": e.StartHighWatermark, "high_watermark": e.HighWatermark}
 		switch h := e.Holder; {
 		case h != nil:
 			who := fmt.Sprintf("transactional id %q, %s", h.TransactionalID, h.State)
 			if h.TransactionalID == "" {
-				who = "no transaction coordinator lists it"
+				who = "transactional id not listed: lossaudit's principal lacks DESCRIBE on it, or no coordinator lists it"
 			}
 			text += fmt.Sprintf("; it is held by producer id %d (epoch %d, %s), whose transaction started at offset %d: confirm with kafka-transactions.sh --bootstrap-server HOST:PORT find-hanging --broker-id %d and, if it is hanging, abort it with kafka-transactions.sh --bootstrap-server HOST:PORT abort --topic %s --partition %d --start-offset %d",
 				h.ProducerID, h.ProducerEpoch, who, h.StartOffset, h.Leader, p.Topic, p.Partition, h.StartOffset)

@@ -37,7 +37,7 @@ func TestEvidenceOfTheRootCauseSignatures(t *testing.T) {
 			map[string]int64{"lso": 70, "high_watermark_at_start": 80, "high_watermark": 90, "producer_id": 4001, "txn_start_offset": 70}},
 		{"stuck_lso held by a producer no coordinator lists", finding.PartitionFinding{Kind: finding.StuckLSO, Topic: "out", Evidence: &finding.StuckEvidence{LSO: 70, StartHighWatermark: 80, HighWatermark: 90,
 			Holder: &finding.TxnHolder{Leader: 1, ProducerID: 9, StartOffset: 70}}},
-			[]string{"producer id 9 (epoch 0, no transaction coordinator lists it)", "abort --topic out --partition 0 --start-offset 70"},
+			[]string{"producer id 9 (epoch 0, transactional id not listed: lossaudit's principal lacks DESCRIBE on it, or no coordinator lists it)", "abort --topic out --partition 0 --start-offset 70"},
 			map[string]int64{"lso": 70, "high_watermark_at_start": 80, "high_watermark": 90, "producer_id": 9, "txn_start_offset": 70}},
 		{"stuck_lso, holder unknown", finding.PartitionFinding{Kind: finding.StuckLSO, Topic: "out", Evidence: &finding.StuckEvidence{LSO: 70, StartHighWatermark: 80, HighWatermark: 90, HolderError: "no leader known"}},
 			[]string{"could not be named (no leader known)"},

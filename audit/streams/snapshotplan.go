@@ -37,7 +37,7 @@ type pipelineSnapshot struct {
 	holders   map[string]map[int32]*finding.TxnHolder
 	holderErr map[string]map[int32]string
 	// startHW holds the high watermarks of the changelogs and the output
-	// when the group offsets were read, by topic.
+	// read after the repartition tails (snapshot step 4), by topic.
 	startHW    map[string]map[int32]int64
 	inputs     []snapshot.Topic
 	reparts    []snapshot.Topic

@@ -11,7 +11,7 @@ import (
 // failure is an *Error naming a line; every send handed out is well formed.
 // The seeds (testdata/fuzz/FuzzRead) are the lines of TestRead.
 //
-//	go test -run '^$' -fuzz FuzzRead -fuzztime 10m -parallel 1 ./audit/ledger
+//	go test -run '^$' -fuzz FuzzRead -fuzztime 10m -parallel 1 ./audit/compare/ledger
 func FuzzRead(f *testing.F) {
 	f.Add([]byte(`{"timestamp":1700000000000,"name":"startup_complete"}
 {"timestamp":1700000000100,"name":"producer_send_success","key":null,"value":"0","offset":0,"topic":"t","partition":1}
