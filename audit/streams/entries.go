@@ -7,6 +7,7 @@ import (
 
 	"github.com/cespare/xxhash/v2"
 
+	"github.com/lossaudit/lossaudit/audit/internal/engine"
 	"github.com/lossaudit/lossaudit/audit/internal/engine/detect"
 	"github.com/lossaudit/lossaudit/audit/internal/store/index"
 )
@@ -134,7 +135,7 @@ func fold(key []byte, c *index.Cursor, ev *detect.KeyEvidence, inputs int, pendi
 		e := c.Entry()
 		f := e.Fields
 		if len(f) < 1 {
-			return fmt.Errorf("index: entry %#x of key %q has no fields", e.Tag, key)
+			return fmt.Errorf("index: entry %#x of key %s has no fields", e.Tag, engine.KeyRef(key))
 		}
 		if int(f[0]) >= inputs {
 			return fmt.Errorf("index: entry %#x for input %d of a %d-input pipeline (was the store written by another configuration?)", e.Tag, f[0], inputs)
@@ -150,7 +151,7 @@ func fold(key []byte, c *index.Cursor, ev *detect.KeyEvidence, inputs int, pendi
 		}
 		prevTag, prev = e.Tag, append(prev[:0], f...)
 		if err := apply(ev, e, x, f[1:], pending); err != nil {
-			return fmt.Errorf("index: entry %#x of key %q: %w", e.Tag, key, err)
+			return fmt.Errorf("index: entry %#x of key %s: %w", e.Tag, engine.KeyRef(key), err)
 		}
 	}
 	return addKnown()

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/lossaudit/lossaudit/audit/finding"
+	"github.com/lossaudit/lossaudit/audit/internal/engine"
 	"github.com/lossaudit/lossaudit/audit/internal/store/state"
 )
 
@@ -171,7 +172,7 @@ func (ks *Keys[K]) Get(key []byte, k *K) (old []byte, marked bool, err error) {
 	}
 	if val != nil {
 		if err := ks.codec.Decode(val, k); err != nil {
-			return nil, false, fmt.Errorf("reconcile: the state of key %q: %w", key, err)
+			return nil, false, fmt.Errorf("reconcile: the state of key %s: %w", engine.KeyRef(key), err)
 		}
 	}
 	return val, marked, nil
@@ -202,7 +203,7 @@ func (ks *Keys[K]) Stage(key []byte, k *K, old []byte, was, marks bool) error {
 func (ks *Keys[K]) Each(k *K, fn func(key []byte, k *K) error) error {
 	return ks.step.Reader.Values(func(key, val []byte) error {
 		if err := ks.codec.Decode(val, k); err != nil {
-			return fmt.Errorf("reconcile: the state of key %q: %w", key, err)
+			return fmt.Errorf("reconcile: the state of key %s: %w", engine.KeyRef(key), err)
 		}
 		return fn(key, k)
 	})
