@@ -141,19 +141,6 @@ type failpoints struct {
 	once             sync.Once
 }
 
-// failpointPrefix starts the variables that set failpoints; the
-// configuration loader ignores them (failpointVar).
-const failpointPrefix = "LOSSAUDIT_TESTBED_"
-
-// failpointVar reports whether the environment variable name sets a
-// failpoint (or is another test bed variable under its prefix) rather than
-// a configuration key.
-func failpointVar(name string) bool { return strings.HasPrefix(name, failpointPrefix) }
-
-func failpointsFromEnv(ctx context.Context) *failpoints {
-	return &failpoints{ctx: ctx, crash: os.Getenv(failpointPrefix + "CRASH_AT"), interrupt: os.Getenv(failpointPrefix + "INTERRUPT_AT")}
-}
-
 // at stops the process at point when the environment names it; only once
 // (a second SIGINT would kill the process).
 func (f *failpoints) at(point string) {

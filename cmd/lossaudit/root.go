@@ -38,7 +38,8 @@ type globalFlags struct {
 	cfg *config.Config
 	// ignoreEnv, when set, names further LOSSAUDIT_ variables that are
 	// not configuration keys (the tests' tree ignores the test bed's);
-	// the binary ignores only its own failpoints (failpointVar).
+	// the binary ignores only its failpoint variables, and only when
+	// built with -tags testbed (failpointVar).
 	ignoreEnv func(name string) bool
 }
 

@@ -4,7 +4,8 @@
 // misspelt settings. Whatever loads a configuration in a test process passes
 // Is as config.LoadOptions.IgnoreEnv (the tests' in-process command tree
 // does); whatever starts the lossaudit binary gives it Strip(os.Environ()):
-// the binary itself knows only its failpoints (LOSSAUDIT_TESTBED_*).
+// only a binary built with -tags testbed knows variables of its own, its
+// failpoints (LOSSAUDIT_TESTBED_CRASH_AT, _INTERRUPT_AT).
 package testbedenv
 
 import (
@@ -33,14 +34,15 @@ func Is(name string) bool {
 	return strings.HasPrefix(name, Prefix) || slices.Contains(Names(), name)
 }
 
-// Strip returns env (NAME=value entries) without the variables of Names:
-// the environment for a lossaudit process a test starts. Variables under
-// Prefix stay: the binary reads its failpoints there and ignores the rest.
+// Strip returns env (NAME=value entries) without the test bed's variables
+// (Is): the environment for a lossaudit process a test starts, which would
+// refuse them as misspelt settings. A test that sets a failpoint appends it
+// after Strip (and builds the binary with -tags testbed).
 func Strip(env []string) []string {
 	out := make([]string, 0, len(env))
 	for _, kv := range env {
 		name, _, _ := strings.Cut(kv, "=")
-		if !slices.Contains(Names(), name) {
+		if !Is(name) {
 			out = append(out, kv)
 		}
 	}
