@@ -20,7 +20,8 @@ import (
 const (
 	chartDir  = "helm/lossaudit"
 	helmHint  = "go install helm.sh/helm/v3/cmd/helm@v3.22.0"
-	configDir = "/etc/lossaudit" // where the chart mounts its ConfigMap
+	configDir = "/etc/lossaudit"        // where the chart mounts its ConfigMap
+	secretDir = "/etc/lossaudit-secret" // and its Secret
 )
 
 // manifest is the part of a rendered Kubernetes object the test reads.
@@ -53,6 +54,10 @@ type manifest struct {
 			Type string `yaml:"type"`
 		} `yaml:"strategy"`
 		Replicas *int `yaml:"replicas"`
+		Ingress  []struct {
+			From []any `yaml:"from"`
+		} `yaml:"ingress"`
+		PolicyTypes []string `yaml:"policyTypes"`
 	} `yaml:"spec"`
 }
 
@@ -71,7 +76,9 @@ type podTemplate struct {
 			Env []struct {
 				Name string `yaml:"name"`
 			} `yaml:"env"`
-			VolumeMounts []struct {
+			LivenessProbe  *probe `yaml:"livenessProbe"`
+			ReadinessProbe *probe `yaml:"readinessProbe"`
+			VolumeMounts   []struct {
 				Name      string `yaml:"name"`
 				MountPath string `yaml:"mountPath"`
 				ReadOnly  bool   `yaml:"readOnly"`
@@ -89,6 +96,12 @@ type podTemplate struct {
 			EmptyDir any `yaml:"emptyDir"`
 		} `yaml:"volumes"`
 	} `yaml:"spec"`
+}
+
+// probe is a container probe: which check it makes.
+type probe struct {
+	HTTPGet   any `yaml:"httpGet"`
+	TCPSocket any `yaml:"tcpSocket"`
 }
 
 // render runs helm template on the chart with a values file.
@@ -187,13 +200,19 @@ func TestHelmChart(t *testing.T) {
 				}
 				Store  struct{ Dir string }
 				Report struct{ CSV, JSON, HTML string }
-				Watch  struct{ Listen string }
+				Watch  struct {
+					Listen        string
+					WebConfigFile string `yaml:"web_config_file"`
+				}
 			}
 			if err := yaml.Unmarshal([]byte(auditYAML), &cfg); err != nil {
 				t.Fatalf("audit.yaml: %v", err)
 			}
-			if cfg.Kafka.ClientProperties == "" {
-				checkLoads(t, auditYAML)
+			if cfg.Kafka.ClientProperties == "" && cfg.Watch.WebConfigFile == "" {
+				checkLoads(t, auditYAML) // (files on the Secret's volume do not exist here)
+			}
+			if p := cfg.Watch.WebConfigFile; p != "" && (p != secretDir+"/web-config.yml" || (len(secretKeys) > 0 && !secretKeys["web-config.yml"])) {
+				t.Errorf("watch.web_config_file %q is not the Secret's web-config.yml (keys %v)", p, secretKeys)
 			}
 			for _, m := range ms {
 				switch m.Kind {
@@ -237,12 +256,32 @@ func TestHelmChart(t *testing.T) {
 						t.Errorf("watch.listen %q: the Service cannot reach it", cfg.Watch.Listen)
 					}
 					checkPod(t, "Deployment", m.Spec.Template, cfg.Store.Dir, files, secretKeys, auditYAML)
+					// Behind a web configuration the kubelet may lack the
+					// credentials /healthz asks for: the probes check the
+					// listener instead of failing forever.
+					for _, c := range m.Spec.Template.Spec.Containers {
+						for _, pr := range []*probe{c.LivenessProbe, c.ReadinessProbe} {
+							if pr == nil || (cfg.Watch.WebConfigFile != "") != (pr.TCPSocket != nil) || (cfg.Watch.WebConfigFile == "") != (pr.HTTPGet != nil) {
+								t.Errorf("Deployment: probe %+v with watch.web_config_file %q: want httpGet /healthz without one, tcpSocket with one", pr, cfg.Watch.WebConfigFile)
+							}
+						}
+					}
+				case "NetworkPolicy":
+					workloads["NetworkPolicy"]++
+					if !slices.Equal(m.Spec.PolicyTypes, []string{"Ingress"}) {
+						t.Errorf("NetworkPolicy: policyTypes %v, want [Ingress]", m.Spec.PolicyTypes)
+					}
+					for _, in := range m.Spec.Ingress {
+						if len(in.From) == 0 {
+							t.Errorf("NetworkPolicy: an ingress rule without from admits every source: %+v", m.Spec.Ingress)
+						}
+					}
 				}
 			}
 		})
 	}
-	if workloads["CronJob"] == 0 || workloads["Deployment"] == 0 {
-		t.Errorf("the value sets rendered %v: want both a CronJob and a Deployment", workloads)
+	if workloads["CronJob"] == 0 || workloads["Deployment"] == 0 || workloads["NetworkPolicy"] == 0 {
+		t.Errorf("the value sets rendered %v: want a CronJob, a Deployment and a NetworkPolicy", workloads)
 	}
 }
 

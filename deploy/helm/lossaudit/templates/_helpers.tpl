@@ -54,7 +54,17 @@ state: /var/lib/lossaudit
 {{- if and (include "lossaudit.secretName" .) (or .Values.secret.hasClientProperties (and .Values.secret.create .Values.secret.clientProperties)) -}}
 {{- $_ := set $set "kafka" (dict "client_properties" (printf "%s/client.properties" $p.secret)) -}}
 {{- end -}}
+{{- if include "lossaudit.webConfig" . -}}
+{{- $_ := set $set.watch "web_config_file" (printf "%s/web-config.yml" $p.secret) -}}
+{{- end -}}
 {{- mergeOverwrite (deepCopy .Values.config) $set | toYaml -}}
+{{- end -}}
+
+{{/* "true" when the Secret holds watch's web configuration. */}}
+{{- define "lossaudit.webConfig" -}}
+{{- if and (include "lossaudit.secretName" .) (or .Values.secret.hasWebConfig (and .Values.secret.create .Values.secret.webConfig)) -}}
+true
+{{- end -}}
 {{- end -}}
 
 {{/* The container's volume mounts, env and security, shared by the CronJob and the Deployment. */}}
