@@ -23,6 +23,7 @@ import (
 
 	"golang.org/x/crypto/bcrypt"
 
+	"github.com/lossaudit/lossaudit/audit/finding"
 	"github.com/lossaudit/lossaudit/audit/metrics"
 	"github.com/lossaudit/lossaudit/config"
 )
@@ -124,6 +125,20 @@ func TestWatchWebConfigTLSAndBasicAuth(t *testing.T) {
 		code, body, err := get(tt.url, tt.user, tt.pass)
 		if err != nil || code != tt.code || !strings.Contains(body, tt.body) {
 			t.Errorf("%s: %d %q (err %v), want %d with %q", tt.name, code, body, err, tt.code, tt.body)
+		}
+	}
+	// After a step that found a lost key, every report shows it only to
+	// the right credentials.
+	res := cleanResultForFinish()
+	res.Rows = []finding.Row{{Kind: finding.Missing, Stage: finding.StageOutput, Input: "a", Key: []byte("customer-4711"),
+		Topic: "topicA", Offset: 7, Timestamp: 1700000000000, ExpectedTS: 1700000000000}}
+	w.completed(res, time.Now())
+	for _, path := range []string{"/report.json", "/loss-report.csv", "/"} {
+		if code, body, err := get(base+path, "", ""); err != nil || code != 401 || strings.Contains(body, "customer-4711") {
+			t.Errorf("%s without credentials: %d (err %v), shows the key: %v; want 401 without it", path, code, err, strings.Contains(body, "customer-4711"))
+		}
+		if code, body, err := get(base+path, "auditor", "right-password"); err != nil || code != 200 || !strings.Contains(body, "customer-4711") {
+			t.Errorf("%s with the right credentials: %d (err %v), want 200 naming the lost key:\n%.300s", path, code, err, body)
 		}
 	}
 	// Plain HTTP, even with the right credentials, gets nothing served.
