@@ -22,7 +22,7 @@ import (
 // whose values mostly do not decode, which must make the pair
 // inconclusive rather than report every record missing.
 func TestCompareByAvroField(t *testing.T) {
-	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "src", "copy", "garbled"))
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "src", "copy", "garbled", "unknownid", "copy2"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,6 +56,9 @@ func TestCompareByAvroField(t *testing.T) {
 			recs = append(recs, &kgo.Record{Topic: "copy", Value: avro(2, id, "re-serialised"), Timestamp: old})
 		}
 		recs = append(recs, &kgo.Record{Topic: "garbled", Value: []byte("not avro"), Timestamp: old})
+		for j := range 2 { // the most frequent class overall
+			recs = append(recs, &kgo.Record{Topic: "unknownid", Value: avro(9, fmt.Sprint(id, j), "no such schema"), Timestamp: old})
+		}
 	}
 	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
 		t.Fatal(err)
@@ -83,5 +86,20 @@ func TestCompareByAvroField(t *testing.T) {
 	in := res.Summary.Inconclusive
 	if len(in) != 1 || in[0].Reason != finding.MostlyUndecodable || in[0].Topic != "garbled" || res.Complete() {
 		t.Errorf("inconclusive %+v, want the garbled sink mostly undecodable", in)
+	}
+	garbledClass := in[0].TopError
+
+	// Two pairs undecodable for different reasons: each names its own
+	// most frequent error, not the most frequent of all pairs.
+	cfg.Compare.Pairs = append(cfg.Compare.Pairs, config.Pair{Name: "unknown", Source: "unknownid", Sink: "copy2"})
+	cfg.Store.Dir = filepath.Join(dir, "index3")
+	res, err = app.Compare(ctx, cfg, app.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in = res.Summary.Inconclusive
+	if len(in) != 2 || in[0].Topic != "garbled" || in[1].Topic != "unknownid" || in[0].TopError != garbledClass ||
+		in[1].TopError == "" || in[1].TopError == garbledClass {
+		t.Errorf("inconclusive %+v, want garbled with %q and unknownid with its own error class", in, garbledClass)
 	}
 }

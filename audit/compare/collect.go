@@ -111,6 +111,12 @@ func (c *collector) readAll(ctx context.Context, led *ledgerState) error {
 	return nil
 }
 
+// sourceSlot and sinkSlot are where the decode errors of pair x's source
+// and sink are counted (engine.DecodeErrors' input index); a ledger topic
+// lt's are at -1-lt.
+func sourceSlot(x int) int { return 2 * x }
+func sinkSlot(x int) int   { return 2*x + 1 }
+
 // indexFn indexes one identified record with its digest, reusing buf.
 type indexFn func(rec *kread.Record, d digest, buf []byte) ([]byte, error)
 
@@ -118,7 +124,7 @@ type indexFn func(rec *kread.Record, d digest, buf []byte) ([]byte, error)
 // each identified one with the indexFn that forPartition returns for its
 // partition (kread hands out the records of one partition at a time),
 // calling done, when not nil, after the batch; cnt counts them.
-func (c *collector) each(ctx context.Context, k engine.Kafka, name string, rs []kread.Range, total int64, cnt *sideCounters,
+func (c *collector) each(ctx context.Context, k engine.Kafka, name string, slot int, rs []kread.Range, total int64, cnt *sideCounters,
 	forPartition func(p int32) (fn indexFn, done func())) error {
 	err := collect.Read(ctx, readerWithHeader{k, c.o.Header}, collect.Spec{Name: name, Ranges: rs, Total: total, Progress: c.o.Progress, Stats: &c.stats}, func(recs []kread.Record) error {
 		if len(recs) == 0 {
@@ -145,7 +151,7 @@ func (c *collector) each(ctx context.Context, k engine.Kafka, name string, rs []
 				none++
 			case DecodeError:
 				bad++
-				c.decode.Add(0, rec, err, nil)
+				c.decode.Add(slot, rec, err, nil)
 			default:
 				return fmt.Errorf("identifying %s[%d]@%d: %w", rec.Topic, rec.Partition, rec.Offset, err)
 			}
@@ -166,7 +172,7 @@ func (c *collector) readSink(ctx context.Context, x int, p Pair) error {
 	index := func(rec *kread.Record, d digest, buf []byte) ([]byte, error) {
 		return c.w.record(tagSink, x, d, rec.Partition, rec.Offset, rec.Timestamp, rec.Key, buf)
 	}
-	return c.each(ctx, c.o.Sink, "sink "+p.Sink, rs, total, &c.sinks[x], func(int32) (indexFn, func()) { return index, nil })
+	return c.each(ctx, c.o.Sink, "sink "+p.Sink, sinkSlot(x), rs, total, &c.sinks[x], func(int32) (indexFn, func()) { return index, nil })
 }
 
 // readSource reads pair x's source; lt, when not -1, is the ledger topic
@@ -174,7 +180,7 @@ func (c *collector) readSink(ctx context.Context, x int, p Pair) error {
 func (c *collector) readSource(ctx context.Context, x int, p Pair, lt int) error {
 	rs, total := collect.Ranges(c.snap.sources[x], nil, nil)
 	cnt := &c.sources[x]
-	return c.each(ctx, c.o.Source, "source "+p.Source, rs, total, cnt, func(part int32) (indexFn, func()) {
+	return c.each(ctx, c.o.Source, "source "+p.Source, sourceSlot(x), rs, total, cnt, func(part int32) (indexFn, func()) {
 		due := c.snap.dueBelow(x, part)
 		var nDue, nPending int64
 		return func(rec *kread.Record, d digest, buf []byte) ([]byte, error) {
@@ -200,7 +206,7 @@ func (c *collector) readLedgerTopic(ctx context.Context, lt int) error {
 	index := func(rec *kread.Record, d digest, buf []byte) ([]byte, error) {
 		return c.w.claim(lt, d, rec.Partition, rec.Offset, kindCopy, 0, rec.Timestamp, rec.Key, buf)
 	}
-	return c.each(ctx, c.o.Source, "ledger topic "+t.Name, rs, total, &c.ledger, func(int32) (indexFn, func()) { return index, nil })
+	return c.each(ctx, c.o.Source, "ledger topic "+t.Name, -1-lt, rs, total, &c.ledger, func(int32) (indexFn, func()) { return index, nil })
 }
 
 // readerWithHeader asks every read for the header the match needs.

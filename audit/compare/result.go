@@ -69,11 +69,11 @@ func assemble(o Options, snap *compareSnapshot, col *collector, led *ledgerState
 		case !snap.committed[x]:
 			in.Reason = finding.NoCommittedOffsets
 		case c.Scanned > 0 && 2*c.DecodeErrors > c.Scanned:
-			in.Reason, in.TopError, in.Topic = finding.MostlyUndecodable, col.decode.TopOverall(), p.Source
+			in.Reason, in.TopError, in.Topic = finding.MostlyUndecodable, col.decode.Top(sourceSlot(x)), p.Source
 		case sinkBad.Scanned > 0 && 2*sinkBad.DecodeErrors > sinkBad.Scanned:
 			// Copies that do not decode cannot be matched: every record
 			// would look missing.
-			in.Reason, in.TopError, in.Topic, in.Counts = finding.MostlyUndecodable, col.decode.TopOverall(), p.Sink, sinkBad
+			in.Reason, in.TopError, in.Topic, in.Counts = finding.MostlyUndecodable, col.decode.Top(sinkSlot(x)), p.Sink, sinkBad
 		case c.Scanned > 0 && c.Audited == 0:
 			in.Reason = finding.NothingAudited
 		default:

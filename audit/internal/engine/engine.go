@@ -138,8 +138,6 @@ func (d *DecodeErrors) Add(x int, rec *kread.Record, err error, near func(rec *k
 // Top returns input x's most frequent class ("" for none).
 func (d *DecodeErrors) Top(x int) string { return top(d.perInput[x]) }
 
-// TopOverall returns the most frequent class over every input ("" for none).
-func (d *DecodeErrors) TopOverall() string { return top(d.ByClass) }
 
 func top(m map[string]int64) string {
 	best, n := "", int64(0)
