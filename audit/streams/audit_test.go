@@ -617,3 +617,27 @@ func TestRunSameWithTailsHeldOrNot(t *testing.T) {
 		t.Errorf("input a pending = %d, want at least the 6 in the tail", held.Summary.Inputs["a"].Pending)
 	}
 }
+
+// TestUnprocessedPartitionBehindAbortedRecords: the first record of an
+// input partition the group never committed on is found behind any number
+// of aborted records and markers (the probe reads windows that double),
+// so unprocessed_partition is reported for it.
+func TestUnprocessedPartitionBehindAbortedRecords(t *testing.T) {
+	tp := newTestPipeline(t)
+	now := time.UnixMilli(10_000_000)
+	tp.opt.Now, tp.opt.UnprocessedAfter = func() time.Time { return now }, time.Minute
+	tp.process(0, 0, "k", 1000, "v", false, false) // the group commits on inA[0] only
+	for range 100 {
+		tp.f.add("inA", 1, []byte("orig"), []byte("k|aborted"), 1000, kread.Aborted)
+	}
+	tp.f.add("inA", 1, nil, nil, 0, kread.Control)
+	tp.f.add("inA", 1, []byte("orig"), []byte("k|never processed"), 2000, kread.Committed)
+	res := tp.run(t)
+	var got []string
+	for _, pf := range res.Summary.Partitions {
+		got = append(got, fmt.Sprintf("%s %s[%d]", pf.Kind, pf.Topic, pf.Partition))
+	}
+	if want := []string{"unprocessed_partition inA[1]"}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("partition findings %v, want %v", got, want)
+	}
+}

@@ -150,15 +150,21 @@ func (s *pipelineSnapshot) inputEdges(ctx context.Context, o Options) error {
 	s.first = map[kread.TP]detect.FirstRecord{}
 	for _, p := range detect.WithoutCommit(parts) {
 		tp := kread.TP{Topic: p.Topic, Partition: p.Partition}
-		rg := kread.Range{Topic: p.Topic, Partition: p.Partition, From: p.LogStart, To: min(p.LSO, p.LogStart+16)}
-		err := collect.Read(ctx, o.Kafka, collect.Spec{Ranges: []kread.Range{rg}}, func(recs []kread.Record) error {
-			if f := s.first[tp]; len(recs) > 0 && !f.Has {
-				s.first[tp] = detect.FirstRecord{Timestamp: recs[0].Timestamp, Has: true}
+		// The first committed record may follow aborted records and
+		// markers: read windows that double from 16 offsets until one
+		// holds a record or the LSO is reached, so the cost stays about
+		// twice the offsets before it.
+		for from, n := p.LogStart, int64(16); from < p.LSO && !s.first[tp].Has; from, n = from+n, 2*n {
+			rg := kread.Range{Topic: p.Topic, Partition: p.Partition, From: from, To: min(p.LSO, from+n)}
+			err := collect.Read(ctx, o.Kafka, collect.Spec{Ranges: []kread.Range{rg}}, func(recs []kread.Record) error {
+				if f := s.first[tp]; len(recs) > 0 && !f.Has {
+					s.first[tp] = detect.FirstRecord{Timestamp: recs[0].Timestamp, Has: true}
+				}
+				return nil
+			})
+			if err != nil {
+				return fmt.Errorf("audit: reading the first record of %s[%d]: %w", p.Topic, p.Partition, err)
 			}
-			return nil
-		})
-		if err != nil {
-			return fmt.Errorf("audit: reading the first record of %s[%d]: %w", p.Topic, p.Partition, err)
 		}
 	}
 	return nil
