@@ -21,7 +21,11 @@ const (
 )
 
 // Tags of the pair space: partition u32 | offset u64 -> ts u64 | key.
+// tagTouch (no fields, no value) only makes a reconcile step's check visit
+// an identity its reads did not meet (one with open findings or pending
+// records).
 const (
+	tagTouch   byte = 0x01
 	tagSink    byte = 0x10
 	tagPending byte = 0x20
 	tagDue     byte = 0x30
@@ -81,6 +85,10 @@ func (e entryWriter) record(tag byte, x int, d digest, partition int32, offset, 
 	return buf, e.w.Add(k[:], tag, f[:], buf)
 }
 
+// touch writes the entry that makes the check visit the identity whose
+// index key is key.
+func (e entryWriter) touch(key []byte) error { return e.w.Add(key, tagTouch, nil, nil) }
+
 // claim writes a copy in ledger topic lt, or a ledger line's claim.
 func (e entryWriter) claim(lt int, d digest, partition int32, offset int64, kind byte, line, ts int64, key []byte, buf []byte) ([]byte, error) {
 	k := indexKey(spaceLedger, lt, d)
@@ -117,6 +125,9 @@ func foldPair(c *index.Cursor, ev *detect.CopyEvidence) error {
 	var prev []byte
 	for c.Next() {
 		e := c.Entry()
+		if e.Tag == tagTouch {
+			continue
+		}
 		if len(e.Fields) != 12 {
 			return fmt.Errorf("index: pair entry %#x with %d bytes of fields", e.Tag, len(e.Fields))
 		}

@@ -71,20 +71,21 @@ func checkRunConfig(cfg *config.Config) error {
 	return checkOutputPath("report.metrics_file", cfg.Report.MetricsFile)
 }
 
-// checkStepConfig checks a configuration for reconcile and watch: that
-// of a Kafka Streams pipeline (a comparison has no incremental step yet:
-// its configuration is refused naming the key that makes it one), then as
-// checkRunConfig does.
+// checkStepConfig checks a configuration for reconcile and watch: a
+// comparison's (compare.pairs without a pipeline; a ledger is refused in
+// app.Reconcile, naming compare.ledger) as compare checks it, a Kafka
+// Streams pipeline's as checkRunConfig does.
 func checkStepConfig(cfg *config.Config) error {
-	p := cfg.Pipeline
-	if p.ApplicationID == "" && len(p.Inputs) == 0 && (len(cfg.Compare.Pairs) > 0 || cfg.Compare.Ledger != "") {
-		key := "compare.pairs"
-		if len(cfg.Compare.Pairs) == 0 {
-			key = "compare.ledger"
-		}
-		return cfg.Locate(&config.Error{Key: key, Msg: "reconcile and watch audit a Kafka Streams pipeline; a comparison has no incremental step yet: run `lossaudit compare` on a schedule instead (docs/reconcile.md)"})
+	if !app.IsCompare(cfg) {
+		return checkRunConfig(cfg)
 	}
-	return checkRunConfig(cfg)
+	if err := cfg.ValidateCompare(); err != nil {
+		return err
+	}
+	if err := checkReportPaths(cfg); err != nil {
+		return err
+	}
+	return checkOutputPath("report.metrics_file", cfg.Report.MetricsFile)
 }
 
 // stepOutcome is a reconcile step whose reports were written and whose
