@@ -31,9 +31,9 @@ func stuckSinks(o Options, snap *compareSnapshot) ([]finding.PartitionFinding, [
 // pairTotals are one pair's counters as the result reports them.
 type pairTotals struct {
 	// src are the source's: records read, due, pending, decode errors.
-	src                                                           finding.InputCounts
+	src                                                          finding.InputCounts
 	srcNoIdentity, sinkRecords, sinkNoIdentity, sinkDecodeErrors int64
-	identities, unexplained                                       int64
+	identities, unexplained                                      int64
 }
 
 // runTotals are the counters of a full run: what its reads and its check
