@@ -146,7 +146,7 @@ func compareRunError(cfg *config.Config, err error) error {
 // is refused (compare.ledger, exit 2): it is checked by lossaudit compare.
 func reconcileCompare(ctx context.Context, cfg *config.Config, o Options) (*Step, error) {
 	if cfg.Compare.Ledger != "" {
-		return nil, &config.Error{Key: "compare.ledger", Msg: "reconcile and watch compare pairs only; a producer ledger is checked by `lossaudit compare` (docs/reconcile.md)"}
+		return nil, &config.Error{Key: "compare.ledger", Msg: "reconcile and watch compare pairs only; a producer ledger is checked by `lossaudit compare`"}
 	}
 	opts, release, err := prepareCompare(ctx, cfg, o)
 	if err != nil {

@@ -121,6 +121,23 @@ func parseKey(k []byte) (space byte, idx int, err error) {
 // foldPair reads the entries of one pair identity into ev.
 func foldPair(c *index.Cursor, ev *detect.CopyEvidence) error {
 	ev.Reset()
+	return eachPairEntry(c, func(tag byte, r detect.Record) {
+		switch tag {
+		case tagSink:
+			ev.AddSink(r)
+		case tagPending:
+			ev.AddPending(r)
+		case tagDue:
+			ev.AddDue(r)
+		}
+	})
+}
+
+// eachPairEntry calls fn with every sink copy, pending and due source
+// record among the entries of one pair identity, in the index's order,
+// skipping touch entries and records read twice. r.Key is valid only
+// during the call.
+func eachPairEntry(c *index.Cursor, fn func(tag byte, r detect.Record)) error {
 	var prevTag byte
 	var prev []byte
 	for c.Next() {
@@ -139,17 +156,12 @@ func foldPair(c *index.Cursor, ev *detect.CopyEvidence) error {
 		if err != nil {
 			return fmt.Errorf("index: pair entry %#x: %w", e.Tag, err)
 		}
-		r := detect.Record{Partition: int32(binary.BigEndian.Uint32(e.Fields[:4])), Offset: int64(binary.BigEndian.Uint64(e.Fields[4:])), TS: ts, Key: key}
 		switch e.Tag {
-		case tagSink:
-			ev.AddSink(r)
-		case tagPending:
-			ev.AddPending(r)
-		case tagDue:
-			ev.AddDue(r)
+		case tagSink, tagPending, tagDue:
 		default:
 			return fmt.Errorf("index: unknown pair entry %#x", e.Tag)
 		}
+		fn(e.Tag, detect.Record{Partition: int32(binary.BigEndian.Uint32(e.Fields[:4])), Offset: int64(binary.BigEndian.Uint64(e.Fields[4:])), TS: ts, Key: key})
 	}
 	return nil
 }

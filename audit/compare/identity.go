@@ -79,7 +79,7 @@ func newKeyedHasher(seed []byte) (hasher, error) {
 	}
 	return hasher{keyed: &sync.Pool{New: func() any {
 		h, _ := blake2b.New(len(digest{}), key) // the key was checked above
-		return h
+		return &keyedHash{h: h, d: make([]byte, 0, len(digest{}))}
 	}}}, nil
 }
 
@@ -87,43 +87,53 @@ func (h hasher) sum(parts [][]byte) digest {
 	if h.keyed != nil {
 		return h.sumKeyed(parts)
 	}
+	var d digest
 	var a, b maphash.Hash
 	a.SetSeed(h.s1)
 	b.SetSeed(h.s2)
-	var n [8]byte
 	for _, p := range parts {
-		l := uint64(len(p))
-		if p == nil {
-			l = ^uint64(0)
-		}
-		binary.BigEndian.PutUint64(n[:], l)
+		n := lenPrefix(p)
 		a.Write(n[:])
 		b.Write(n[:])
 		a.Write(p)
 		b.Write(p)
 	}
-	var d digest
 	binary.BigEndian.PutUint64(d[:8], a.Sum64())
 	binary.BigEndian.PutUint64(d[8:], b.Sum64())
 	return d
 }
 
+// keyedHash is a keyed BLAKE2b with scratch space, pooled so that a
+// digest allocates nothing.
+type keyedHash struct {
+	h hash.Hash
+	n [8]byte
+	d []byte
+}
+
 // sumKeyed is sum with the keyed hash.
 func (h hasher) sumKeyed(parts [][]byte) digest {
-	b := h.keyed.Get().(hash.Hash)
-	b.Reset()
-	var n [8]byte
+	k := h.keyed.Get().(*keyedHash)
+	k.h.Reset()
 	for _, p := range parts {
-		l := uint64(len(p))
-		if p == nil {
-			l = ^uint64(0)
-		}
-		binary.BigEndian.PutUint64(n[:], l)
-		b.Write(n[:])
-		b.Write(p)
+		k.n = lenPrefix(p)
+		k.h.Write(k.n[:])
+		k.h.Write(p)
 	}
-	var d digest
-	b.Sum(d[:0])
-	h.keyed.Put(b)
+	k.d = k.h.Sum(k.d[:0])
+	d := digest(k.d)
+	h.keyed.Put(k)
 	return d
+}
+
+// lenPrefix is what a part's bytes are preceded by: its length, all ones
+// for null.
+func lenPrefix(p []byte) [8]byte {
+	l := uint64(len(p))
+	if p == nil {
+		l = ^uint64(0)
+	}
+	var n [8]byte
+	binary.BigEndian.PutUint64(n[:], l)
+	return n
 }

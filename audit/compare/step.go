@@ -11,20 +11,11 @@ import (
 	"github.com/lossaudit/lossaudit/audit/internal/engine"
 	"github.com/lossaudit/lossaudit/audit/internal/engine/incremental"
 	"github.com/lossaudit/lossaudit/audit/internal/engine/pass"
-	"github.com/lossaudit/lossaudit/audit/internal/store/state"
 	"github.com/lossaudit/lossaudit/audit/kread"
 )
 
-// StepOptions configure a reconcile step of a comparison besides Options.
-type StepOptions struct {
-	// State holds what earlier steps learnt; an empty state makes the
-	// step the baseline.
-	State *state.Store
-	// Describe is configuration text that changes what the state means
-	// besides what Options names (the sink cluster); a state recorded
-	// under another text cannot be continued.
-	Describe string
-}
+// StepOptions configure a reconcile step besides Options.
+type StepOptions = incremental.Options
 
 // checkpoint is where the last committed step of a comparison stopped:
 // the key of the identity digests, per partition where the next step reads
@@ -66,15 +57,6 @@ type cpPair struct {
 }
 
 const checkpointVersion = 1
-
-func (cp *checkpoint) part(topic string, p int32) (cpPart, bool) {
-	for _, c := range cp.Parts {
-		if c.Topic == topic && c.Partition == p {
-			return c, true
-		}
-	}
-	return cpPart{}, false
-}
 
 // describe is the text a comparison's state is bound to.
 func describe(o Options, extra string) string {
@@ -181,6 +163,10 @@ func (s *stepRun) plan() error {
 	if s.cp == nil {
 		return nil
 	}
+	last := map[kread.TP]int64{}
+	for _, c := range s.cp.Parts {
+		last[kread.TP{Topic: c.Topic, Partition: c.Partition}] = c.Next
+	}
 	snap := s.p.snap
 	for x := range s.p.o.Pairs {
 		for _, t := range []struct {
@@ -189,14 +175,15 @@ func (s *stepRun) plan() error {
 			of    map[int32]kread.Offsets
 		}{{snap.sinks[x].Parts, snap.sinks[x].Name, snap.sinks[x].Offsets}, {snap.sources[x].Parts, snap.sources[x].Name, snap.sources[x].Offsets}} {
 			for _, p := range t.parts {
-				l, ok := s.cp.part(t.name, p)
+				tp := kread.TP{Topic: t.name, Partition: p}
+				next, ok := last[tp]
 				if !ok {
 					continue
 				}
-				if hw := t.of[p].HighWatermark; hw < l.Next {
-					return &TruncatedError{Topic: t.name, Partition: p, HighWatermark: hw, Next: l.Next}
+				if hw := t.of[p].HighWatermark; hw < next {
+					return &TruncatedError{Topic: t.name, Partition: p, HighWatermark: hw, Next: next}
 				}
-				from[kread.TP{Topic: t.name, Partition: p}] = l.Next
+				from[tp] = next
 			}
 		}
 	}

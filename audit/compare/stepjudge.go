@@ -1,10 +1,7 @@
 package compare
 
 import (
-	"bytes"
 	"cmp"
-	"encoding/binary"
-	"fmt"
 	"slices"
 	"time"
 
@@ -58,26 +55,8 @@ func contribution(due, pending, sink int64) (checked, unexplained int64) {
 // fold reads this step's entries of one identity.
 func (v *stepVisitor) fold(c *index.Cursor) error {
 	v.newDue, v.newAt, v.newSink, v.newPending = v.newDue[:0], v.newAt[:0], 0, 0
-	var prevTag byte
-	var prev []byte
-	for c.Next() {
-		e := c.Entry()
-		if e.Tag == tagTouch {
-			continue
-		}
-		if len(e.Fields) != 12 {
-			return fmt.Errorf("index: pair entry %#x with %d bytes of fields", e.Tag, len(e.Fields))
-		}
-		if e.Tag == prevTag && bytes.Equal(e.Fields, prev) {
-			continue // the same record read twice
-		}
-		prevTag, prev = e.Tag, append(prev[:0], e.Fields...)
-		ts, key, err := parseValue(e.Value)
-		if err != nil {
-			return fmt.Errorf("index: pair entry %#x: %w", e.Tag, err)
-		}
-		r := detect.Record{Partition: int32(binary.BigEndian.Uint32(e.Fields[:4])), Offset: int64(binary.BigEndian.Uint64(e.Fields[4:])), TS: ts, Key: key}
-		switch e.Tag {
+	return eachPairEntry(c, func(tag byte, r detect.Record) {
+		switch tag {
 		case tagSink: // by partition and offset
 			if v.newSink == 0 {
 				v.firstNew = own(r)
@@ -93,11 +72,8 @@ func (v *stepVisitor) fold(c *index.Cursor) error {
 			v.newPending++
 		case tagDue:
 			v.newDue = append(v.newDue, own(r))
-		default:
-			return fmt.Errorf("index: unknown pair entry %#x", e.Tag)
 		}
-	}
-	return nil
+	})
 }
 
 func own(r detect.Record) detect.Record {

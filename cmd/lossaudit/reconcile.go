@@ -30,6 +30,8 @@ func newReconcileCmd(g *globalFlags) *cobra.Command {
 			"per key what earlier steps learnt (in store.dir/reconcile). The first step on an empty\n" +
 			"store is a full audit (or window.from's) and records the baseline. The reports list the\n" +
 			"findings open after the step, with when each was first seen, and those it resolved.\n" +
+			"On a comparison's configuration (compare.pairs) it compares what is new the same way: the\n" +
+			"sink records written since and the source records that became due, per record identity.\n" +
 			"Exit codes as for audit; run it from cron, a Kubernetes CronJob or a systemd timer, or use\n" +
 			"`lossaudit watch` (docs/reconcile.md).",
 		Example: "  lossaudit reconcile -c audit.yaml\n  lossaudit reconcile -c audit.yaml --metrics-file /var/lib/node_exporter/lossaudit.prom",
@@ -79,6 +81,9 @@ func checkStepConfig(cfg *config.Config) error {
 	if !app.IsCompare(cfg) {
 		return checkRunConfig(cfg)
 	}
+	if cfg.Compare.Ledger != "" {
+		return cfg.Locate(&config.Error{Key: "compare.ledger", Msg: ledgerNotReconciled})
+	}
 	if err := cfg.ValidateCompare(); err != nil {
 		return err
 	}
@@ -87,6 +92,9 @@ func checkStepConfig(cfg *config.Config) error {
 	}
 	return checkOutputPath("report.metrics_file", cfg.Report.MetricsFile)
 }
+
+// ledgerNotReconciled is why reconcile and watch refuse compare.ledger.
+const ledgerNotReconciled = "reconcile and watch compare pairs only; a producer ledger is checked by `lossaudit compare` (docs/reconcile.md)"
 
 // stepOutcome is a reconcile step whose reports were written and whose
 // state was committed.
@@ -107,6 +115,9 @@ func reconcileStep(ctx context.Context, cfg *config.Config, o app.Options, stdou
 		stop()
 	}
 	if err != nil {
+		if app.IsCompare(cfg) {
+			return nil, compareError(err)
+		}
 		return nil, auditError(err)
 	}
 	defer step.Close()
