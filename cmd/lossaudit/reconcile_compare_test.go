@@ -167,6 +167,9 @@ func TestReconcileAndWatchCompare(t *testing.T) {
 	if code, body := httpGet("http://" + addr + "/report.json"); code != 200 || !strings.Contains(body, `"compare": {`) || !strings.Contains(body, `"step": {`) {
 		t.Errorf("/report.json %d:\n%.2000s", code, body)
 	}
+	if code, body := httpGet("http://" + addr + "/"); code != 200 || !strings.Contains(body, "<html") || !strings.Contains(body, `id="verdict-line"`) {
+		t.Errorf("/ %d:\n%.300s", code, body)
+	}
 	stop(&interrupted{sig: syscall.SIGTERM})
 	select {
 	case code := <-done:
