@@ -61,11 +61,11 @@ const checkpointVersion = 1
 // describe is the text a comparison's state is bound to.
 func describe(o Options, extra string) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "compare match=%s group=%s grace=%s report_unexpected=%v", o.Match, o.Group, o.Grace, o.ReportUnexpected)
+	due := "grace=" + o.Grace.String() // what decides which records are due
 	if o.Group != "" {
-		b.Reset()
-		fmt.Fprintf(&b, "compare match=%s group=%s report_unexpected=%v", o.Match, o.Group, o.ReportUnexpected)
+		due = "group=" + o.Group
 	}
+	fmt.Fprintf(&b, "compare match=%s %s report_unexpected=%v", o.Match, due, o.ReportUnexpected)
 	for _, p := range o.Pairs {
 		fmt.Fprintf(&b, " pair=%s:%s>%s", p.Name, p.Source, p.Sink)
 	}
