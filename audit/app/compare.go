@@ -5,13 +5,16 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/lossaudit/lossaudit/audit/compare"
 	"github.com/lossaudit/lossaudit/audit/compare/ledger"
 	"github.com/lossaudit/lossaudit/audit/finding"
 	"github.com/lossaudit/lossaudit/audit/internal/engine"
+	"github.com/lossaudit/lossaudit/audit/internal/engine/incremental"
 	"github.com/lossaudit/lossaudit/audit/internal/store/index"
+	"github.com/lossaudit/lossaudit/audit/internal/store/state"
 	"github.com/lossaudit/lossaudit/audit/kread"
 	"github.com/lossaudit/lossaudit/config"
 	"github.com/lossaudit/lossaudit/schema"
@@ -22,36 +25,71 @@ import (
 // (including a malformed ledger) are *config.Error values; any other error
 // means the comparison could not complete.
 func Compare(ctx context.Context, cfg *config.Config, o Options) (*finding.Result, error) {
-	if err := cfg.ValidateCompare(); err != nil {
+	opts, release, err := prepareCompare(ctx, cfg, o)
+	if err != nil {
 		return nil, err
+	}
+	defer release()
+	res, err := compare.Run(ctx, opts)
+	if err != nil {
+		return nil, compareRunError(cfg, err)
+	}
+	return res, nil
+}
+
+// IsCompare says whether cfg configures a comparison (compare.pairs or
+// compare.ledger, and no pipeline) rather than a Kafka Streams pipeline:
+// what reconcile and watch run.
+func IsCompare(cfg *config.Config) bool {
+	p := cfg.Pipeline
+	return p.ApplicationID == "" && len(p.Inputs) == 0 && (len(cfg.Compare.Pairs) > 0 || cfg.Compare.Ledger != "")
+}
+
+// prepareCompare builds the options of a comparison from cfg: the clients
+// of both clusters, the identity rule, the ledger and the index store.
+// release closes them.
+func prepareCompare(ctx context.Context, cfg *config.Config, o Options) (_ compare.Options, release func(), err error) {
+	var closes []func() error
+	release = func() {
+		for i := len(closes) - 1; i >= 0; i-- {
+			_ = closes[i]()
+		}
+	}
+	defer func() {
+		if err != nil {
+			release()
+		}
+	}()
+	if err := cfg.ValidateCompare(); err != nil {
+		return compare.Options{}, nil, err
 	}
 	src, err := NewClient(cfg, waitLines(o.Warnings))
 	if err != nil {
-		return nil, err
+		return compare.Options{}, nil, err
 	}
-	defer src.Close()
+	closes = append(closes, src.Close)
 	sink := src
 	if cfg.HasSinkKafka {
 		if sink, err = NewSinkClient(cfg, waitLines(o.Warnings)); err != nil {
-			return nil, err
+			return compare.Options{}, nil, err
 		}
-		defer sink.Close()
+		closes = append(closes, sink.Close)
 	}
 	rule, arg, err := config.ParseMatch(cfg.Compare.Match)
 	if err != nil {
-		return nil, &config.Error{Key: "compare.match", Msg: err.Error()}
+		return compare.Options{}, nil, &config.Error{Key: "compare.match", Msg: err.Error()}
 	}
 	var field *schema.Extractor
 	if rule == config.MatchField {
 		reg, err := Schemas(cfg, src)
 		if err != nil {
-			return nil, err
+			return compare.Options{}, nil, err
 		}
 		if reg == nil {
-			return nil, &config.Error{Key: "schema", Msg: "compare.match " + cfg.Compare.Match + " decodes Avro values but no schema source is configured: set schema.registry_url, schema.schemas_topic or schema.avsc_dir"}
+			return compare.Options{}, nil, &config.Error{Key: "schema", Msg: "compare.match " + cfg.Compare.Match + " decodes Avro values but no schema source is configured: set schema.registry_url, schema.schemas_topic or schema.avsc_dir"}
 		}
 		if field, err = reg.Extractor(arg); err != nil {
-			return nil, &config.Error{Key: "compare.match", Msg: err.Error()}
+			return compare.Options{}, nil, &config.Error{Key: "compare.match", Msg: err.Error()}
 		}
 	}
 	opts := compare.Options{
@@ -70,31 +108,75 @@ func Compare(ctx context.Context, cfg *config.Config, o Options) (*finding.Resul
 	}
 	store, err := index.Open(cfg.Store.Dir, index.Options{})
 	if err != nil {
-		return nil, err
+		return compare.Options{}, nil, err
 	}
-	defer store.Close()
+	closes = append(closes, store.Close)
 	opts.Store = store
-	res, err := compare.Run(ctx, opts)
+	return opts, release, nil
+}
+
+// compareRunError turns what the user can fix among a comparison's errors
+// into a *config.Error (exit 2): a malformed ledger, a share group, a
+// topic that does not exist, named by the key that named it.
+func compareRunError(cfg *config.Config, err error) error {
 	var le *ledgerError
 	if errors.As(err, &le) {
-		return nil, &config.Error{Key: "compare.ledger", Msg: le.Error()}
+		return &config.Error{Key: "compare.ledger", Msg: le.Error()}
 	}
 	var sg *compare.ShareGroupError
 	if errors.As(err, &sg) {
-		return nil, &config.Error{Key: "compare.group", Msg: sg.Error()}
+		return &config.Error{Key: "compare.group", Msg: sg.Error()}
 	}
 	var mt *engine.MissingTopicError
 	if errors.As(err, &mt) {
 		if mt.Role == engine.RoleLedger {
-			return nil, &config.Error{Key: "compare.ledger", Msg: fmt.Sprintf("%s names topic %s, which does not exist on the source cluster", cfg.Compare.Ledger, mt.Topic)}
+			return &config.Error{Key: "compare.ledger", Msg: fmt.Sprintf("%s names topic %s, which does not exist on the source cluster", cfg.Compare.Ledger, mt.Topic)}
 		}
 		cluster := "source"
 		if mt.Role == engine.RoleSink && cfg.HasSinkKafka {
 			cluster = "sink"
 		}
-		return nil, &config.Error{Key: fmt.Sprintf("compare.pairs[%d].%s", mt.Index, mt.Role), Msg: fmt.Sprintf("topic %s does not exist on the %s cluster", mt.Topic, cluster)}
+		return &config.Error{Key: fmt.Sprintf("compare.pairs[%d].%s", mt.Index, mt.Role), Msg: fmt.Sprintf("topic %s does not exist on the %s cluster", mt.Topic, cluster)}
 	}
-	return res, err
+	return err
+}
+
+// reconcileCompare performs one step of the scheduled reconciliation of
+// the configured comparison, as Reconcile does for a pipeline. A ledger
+// is refused (compare.ledger, exit 2): it is checked by lossaudit compare.
+func reconcileCompare(ctx context.Context, cfg *config.Config, o Options) (*Step, error) {
+	if cfg.Compare.Ledger != "" {
+		return nil, &config.Error{Key: "compare.ledger", Msg: "reconcile and watch compare pairs only; a producer ledger is checked by `lossaudit compare`"}
+	}
+	opts, release, err := prepareCompare(ctx, cfg, o)
+	if err != nil {
+		return nil, err
+	}
+	st, err := state.Open(filepath.Join(cfg.Store.Dir, StateDir), state.Options{Hook: o.StateHook})
+	if err != nil {
+		release()
+		return nil, err
+	}
+	sp, err := compare.Step(ctx, opts, compare.StepOptions{State: st, Describe: describeSink(cfg)})
+	if err != nil {
+		st.Close()
+		release()
+		var me *incremental.StateMismatchError
+		if errors.As(err, &me) {
+			return nil, &config.Error{Key: "store.dir", Msg: me.Error()}
+		}
+		return nil, compareRunError(cfg, err)
+	}
+	return &Step{Result: sp.Result, release: release, st: st, step: sp}, nil
+}
+
+// describeSink is the configuration besides the pairs that changes what a
+// comparison's state means: which cluster the sinks are on.
+func describeSink(cfg *config.Config) string {
+	if !cfg.HasSinkKafka {
+		return "sink_kafka=kafka"
+	}
+	return "sink_kafka.brokers=" + strings.Join(cfg.Sink().Brokers, ",")
 }
 
 // Identify returns the identity rule of compare.match (rule and arg as

@@ -114,6 +114,41 @@ func compareWithAudit(step, full *finding.Result, offsetsAreRecords bool) []stri
 	return out
 }
 
+// resolvedMismatch returns the findings (named by id) that were open
+// before a step, in open, and that it no longer reports, and, when they are
+// not exactly the ones the step lists as resolved, says how they differ.
+func resolvedMismatch(open []finding.Row, res *finding.Result, id func(finding.Row) string) (gone []string, mismatch string) {
+	now := map[string]bool{}
+	for _, r := range res.Rows {
+		now[id(r)] = true
+	}
+	var resolved []string
+	for _, r := range open {
+		if !now[id(r)] {
+			gone = append(gone, id(r))
+		}
+	}
+	for _, r := range res.Resolved {
+		resolved = append(resolved, id(r))
+	}
+	slices.Sort(gone)
+	slices.Sort(resolved)
+	if !slices.Equal(gone, resolved) {
+		return gone, fmt.Sprintf("resolved %v, want the findings gone since the last step %v", resolved, gone)
+	}
+	return gone, ""
+}
+
+// hasPending says whether any input (or pair) of res has pending records.
+func hasPending(res *finding.Result) bool {
+	for _, c := range res.Summary.Inputs {
+		if c.Pending > 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // TestPropertyReconcileEqualsFullAudit is the property of scheduled
 // reconciliation, through the real runner on an in-process cluster: a
 // random pipeline (sim.RandomScenario: losses at every stage, aborted
@@ -172,27 +207,13 @@ func TestPropertyReconcileEqualsFullAudit(t *testing.T) {
 					t.Errorf("seed %d %s: row %s has no first_seen", seed, what, rowSig(r))
 				}
 			}
-			var gone, resolved []string
-			for _, r := range open {
-				if !now[rowID(r)] {
-					gone = append(gone, rowID(r))
-				}
-			}
-			for _, r := range res.Resolved {
-				resolved = append(resolved, rowID(r))
-			}
-			slices.Sort(gone)
-			slices.Sort(resolved)
-			if !slices.Equal(gone, resolved) {
-				t.Errorf("seed %d %s: resolved %v, want the findings gone since the last step %v", seed, what, resolved, gone)
+			if _, bad := resolvedMismatch(open, res, rowID); bad != "" {
+				t.Errorf("seed %d %s: %s", seed, what, bad)
 			}
 			seen["findings"] += len(res.Rows)
 			seen["resolved"] += len(res.Resolved)
-			for _, c := range res.Summary.Inputs {
-				if c.Pending > 0 {
-					seen["steps with pending records"]++
-					break
-				}
+			if hasPending(res) {
+				seen["steps with pending records"]++
 			}
 			open = res.Rows
 			return res

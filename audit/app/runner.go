@@ -323,11 +323,12 @@ func OpenState(storeDir string) (io.Closer, error) {
 // it was not committed).
 type Step struct {
 	Result *finding.Result
-	Model  *topology.Model
-	p      *prepared
-	st     *state.Store
-	step   *incremental.Stepped
-	done   bool
+	// Model is the pipeline model (nil for a comparison).
+	Model   *topology.Model
+	release func()
+	st      *state.Store
+	step    *incremental.Stepped
+	done    bool
 }
 
 // Commit commits the step's state and checkpoint.
@@ -343,15 +344,19 @@ func (s *Step) Close() {
 		s.step.Abort()
 	}
 	s.st.Close()
-	s.p.close()
+	s.release()
 }
 
 // Reconcile performs one step of the scheduled reconciliation of the
-// configured pipeline, with its state in store.dir/reconcile. The caller
-// writes the reports, then commits the step, then closes it. Errors are as
-// for Run; a state recorded for another configuration is a
-// *config.Error about store.dir.
+// configured pipeline, or of the configured comparison (IsCompare), with
+// its state in store.dir/reconcile. The caller writes the reports, then
+// commits the step, then closes it. Errors are as for Run (or Compare); a
+// state recorded for another configuration is a *config.Error about
+// store.dir.
 func Reconcile(ctx context.Context, cfg *config.Config, o Options) (*Step, error) {
+	if IsCompare(cfg) {
+		return reconcileCompare(ctx, cfg, o)
+	}
 	p, err := prepare(ctx, cfg, o)
 	if err != nil {
 		return nil, err
@@ -372,7 +377,7 @@ func Reconcile(ctx context.Context, cfg *config.Config, o Options) (*Step, error
 		return nil, runError(p.model, err)
 	}
 	p.schemaSources(sp.Result)
-	return &Step{Result: sp.Result, Model: p.model, p: p, st: st, step: sp}, nil
+	return &Step{Result: sp.Result, Model: p.model, release: p.close, st: st, step: sp}, nil
 }
 
 // describeInputs is the configuration of the inputs that changes what a

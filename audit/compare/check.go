@@ -22,10 +22,19 @@ type checked struct {
 	withheld int64
 }
 
+// pairJudge is a reconcile step's part in the check of each pair
+// identity (stepVisitor): it adds what earlier steps kept of the identity
+// to this step's entries, judges it, and stages its new state. For a step,
+// identities and unexplained in res count the change since the last step.
+type pairJudge interface {
+	judge(x int, key []byte, c *index.Cursor, spec *detect.PairSpec, stuck bool, res *checked) error
+}
+
 // check streams the index identity by identity through the detectors.
 // stuck says, per pair, whether its sink has a stuck partition: a copy
-// may then be invisible, so the pair's missing rows are withheld.
-func check(o Options, snap *compareSnapshot, led *ledgerState, stuck []bool) (*checked, error) {
+// may then be invisible, so the pair's missing rows are withheld. j, when
+// not nil, judges the pair identities (a reconcile step).
+func check(o Options, snap *compareSnapshot, led *ledgerState, stuck []bool, j pairJudge) (*checked, error) {
 	res := &checked{identities: make([]int64, len(o.Pairs)), unexplained: make([]int64, len(o.Pairs))}
 	pairs := make([]detect.PairSpec, len(o.Pairs))
 	for x, p := range o.Pairs {
@@ -57,6 +66,9 @@ func check(o Options, snap *compareSnapshot, led *ledgerState, stuck []bool) (*c
 		if space == spacePair {
 			if idx >= len(pairs) {
 				return fmt.Errorf("index: entry for pair %d of %d (was the store written by another configuration?)", idx, len(pairs))
+			}
+			if j != nil {
+				return j.judge(idx, key, c, &pairs[idx], stuck[idx], res)
 			}
 			if err := foldPair(c, &cev); err != nil {
 				return err

@@ -3,6 +3,7 @@ package compare
 import (
 	"context"
 	"fmt"
+	"math"
 	"sync/atomic"
 
 	"github.com/lossaudit/lossaudit/audit/finding"
@@ -11,10 +12,16 @@ import (
 	"github.com/lossaudit/lossaudit/audit/kread"
 )
 
-// sideCounters count one side of a pair while the reads run.
+// sideCounters count one side of a pair while the reads run. The tail
+// counters count, among them, the source records at or above the due
+// offset (which a reconcile step's successor reads again).
 type sideCounters struct {
 	records, due, pending, noIdentity, decodeErrors atomic.Int64
+	tailRecords, tailNoIdentity, tailDecodeErrors   atomic.Int64
 }
+
+// noTail is the tail offset of a read with no tail (sinks, ledger topics).
+const noTail = math.MaxInt64
 
 // ledgerState is what reading the ledger found.
 type ledgerState struct {
@@ -35,6 +42,24 @@ type collector struct {
 	sinks   []sideCounters
 	ledger  sideCounters
 	decode  engine.DecodeErrors
+	// from is, for a reconcile step, where each partition is read from
+	// (missing: its log start); nil for a full run.
+	from map[kread.TP]int64
+}
+
+// start returns where the partitions of t are read from (nil: every one
+// from its log start).
+func (c *collector) start(t string) map[int32]int64 {
+	if c.from == nil {
+		return nil
+	}
+	m := map[int32]int64{}
+	for tp, off := range c.from {
+		if tp.Topic == t {
+			m[tp.Partition] = off
+		}
+	}
+	return m
 }
 
 func newCollector(o Options, w entryWriter, h hasher) *collector {
@@ -123,17 +148,18 @@ type indexFn func(rec *kread.Record, d digest, buf []byte) ([]byte, error)
 // each reads the ranges rs from k, identifying every record, and indexes
 // each identified one with the indexFn that forPartition returns for its
 // partition (kread hands out the records of one partition at a time),
-// calling done, when not nil, after the batch; cnt counts them.
+// calling done, when not nil, after the batch; cnt counts them, the
+// records at or above the partition's tail offset also as the tail's.
 func (c *collector) each(ctx context.Context, k engine.Kafka, name string, slot int, rs []kread.Range, total int64, cnt *sideCounters,
-	forPartition func(p int32) (fn indexFn, done func())) error {
+	forPartition func(p int32) (fn indexFn, done func(), tail int64)) error {
 	err := collect.Read(ctx, readerWithHeader{k, c.o.Header}, collect.Spec{Name: name, Ranges: rs, Total: total, Progress: c.o.Progress, Stats: &c.stats}, func(recs []kread.Record) error {
 		if len(recs) == 0 {
 			return nil
 		}
 		var parts [][]byte
 		var buf []byte
-		var none, bad int64
-		fn, done := forPartition(recs[0].Partition)
+		var none, bad, tailRecs, tailNone, tailBad int64
+		fn, done, tail := forPartition(recs[0].Partition)
 		if done != nil {
 			defer done()
 		}
@@ -142,6 +168,10 @@ func (c *collector) each(ctx context.Context, k engine.Kafka, name string, slot 
 			var st Status
 			var err error
 			parts, st, err = c.o.Identify(rec, parts[:0])
+			inTail := rec.Offset >= tail
+			if inTail {
+				tailRecs++
+			}
 			switch st {
 			case Identified:
 				if buf, err = fn(rec, c.h.sum(parts), buf); err != nil {
@@ -149,8 +179,14 @@ func (c *collector) each(ctx context.Context, k engine.Kafka, name string, slot 
 				}
 			case NoIdentity:
 				none++
+				if inTail {
+					tailNone++
+				}
 			case DecodeError:
 				bad++
+				if inTail {
+					tailBad++
+				}
 				c.decode.Add(slot, rec, err, nil)
 			default:
 				return fmt.Errorf("identifying %s[%d]@%d: %w", rec.Topic, rec.Partition, rec.Offset, err)
@@ -159,6 +195,9 @@ func (c *collector) each(ctx context.Context, k engine.Kafka, name string, slot 
 		cnt.records.Add(int64(len(recs)))
 		cnt.noIdentity.Add(none)
 		cnt.decodeErrors.Add(bad)
+		cnt.tailRecords.Add(tailRecs)
+		cnt.tailNoIdentity.Add(tailNone)
+		cnt.tailDecodeErrors.Add(tailBad)
 		return nil
 	})
 	if err != nil {
@@ -168,19 +207,19 @@ func (c *collector) each(ctx context.Context, k engine.Kafka, name string, slot 
 }
 
 func (c *collector) readSink(ctx context.Context, x int, p Pair) error {
-	rs, total := collect.Ranges(c.snap.sinks[x], nil, nil)
+	rs, total := collect.Ranges(c.snap.sinks[x], c.start(p.Sink), nil)
 	index := func(rec *kread.Record, d digest, buf []byte) ([]byte, error) {
 		return c.w.record(tagSink, x, d, rec.Partition, rec.Offset, rec.Timestamp, rec.Key, buf)
 	}
-	return c.each(ctx, c.o.Sink, "sink "+p.Sink, sinkSlot(x), rs, total, &c.sinks[x], func(int32) (indexFn, func()) { return index, nil })
+	return c.each(ctx, c.o.Sink, "sink "+p.Sink, sinkSlot(x), rs, total, &c.sinks[x], func(int32) (indexFn, func(), int64) { return index, nil, noTail })
 }
 
 // readSource reads pair x's source; lt, when not -1, is the ledger topic
 // it also is.
 func (c *collector) readSource(ctx context.Context, x int, p Pair, lt int) error {
-	rs, total := collect.Ranges(c.snap.sources[x], nil, nil)
+	rs, total := collect.Ranges(c.snap.sources[x], c.start(p.Source), nil)
 	cnt := &c.sources[x]
-	return c.each(ctx, c.o.Source, "source "+p.Source, sourceSlot(x), rs, total, cnt, func(part int32) (indexFn, func()) {
+	return c.each(ctx, c.o.Source, "source "+p.Source, sourceSlot(x), rs, total, cnt, func(part int32) (indexFn, func(), int64) {
 		due := c.snap.dueBelow(x, part)
 		var nDue, nPending int64
 		return func(rec *kread.Record, d digest, buf []byte) ([]byte, error) {
@@ -196,7 +235,7 @@ func (c *collector) readSource(ctx context.Context, x int, p Pair, lt int) error
 				return buf, err
 			}
 			return c.w.claim(lt, d, rec.Partition, rec.Offset, kindCopy, 0, rec.Timestamp, rec.Key, buf)
-		}, func() { cnt.due.Add(nDue); cnt.pending.Add(nPending) }
+		}, func() { cnt.due.Add(nDue); cnt.pending.Add(nPending) }, due
 	})
 }
 
@@ -206,7 +245,7 @@ func (c *collector) readLedgerTopic(ctx context.Context, lt int) error {
 	index := func(rec *kread.Record, d digest, buf []byte) ([]byte, error) {
 		return c.w.claim(lt, d, rec.Partition, rec.Offset, kindCopy, 0, rec.Timestamp, rec.Key, buf)
 	}
-	return c.each(ctx, c.o.Source, "ledger topic "+t.Name, -1-lt, rs, total, &c.ledger, func(int32) (indexFn, func()) { return index, nil })
+	return c.each(ctx, c.o.Source, "ledger topic "+t.Name, -1-lt, rs, total, &c.ledger, func(int32) (indexFn, func(), int64) { return index, nil, noTail })
 }
 
 // readerWithHeader asks every read for the header the match needs.

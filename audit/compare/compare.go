@@ -63,6 +63,18 @@
 //     the identity's later records. Compare topics whose sink keeps
 //     nothing the source has deleted, or match whole records.
 //
+// # Reconciliation
+//
+// Step is one step of a scheduled reconciliation (lossaudit reconcile and
+// watch on a comparison): the same pass, reading each sink from the LSO
+// the last step read to and each source from the last due offset, with
+// what earlier steps kept per identity (stepstate.go) merged into the
+// evidence before the same detector runs (stepjudge.go). A record due
+// once stays due, and every offset below an LSO is decided, so each due
+// record and each copy is counted once: a step reports what a full
+// comparison of the same moment reports (docs/reconcile.md). Its digests
+// are keyed by a seed kept with the state, so they agree across steps.
+//
 // # Ledgers
 //
 // A ledger is read into the index before the snapshot, so every offset it

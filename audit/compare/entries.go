@@ -21,7 +21,11 @@ const (
 )
 
 // Tags of the pair space: partition u32 | offset u64 -> ts u64 | key.
+// tagTouch (no fields, no value) only makes a reconcile step's check visit
+// an identity its reads did not meet (one with open findings or pending
+// records).
 const (
+	tagTouch   byte = 0x01
 	tagSink    byte = 0x10
 	tagPending byte = 0x20
 	tagDue     byte = 0x30
@@ -81,6 +85,10 @@ func (e entryWriter) record(tag byte, x int, d digest, partition int32, offset, 
 	return buf, e.w.Add(k[:], tag, f[:], buf)
 }
 
+// touch writes the entry that makes the check visit the identity whose
+// index key is key.
+func (e entryWriter) touch(key []byte) error { return e.w.Add(key, tagTouch, nil, nil) }
+
 // claim writes a copy in ledger topic lt, or a ledger line's claim.
 func (e entryWriter) claim(lt int, d digest, partition int32, offset int64, kind byte, line, ts int64, key []byte, buf []byte) ([]byte, error) {
 	k := indexKey(spaceLedger, lt, d)
@@ -113,10 +121,30 @@ func parseKey(k []byte) (space byte, idx int, err error) {
 // foldPair reads the entries of one pair identity into ev.
 func foldPair(c *index.Cursor, ev *detect.CopyEvidence) error {
 	ev.Reset()
+	return eachPairEntry(c, func(tag byte, r detect.Record) {
+		switch tag {
+		case tagSink:
+			ev.AddSink(r)
+		case tagPending:
+			ev.AddPending(r)
+		case tagDue:
+			ev.AddDue(r)
+		}
+	})
+}
+
+// eachPairEntry calls fn with every sink copy, pending and due source
+// record among the entries of one pair identity, in the index's order,
+// skipping touch entries and records read twice. r.Key is valid only
+// during the call.
+func eachPairEntry(c *index.Cursor, fn func(tag byte, r detect.Record)) error {
 	var prevTag byte
 	var prev []byte
 	for c.Next() {
 		e := c.Entry()
+		if e.Tag == tagTouch {
+			continue
+		}
 		if len(e.Fields) != 12 {
 			return fmt.Errorf("index: pair entry %#x with %d bytes of fields", e.Tag, len(e.Fields))
 		}
@@ -128,17 +156,12 @@ func foldPair(c *index.Cursor, ev *detect.CopyEvidence) error {
 		if err != nil {
 			return fmt.Errorf("index: pair entry %#x: %w", e.Tag, err)
 		}
-		r := detect.Record{Partition: int32(binary.BigEndian.Uint32(e.Fields[:4])), Offset: int64(binary.BigEndian.Uint64(e.Fields[4:])), TS: ts, Key: key}
 		switch e.Tag {
-		case tagSink:
-			ev.AddSink(r)
-		case tagPending:
-			ev.AddPending(r)
-		case tagDue:
-			ev.AddDue(r)
+		case tagSink, tagPending, tagDue:
 		default:
 			return fmt.Errorf("index: unknown pair entry %#x", e.Tag)
 		}
+		fn(e.Tag, detect.Record{Partition: int32(binary.BigEndian.Uint32(e.Fields[:4])), Offset: int64(binary.BigEndian.Uint64(e.Fields[4:])), TS: ts, Key: key})
 	}
 	return nil
 }

@@ -12,18 +12,27 @@ import (
 // modePass is the comparison's part in one pass of the engine
 // (pass.Mode): the ledger before the snapshot, the snapshot in one phase
 // (due offsets, settled sinks, then the sources' bounds), every topic
-// read, then the check identity by identity.
+// read, then the check identity by identity. A reconcile step (step not
+// nil) reads what its plan says and judges with what earlier steps kept.
 type modePass struct {
-	o     Options
-	col   *collector
-	led   *ledgerState
-	snap  *compareSnapshot
-	stuck []bool
-	chk   *checked
+	o       Options
+	step    *stepRun
+	started time.Time
+	w       entryWriter
+	col     *collector
+	led     *ledgerState
+	snap    *compareSnapshot
+	stuck   []bool
+	chk     *checked
 }
 
-func (p *modePass) Start(w *index.Writer, _ time.Time) {
-	p.col = newCollector(p.o, entryWriter{w}, newHasher())
+func (p *modePass) Start(w *index.Writer, started time.Time) {
+	h := newHasher()
+	if p.step != nil {
+		h = p.step.hasher
+	}
+	p.started, p.w = started, entryWriter{w}
+	p.col = newCollector(p.o, p.w, h)
 	p.led = &ledgerState{index: map[string]int{}}
 }
 
@@ -41,7 +50,20 @@ func (p *modePass) Snapshot(ctx context.Context) (err error) {
 	return err
 }
 
-func (p *modePass) Read(ctx context.Context) error { return p.col.readAll(ctx, p.led) }
+func (p *modePass) Read(ctx context.Context) error {
+	if p.step != nil {
+		if err := p.step.plan(); err != nil {
+			return err
+		}
+	}
+	if err := p.col.readAll(ctx, p.led); err != nil {
+		return err
+	}
+	if p.step != nil {
+		return p.step.touch()
+	}
+	return nil
+}
 
 func (p *modePass) Partitions() []finding.PartitionFinding {
 	parts, stuck := stuckSinks(p.o, p.snap)
@@ -50,12 +72,19 @@ func (p *modePass) Partitions() []finding.PartitionFinding {
 }
 
 func (p *modePass) Check([]finding.PartitionFinding) (err error) {
-	p.chk, err = check(p.o, p.snap, p.led, p.stuck)
+	var j pairJudge
+	if p.step != nil {
+		j = p.step.visitor()
+	}
+	p.chk, err = check(p.o, p.snap, p.led, p.stuck, j)
 	return err
 }
 
 func (p *modePass) Assemble(_ context.Context, parts []finding.PartitionFinding) (*finding.Result, error) {
-	return assemble(p.o, p.snap, p.col, p.led, p.chk, parts), nil
+	if p.step != nil {
+		return p.step.assemble(parts), nil
+	}
+	return assemble(p.o, p.snap, p.col, runTotals(p.col, p.chk), p.led, p.chk, parts), nil
 }
 
 func (p *modePass) Stats() *collect.Stats { return &p.col.stats }

@@ -28,8 +28,32 @@ func stuckSinks(o Options, snap *compareSnapshot) ([]finding.PartitionFinding, [
 	return out, stuck
 }
 
-// assemble builds the result from what the phases found.
-func assemble(o Options, snap *compareSnapshot, col *collector, led *ledgerState, chk *checked, parts []finding.PartitionFinding) *finding.Result {
+// pairTotals are one pair's counters as the result reports them.
+type pairTotals struct {
+	// src are the source's: records read, due, pending, decode errors.
+	src                                                          finding.InputCounts
+	srcNoIdentity, sinkRecords, sinkNoIdentity, sinkDecodeErrors int64
+	identities, unexplained                                      int64
+}
+
+// runTotals are the counters of a full run: what its reads and its check
+// counted.
+func runTotals(col *collector, chk *checked) []pairTotals {
+	out := make([]pairTotals, len(col.sources))
+	for x := range out {
+		src, snk := &col.sources[x], &col.sinks[x]
+		out[x] = pairTotals{
+			src:           finding.InputCounts{Scanned: src.records.Load(), Audited: src.due.Load(), Pending: src.pending.Load(), DecodeErrors: src.decodeErrors.Load()},
+			srcNoIdentity: src.noIdentity.Load(), sinkRecords: snk.records.Load(), sinkNoIdentity: snk.noIdentity.Load(),
+			sinkDecodeErrors: snk.decodeErrors.Load(), identities: chk.identities[x], unexplained: chk.unexplained[x],
+		}
+	}
+	return out
+}
+
+// assemble builds the result from what the phases found; totals are the
+// pairs' counters (runTotals, or a step's totals since the baseline).
+func assemble(o Options, snap *compareSnapshot, col *collector, totals []pairTotals, led *ledgerState, chk *checked, parts []finding.PartitionFinding) *finding.Result {
 	cs := &finding.CompareSummary{Match: o.Match, Group: o.Group, Pairs: []finding.CompareCounts{}}
 	if o.Group == "" {
 		cs.Grace = o.Grace
@@ -54,17 +78,17 @@ func assemble(o Options, snap *compareSnapshot, col *collector, led *ledgerState
 	}
 	var scanned int64
 	for x, p := range o.Pairs {
-		src, snk := &col.sources[x], &col.sinks[x]
-		c := finding.InputCounts{Scanned: src.records.Load(), Audited: src.due.Load(), Pending: src.pending.Load(), DecodeErrors: src.decodeErrors.Load()}
+		t := &totals[x]
+		c := t.src
 		scanned += c.Scanned
 		s.InputOrder = append(s.InputOrder, p.Name)
 		s.Inputs[p.Name] = &c
 		cs.Pairs = append(cs.Pairs, finding.CompareCounts{Name: p.Name, Source: p.Source, Sink: p.Sink,
-			SourceNoIdentity: src.noIdentity.Load(), SinkRecords: snk.records.Load(), SinkNoIdentity: snk.noIdentity.Load(),
-			SinkDecodeErrors: snk.decodeErrors.Load(), Identities: chk.identities[x], Unexplained: chk.unexplained[x]})
-		sink.KeysChecked += chk.identities[x]
+			SourceNoIdentity: t.srcNoIdentity, SinkRecords: t.sinkRecords, SinkNoIdentity: t.sinkNoIdentity,
+			SinkDecodeErrors: t.sinkDecodeErrors, Identities: t.identities, Unexplained: t.unexplained})
+		sink.KeysChecked += t.identities
 		in := finding.Inconclusive{Input: p.Name, Key: key, Group: o.Group, Counts: c}
-		sinkBad := finding.InputCounts{Scanned: snk.records.Load(), DecodeErrors: snk.decodeErrors.Load()}
+		sinkBad := finding.InputCounts{Scanned: t.sinkRecords, DecodeErrors: t.sinkDecodeErrors}
 		switch {
 		case !snap.committed[x]:
 			in.Reason = finding.NoCommittedOffsets

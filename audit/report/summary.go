@@ -412,8 +412,12 @@ func writeStep(b *strings.Builder, res *finding.Result) {
 	for _, role := range stepRoles(st) {
 		read = append(read, Thousands(st.Read[role])+" "+safe(role))
 	}
-	b.WriteString(wrap("  ", fmt.Sprintf("read %s records; %s judged (the input counters above are totals since the baseline)",
-		andList(read), plural(st.KeysJudged, "key", "keys")), "    "))
+	judged, counters := plural(st.KeysJudged, "key", "keys"), "input counters"
+	if comparesCopies(st) {
+		judged, counters = plural(st.KeysJudged, "record identity", "record identities"), "pair counters"
+	}
+	b.WriteString(wrap("  ", fmt.Sprintf("read %s records; %s judged (the %s above are totals since the baseline)",
+		andList(read), judged, counters), "    "))
 	for _, p := range st.Rebuilt {
 		b.WriteString(wrap("  ", safe(p)+" was truncated: read again from its start, its keys' state rebuilt", "    "))
 	}

@@ -184,7 +184,11 @@ func Timing(d time.Duration) string { return d.Round(time.Millisecond).String() 
 // StepText says which step of a reconciliation a result is.
 func StepText(st *finding.Step) string {
 	if st.Baseline {
-		return fmt.Sprintf("Reconcile step 1: the baseline (a full audit), at %s; later steps read only what is new", formatTime(st.BaselineAt))
+		full := "a full audit"
+		if comparesCopies(st) {
+			full = "a full comparison"
+		}
+		return fmt.Sprintf("Reconcile step 1: the baseline (%s), at %s; later steps read only what is new", full, formatTime(st.BaselineAt))
 	}
 	return fmt.Sprintf("Reconcile step %s: incremental since the step at %s (baseline at %s)",
 		Thousands(st.Number), formatTime(st.Previous), formatTime(st.BaselineAt))
@@ -204,4 +208,12 @@ func GroupText(g *finding.Group) string {
 		members = plural(int64(g.Members), "member", "members")
 	}
 	return fmt.Sprintf("%s: %s group, %s, %s (%s)", g.ID, g.Type, g.State, members, g.Via)
+}
+
+// comparesCopies says whether st is a step of a comparison's
+// reconciliation (it reads sources and sinks), whose state is kept per
+// record identity and whose counters are the pairs'.
+func comparesCopies(st *finding.Step) bool {
+	_, ok := st.Read["source"]
+	return ok
 }

@@ -16,20 +16,11 @@ import (
 	"github.com/lossaudit/lossaudit/audit/internal/engine/pass"
 	"github.com/lossaudit/lossaudit/audit/internal/engine/snapshot"
 	"github.com/lossaudit/lossaudit/audit/internal/store/history"
-	"github.com/lossaudit/lossaudit/audit/internal/store/state"
 	"github.com/lossaudit/lossaudit/audit/kread"
 )
 
 // StepOptions configure a reconcile step besides Options.
-type StepOptions struct {
-	// State holds what earlier steps learnt; an empty state makes the
-	// step the baseline.
-	State *state.Store
-	// Describe is configuration text that changes what the state means
-	// besides the topics Options names (key formats, timestamp fields);
-	// a state recorded under another text cannot be continued.
-	Describe string
-}
+type StepOptions = incremental.Options
 
 // checkpoint is where the last committed step stopped, stored with the
 // state: per partition its snapshot and where the next step reads from,

@@ -30,6 +30,8 @@ func newReconcileCmd(g *globalFlags) *cobra.Command {
 			"per key what earlier steps learnt (in store.dir/reconcile). The first step on an empty\n" +
 			"store is a full audit (or window.from's) and records the baseline. The reports list the\n" +
 			"findings open after the step, with when each was first seen, and those it resolved.\n" +
+			"On a comparison's configuration (compare.pairs) it compares what is new the same way: the\n" +
+			"sink records written since and the source records that became due, per record identity.\n" +
 			"Exit codes as for audit; run it from cron, a Kubernetes CronJob or a systemd timer, or use\n" +
 			"`lossaudit watch` (docs/reconcile.md).",
 		Example: "  lossaudit reconcile -c audit.yaml\n  lossaudit reconcile -c audit.yaml --metrics-file /var/lib/node_exporter/lossaudit.prom",
@@ -71,21 +73,28 @@ func checkRunConfig(cfg *config.Config) error {
 	return checkOutputPath("report.metrics_file", cfg.Report.MetricsFile)
 }
 
-// checkStepConfig checks a configuration for reconcile and watch: that
-// of a Kafka Streams pipeline (a comparison has no incremental step yet:
-// its configuration is refused naming the key that makes it one), then as
-// checkRunConfig does.
+// checkStepConfig checks a configuration for reconcile and watch: a
+// comparison's (compare.pairs without a pipeline; a ledger is refused in
+// app.Reconcile, naming compare.ledger) as compare checks it, a Kafka
+// Streams pipeline's as checkRunConfig does.
 func checkStepConfig(cfg *config.Config) error {
-	p := cfg.Pipeline
-	if p.ApplicationID == "" && len(p.Inputs) == 0 && (len(cfg.Compare.Pairs) > 0 || cfg.Compare.Ledger != "") {
-		key := "compare.pairs"
-		if len(cfg.Compare.Pairs) == 0 {
-			key = "compare.ledger"
-		}
-		return cfg.Locate(&config.Error{Key: key, Msg: "reconcile and watch audit a Kafka Streams pipeline; a comparison has no incremental step yet: run `lossaudit compare` on a schedule instead (docs/reconcile.md)"})
+	if !app.IsCompare(cfg) {
+		return checkRunConfig(cfg)
 	}
-	return checkRunConfig(cfg)
+	if cfg.Compare.Ledger != "" {
+		return cfg.Locate(&config.Error{Key: "compare.ledger", Msg: ledgerNotReconciled})
+	}
+	if err := cfg.ValidateCompare(); err != nil {
+		return err
+	}
+	if err := checkReportPaths(cfg); err != nil {
+		return err
+	}
+	return checkOutputPath("report.metrics_file", cfg.Report.MetricsFile)
 }
+
+// ledgerNotReconciled is why reconcile and watch refuse compare.ledger.
+const ledgerNotReconciled = "reconcile and watch compare pairs only; a producer ledger is checked by `lossaudit compare` (docs/reconcile.md)"
 
 // stepOutcome is a reconcile step whose reports were written and whose
 // state was committed.
@@ -106,6 +115,9 @@ func reconcileStep(ctx context.Context, cfg *config.Config, o app.Options, stdou
 		stop()
 	}
 	if err != nil {
+		if app.IsCompare(cfg) {
+			return nil, compareError(err)
+		}
 		return nil, auditError(err)
 	}
 	defer step.Close()

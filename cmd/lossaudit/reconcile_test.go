@@ -405,22 +405,22 @@ func TestWatchServesTheLastStep(t *testing.T) {
 	}
 }
 
-// TestReconcileRefusesAComparison: reconcile and watch on a comparison's
-// configuration say that a comparison has no incremental step (exit 2,
-// naming the key and where it is set), instead of asking for a Kafka Streams
-// application id the user never meant to give.
-func TestReconcileRefusesAComparison(t *testing.T) {
+// TestReconcileRefusesALedger: reconcile and watch compare pairs; on a
+// configuration with a producer ledger they say that the ledger is
+// compare's (exit 2, naming the key and where it is set) before
+// connecting.
+func TestReconcileRefusesALedger(t *testing.T) {
 	clearEnv(t)
-	for _, tt := range []struct{ name, yaml, want string }{
-		{"pairs", "kafka:\n  brokers: [127.0.0.1:1]\ncompare:\n  pairs:\n    - {name: orders, source: orders, sink: backup.orders}\n", "compare.pairs: "},
-		{"ledger", "kafka:\n  brokers: [127.0.0.1:1]\ncompare:\n  ledger: sends.jsonl\n", "compare.ledger: "},
+	for _, tt := range []struct{ name, yaml string }{
+		{"ledger", "kafka:\n  brokers: [127.0.0.1:1]\ncompare:\n  ledger: sends.jsonl\n"},
+		{"pairs and ledger", "kafka:\n  brokers: [127.0.0.1:1]\ncompare:\n  pairs:\n    - {name: orders, source: orders, sink: backup.orders}\n  ledger: sends.jsonl\n"},
 	} {
 		for _, args := range [][]string{{"reconcile", "-q"}, {"watch"}} {
 			t.Run(tt.name+" "+args[0], func(t *testing.T) {
 				var stdout, stderr bytes.Buffer
 				code := testRun(append(args, "-c", writeConfig(t, tt.yaml)), &stdout, &stderr)
-				if code != 2 || !strings.Contains(stderr.String(), "audit.yaml:") || !strings.Contains(stderr.String(), tt.want) || !strings.Contains(stderr.String(), "a comparison has no incremental step yet") {
-					t.Errorf("exit %d, stderr:\n%s\nwant exit 2 naming %q", code, stderr.String(), tt.want)
+				if code != 2 || !strings.Contains(stderr.String(), "audit.yaml:") || !strings.Contains(stderr.String(), "compare.ledger: ") || !strings.Contains(stderr.String(), "a producer ledger is checked by `lossaudit compare`") {
+					t.Errorf("exit %d, stderr:\n%s\nwant exit 2 naming compare.ledger", code, stderr.String())
 				}
 			})
 		}

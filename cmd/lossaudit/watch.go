@@ -142,9 +142,15 @@ func logStep(log *slog.Logger, res *finding.Result, took time.Duration, next tim
 		"partition_findings", len(s.Partitions), "pending", s.Pending(), "took", took.Round(time.Millisecond).String(),
 		"next", next.UTC().Format(time.RFC3339)}
 	if st := s.Step; st != nil {
-		attrs = append([]any{"step", st.Number, "baseline", st.Baseline, "read_input", st.Read["input"],
-			"read_repartition", st.Read["repartition"], "read_changelog", st.Read["changelog"], "read_output", st.Read["output"],
-			"keys_judged", st.KeysJudged}, attrs...)
+		head := []any{"step", st.Number, "baseline", st.Baseline}
+		// The roles the mode read: the Kafka Streams mode's four, or a
+		// comparison's source and sink.
+		for _, role := range []string{"input", "repartition", "changelog", "output", "source", "sink"} {
+			if n, ok := st.Read[role]; ok {
+				head = append(head, "read_"+role, n)
+			}
+		}
+		attrs = append(append(head, "keys_judged", st.KeysJudged), attrs...)
 	}
 	level := slog.LevelInfo
 	if report.Verdict(res) != report.VerdictClean {

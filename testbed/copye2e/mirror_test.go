@@ -98,6 +98,33 @@ func TestMirrorMakerOutage(t *testing.T) {
 	waitFor("the mirror to start copying", func() bool { return copied() >= 500 })
 	go func() { done <- produce(ctx, src.Bootstrap(), topic, 1000, total, 400, customer, &sent) }()
 	waitFor("2,500 copies", func() bool { return copied() >= 2500 })
+	// A scheduled reconciliation of the same pair steps along: its
+	// baseline now, a step after the outage, its last step once the
+	// mirror has stopped, which must report what the full comparison does.
+	// Grace 0 (the configuration is the state's, so it is the last
+	// step's): an intermediate step reports what is not copied yet as
+	// missing, until the copy arrives.
+	rcfg := Config(src.Bootstrap(), filepath.Join(t.TempDir(), "store"))
+	rcfg.HasSinkKafka, rcfg.SinkKafka.Brokers = true, dst.Bootstrap()
+	rcfg.Compare.Pairs = append(rcfg.Compare.Pairs, configPair(topic, topic, copyTopic))
+	rcfg.Compare.Grace = 0
+	steps := 0
+	reconcile := func(what string) *finding.Result {
+		t.Helper()
+		steps++
+		st, err := app.Reconcile(ctx, rcfg, app.Options{})
+		if err != nil {
+			t.Fatalf("reconcile step %d (%s): %v", steps, what, err)
+		}
+		defer st.Close()
+		if err := st.Commit(); err != nil {
+			t.Fatalf("reconcile step %d (%s): commit: %v", steps, what, err)
+		}
+		s := st.Result.Summary.Step
+		t.Logf("reconcile step %d (%s): %d findings open, %d resolved, read %v", s.Number, what, len(st.Result.Rows), len(st.Result.Resolved), s.Read)
+		return st.Result
+	}
+	reconcile("the baseline, mid-copy")
 	t.Logf("killing the target cluster at %d records sent, %d copied", sent.Load(), copied())
 	if err := dst.KillAll(); err != nil {
 		t.Fatal(err)
@@ -114,6 +141,7 @@ func TestMirrorMakerOutage(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("target cluster back at %d records sent", sent.Load())
+	reconcile("after the outage")
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
@@ -165,6 +193,13 @@ func TestMirrorMakerOutage(t *testing.T) {
 	cfg.Compare.Grace = 0 // the mirror is stopped: nothing is on its way
 	kinds := checkCopies(ctx, t, cfg, truth)
 	t.Logf("%d source records, %d copies; the truth and the comparison: %v", len(source.Records), len(sink.Records), kinds)
+	res := reconcile("the mirror stopped")
+	for _, d := range Diff(Rows(res), truth) {
+		t.Errorf("the last reconcile step: %s", d)
+	}
+	if !res.Complete() || res.Summary.Step.Number != 3 || res.Summary.Step.Read["sink"] >= int64(len(sink.Records)) {
+		t.Errorf("the last reconcile step: complete %v, step %+v (the sink holds %d records)", res.Complete(), res.Summary.Step, len(sink.Records))
+	}
 }
 
 // checkCopies runs the comparison cfg configures and requires its rows to

@@ -5,7 +5,8 @@
 // ledger whose lines disagree with the topic in known ways. It keeps the
 // truth of what it did, so that lossaudit compare's findings can be checked
 // against it exactly: the property test, the in-process demo and the
-// package's own tests share it. It writes with franz-go, never with the
+// package's own tests share it. Live grows a pipeline in rounds, for the
+// reconciliation's property test. It writes with franz-go, never with the
 // reader under test.
 package copysim
 

@@ -39,6 +39,19 @@ type Checkpoint interface {
 	Head() *Header
 }
 
+// Options configure a mode's reconcile step besides the mode's own
+// options.
+type Options struct {
+	// State holds what earlier steps learnt; an empty state makes the
+	// step the baseline.
+	State *state.Store
+	// Describe is configuration text that changes what the state means
+	// besides what the mode's options name (key formats, timestamp
+	// fields, the sink cluster); a state recorded under another text
+	// cannot be continued.
+	Describe string
+}
+
 // StateMismatchError says the state was recorded for another
 // configuration: continuing it would mix two pipelines' facts.
 type StateMismatchError struct {
