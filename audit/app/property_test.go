@@ -18,6 +18,16 @@ import (
 	"github.com/lossaudit/lossaudit/audit/kread"
 )
 
+// simUnprocessedAfter keeps unprocessed_partition out of the simulator
+// property tests: the simulator's records are timestamped days before the
+// run (a fixed base time) and its lagging rounds can leave an input
+// partition wholly unprocessed, which the rule (first record older than
+// audit.unprocessed_after, no commit on the partition) reports, while the
+// oracle does not model it. The rule is checked by its detector's table
+// test, TestUnprocessedPartitionBehindAbortedRecords (audit/streams) and
+// TestStreamsGroupPoisonPill on real brokers.
+const simUnprocessedAfter = 100 * 365 * 24 * time.Hour
+
 // TestPropertyAuditEqualsInjectedLoss is the property test of the audit:
 // random pipelines (sizes, partitions, timestamps, null keys and values,
 // undecodable values, tombstones, lag at both hops, healthy retries) with
@@ -58,6 +68,7 @@ func TestPropertyAuditEqualsInjectedLoss(t *testing.T) {
 		}
 		dir := t.TempDir()
 		cfg := tr.Config(brokers, filepath.Join(dir, "index"))
+		cfg.Audit.UnprocessedAfter = simUnprocessedAfter
 		cfg.Audit.SettleTimeout = 2 * time.Second
 		how := "overrides"
 		if seed%2 == 0 {

@@ -187,6 +187,7 @@ func TestPropertyReconcileEqualsFullAudit(t *testing.T) {
 			t.Fatalf("seed %d: %v", seed, err)
 		}
 		cfg := live.Config(brokers, filepath.Join(t.TempDir(), "store"))
+		cfg.Audit.UnprocessedAfter = simUnprocessedAfter
 		cfg.Audit.SettleTimeout = 2 * time.Second
 		rec := &reconciler{cfg: cfg}
 		rng := rand.New(rand.NewPCG(uint64(seed), 3))
