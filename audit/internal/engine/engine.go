@@ -138,7 +138,6 @@ func (d *DecodeErrors) Add(x int, rec *kread.Record, err error, near func(rec *k
 // Top returns input x's most frequent class ("" for none).
 func (d *DecodeErrors) Top(x int) string { return top(d.perInput[x]) }
 
-
 func top(m map[string]int64) string {
 	best, n := "", int64(0)
 	for c, k := range m {
