@@ -39,6 +39,15 @@ type Pipeline struct {
 	TopologyFile string
 	Ledger       *loadgen.Ledger
 	Truth        *streamsapp.GroundTruth
+	// Timings are the wall times of Run's phases, for the test's log.
+	Timings []string
+}
+
+// timed notes the wall time of a phase that started at start.
+func (p *Pipeline) timed(phase string, start time.Time) time.Time {
+	now := time.Now()
+	p.Timings = append(p.Timings, fmt.Sprintf("%s %v", phase, now.Sub(start).Round(100*time.Millisecond)))
+	return now
 }
 
 // NewPipeline names the topics of the pipeline app under dir. As in
@@ -68,6 +77,7 @@ func (p *Pipeline) Injected() []string {
 // the harness, waits until the application has committed everything and
 // stops it.
 func (p *Pipeline) Run(ctx context.Context, c *kafka.Cluster, adm *kafka.Admin, clientProps string, records int) error {
+	start := time.Now()
 	specs := []kafka.TopicSpec{{Name: p.Output, Partitions: 3},
 		{Name: p.SchemasTopic, Partitions: 1, Configs: map[string]string{"cleanup.policy": "compact"}}}
 	for _, in := range p.Inputs {
@@ -93,22 +103,27 @@ func (p *Pipeline) Run(ctx context.Context, c *kafka.Cluster, adm *kafka.Admin, 
 		return fmt.Errorf("pipeline %s: %w", p.App, err)
 	}
 	defer func() { _ = app.Kill() }()
+	start = p.timed("topics, schemas, build", start)
 	if err := app.Start(); err != nil {
 		return fmt.Errorf("pipeline %s: %w", p.App, err)
 	}
 	if err := app.WaitRunning(ctx); err != nil {
 		return fmt.Errorf("pipeline %s: %w", p.App, err)
 	}
+	start = p.timed("running", start)
 	if err := gen.Run(ctx); err != nil {
 		return fmt.Errorf("pipeline %s: load: %w", p.App, err)
 	}
+	start = p.timed("load", start)
 	p.Ledger, p.TopologyFile = gen.Ledger(), app.TopologyFile()
 	if err := p.waitCaughtUp(ctx, adm, app); err != nil {
 		return err
 	}
+	start = p.timed("caught up", start)
 	if err := app.Stop(); err != nil {
 		return fmt.Errorf("pipeline %s: %w", p.App, err)
 	}
+	p.timed("stopped", start)
 	if p.Truth, err = streamsapp.ReadGroundTruth(app.GroundTruthFile()); err != nil {
 		return err
 	}

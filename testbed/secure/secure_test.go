@@ -157,7 +157,8 @@ func TestSecuredCluster(t *testing.T) {
 	if err := errors.Join(<-errc, <-errc); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("both pipelines processed %d records per input after %v", 300, time.Since(start).Round(time.Second))
+	t.Logf("both pipelines processed %d records per input after %v: %s %v, %s %v", 300, time.Since(start).Round(time.Second),
+		clean.App, clean.Timings, lossy.App, lossy.Timings)
 	if len(clean.Truth.Drops) != 0 || len(clean.Truth.ThreadsReplaced) != 0 {
 		t.Fatalf("ground truth of the clean pipeline: drops %v, threads replaced %v", clean.Truth.Drops, clean.Truth.ThreadsReplaced)
 	}
