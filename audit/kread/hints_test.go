@@ -8,9 +8,9 @@ import (
 	kafka "github.com/segmentio/kafka-go"
 )
 
-// TestGroupHint: a refused group request names the permission it needs;
-// other errors get no hint.
-func TestGroupHint(t *testing.T) {
+// TestHints: a refused group request or fetch names the permission it
+// needs; other errors get no hint.
+func TestHints(t *testing.T) {
 	for _, tc := range []struct {
 		err  error
 		want string
@@ -22,6 +22,18 @@ func TestGroupHint(t *testing.T) {
 	} {
 		if got := groupHint(tc.err); got != tc.want {
 			t.Errorf("groupHint(%v) = %q, want %q", tc.err, got, tc.want)
+		}
+	}
+	for _, tc := range []struct {
+		err  error
+		want string
+	}{
+		{kafka.TopicAuthorizationFailed, " (the principal needs READ on the topic; docs/security.md)"},
+		{kafka.GroupAuthorizationFailed, ""},
+		{kafka.OffsetOutOfRange, ""},
+	} {
+		if got := readHint(tc.err); got != tc.want {
+			t.Errorf("readHint(%v) = %q, want %q", tc.err, got, tc.want)
 		}
 	}
 }
