@@ -238,7 +238,7 @@ func (c *Client) groupOffsetsStable(ctx context.Context, group string, topics ma
 		})
 		switch {
 		case err != nil:
-			return nil, true, fmt.Errorf("committed offsets of group %q: %w", group, err)
+			return nil, true, fmt.Errorf("committed offsets of group %q: %w%s", group, err, groupHint(err))
 		case !unstable:
 			return out, ok, nil
 		case time.Now().After(deadline):

@@ -279,7 +279,16 @@ func (c *Client) GroupOffsets(ctx context.Context, group string, topics []string
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("committed offsets of group %q: %w", group, err)
+		return nil, fmt.Errorf("committed offsets of group %q: %w%s", group, err, groupHint(err))
 	}
 	return out, nil
+}
+
+// groupHint names the permission a group request refused with
+// GROUP_AUTHORIZATION_FAILED needs; "" for any other error.
+func groupHint(err error) string {
+	if errors.Is(err, kafka.GroupAuthorizationFailed) {
+		return " (the principal needs DESCRIBE on the group; docs/security.md)"
+	}
+	return ""
 }

@@ -419,9 +419,19 @@ func (c *Client) fetch(ctx context.Context, w *worker, group []*task, lead int32
 	}
 	w.req = req
 	if err := codeErr(req.resp.errorCode); err != nil {
-		return nil, fmt.Errorf("fetch: %w", err)
+		return nil, fmt.Errorf("fetch: %w%s", err, readHint(err))
 	}
 	return &req.resp, nil
+}
+
+// readHint names the permission a Fetch refused with
+// TOPIC_AUTHORIZATION_FAILED needs (the topic was described, so DESCRIBE
+// is there); "" for any other error.
+func readHint(err error) string {
+	if errors.Is(err, kafka.TopicAuthorizationFailed) {
+		return " (the principal needs READ on the topic; docs/security.md)"
+	}
+	return ""
 }
 
 func (c *Client) readErr(t *task, err error) error {
@@ -442,7 +452,8 @@ func (c *Client) handle(ctx context.Context, w *worker, t *task, res *fetchRespo
 		done, err := c.outOfRange(ctx, t)
 		return done, 0, err
 	default:
-		return false, 0, fmt.Errorf("fetch: %w", codeErr(p.errorCode))
+		err := codeErr(p.errorCode)
+		return false, 0, fmt.Errorf("fetch: %w%s", err, readHint(err))
 	}
 
 	d := &w.dec

@@ -32,8 +32,8 @@ type aclSpec struct {
 // with exit 2 or 3 naming what is missing, never a hang and never a
 // verdict.
 //
-// This is kfake's authorizer, not Kafka's StandardAuthorizer: the secured
-// real cluster of issue #20 is still to be built (docs/security.md).
+// This is kfake's authorizer; testbed/secure's TestSecuredCluster runs the
+// same commands on real brokers with Kafka's StandardAuthorizer.
 func TestLeastPrivilege(t *testing.T) {
 	clearEnv(t)
 	const app = "acl"

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -14,6 +15,7 @@ import (
 	"github.com/lossaudit/lossaudit/audit/progress"
 	"github.com/lossaudit/lossaudit/audit/report"
 	"github.com/lossaudit/lossaudit/audit/scan"
+	"github.com/lossaudit/lossaudit/audit/streams/topology"
 	"github.com/lossaudit/lossaudit/config"
 )
 
@@ -51,7 +53,7 @@ func newScanCmdWith(g *globalFlags, tweak func(*kread.Options)) *cobra.Command {
 			}
 			defer client.Close()
 			ctx := cmd.Context()
-			names, err := scanTopics(cfg, topics, func() ([]string, error) { return client.Topics(ctx) })
+			names, err := scanTopics(cfg, topics, func() ([]string, error) { return client.Topics(ctx) }, func() []string { return derivedTopics(ctx, cfg, client) })
 			if err != nil {
 				return err
 			}
@@ -135,10 +137,34 @@ func newScanCmdWith(g *globalFlags, tweak func(*kread.Options)) *cobra.Command {
 	return cmd
 }
 
+// derivedTopics returns the repartition and changelog topics the pipeline
+// model derives from pipeline.topology_file, none without one. A model that
+// cannot be built leaves scan with the topics it lists (what `topology` and
+// `audit` say about the model is theirs to say).
+func derivedTopics(ctx context.Context, cfg *config.Config, lister topology.TopicLister) []string {
+	if cfg.Pipeline.TopologyFile == "" {
+		return nil
+	}
+	m, err := app.Model(ctx, cfg, lister, nil)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, st := range m.Stages {
+		out = append(out, st.RepartitionTopic, st.ChangelogTopic)
+	}
+	return out
+}
+
 // scanTopics returns the topics to scan: the --topic flags in order, or
 // else the pipeline's inputs and output and the application's internal
 // topics (<application_id>-*, listed by listTopics), deduplicated.
-func scanTopics(cfg *config.Config, flagged []string, listTopics func() ([]string, error)) ([]string, error) {
+//
+// The internal topics the configuration names or derived() derives from
+// the topology file are scanned even when the listing lacks them: Kafka
+// lists only the topics the principal may describe, so without DESCRIBE on
+// them scan stops naming the refused permission instead of leaving them out.
+func scanTopics(cfg *config.Config, flagged []string, listTopics func() ([]string, error), derived func() []string) ([]string, error) {
 	var out []string
 	add := func(t string) {
 		if t != "" && !slices.Contains(out, t) {
@@ -165,6 +191,12 @@ func scanTopics(cfg *config.Config, flagged []string, listTopics func() ([]strin
 	for _, in := range p.Inputs {
 		add(in.RepartitionTopic)
 		add(in.ChangelogTopic)
+	}
+	// So are those derived from pipeline.topology_file.
+	if derived != nil {
+		for _, t := range derived() {
+			add(t)
+		}
 	}
 	if p.ApplicationID != "" {
 		all, err := listTopics()

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/lossaudit/lossaudit/audit/kread"
+	"github.com/lossaudit/lossaudit/config"
 	"github.com/lossaudit/lossaudit/testbed/testbedenv"
 )
 
@@ -192,6 +194,39 @@ func TestScanErrors(t *testing.T) {
 				if !strings.Contains(errOut, s) {
 					t.Errorf("stderr %q lacks %q", errOut, s)
 				}
+			}
+		})
+	}
+}
+
+// TestScanTopics: with no --topic, scan scans the inputs, the output, the
+// internal topics the configuration names or the topology file derives
+// (even when the listing hides them: a principal without DESCRIBE on them)
+// and the listed <application_id>-* topics, each once.
+func TestScanTopics(t *testing.T) {
+	cfg := &config.Config{}
+	cfg.Pipeline.ApplicationID = "app"
+	cfg.Pipeline.Output = "out"
+	cfg.Pipeline.Inputs = []config.Input{{Name: "a", Topic: "in-a"}, {Name: "b", Topic: "in-b", ChangelogTopic: "app-b-changelog"}}
+	listed := func() ([]string, error) { return []string{"in-a", "app-x-repartition", "other"}, nil }
+	for _, tc := range []struct {
+		name    string
+		flagged []string
+		derived func() []string
+		want    []string
+	}{
+		{"flags only", []string{"t1", "t2", "t1"}, nil, []string{"t1", "t2"}},
+		{"no topology file", nil, nil, []string{"in-a", "in-b", "out", "app-b-changelog", "app-x-repartition"}},
+		{"derived from the topology file, hidden from the listing", nil, func() []string { return []string{"app-s-repartition", "app-b-changelog"} },
+			[]string{"in-a", "in-b", "out", "app-b-changelog", "app-s-repartition", "app-x-repartition"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := scanTopics(cfg, tc.flagged, listed, tc.derived)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("scanTopics = %v, want %v", got, tc.want)
 			}
 		})
 	}

@@ -19,10 +19,12 @@ type Admin struct {
 	cl *kgo.Client
 }
 
-// NewAdmin connects an admin client to the given brokers.
-func NewAdmin(brokers []string) (*Admin, error) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ClientID("lossaudit-testbed-admin"),
-		kgo.RetryTimeout(5*time.Second), kgo.DialTimeout(2*time.Second), kgo.MetadataMinAge(200*time.Millisecond))
+// NewAdmin connects an admin client to the given brokers; opts add to or
+// override the client's options (Cluster.HarnessOpts: the brokers and
+// credentials of a secured cluster).
+func NewAdmin(brokers []string, opts ...kgo.Opt) (*Admin, error) {
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(brokers...), kgo.ClientID("lossaudit-testbed-admin"),
+		kgo.RetryTimeout(5 * time.Second), kgo.DialTimeout(2 * time.Second), kgo.MetadataMinAge(200 * time.Millisecond)}, opts...)...)
 	if err != nil {
 		return nil, fmt.Errorf("creating admin client for %v: %w", brokers, err)
 	}
@@ -376,7 +378,7 @@ func (a *Admin) deleteRecords(ctx context.Context, topic string, before map[int3
 // WaitReady waits until the metadata lists every node as a broker and a
 // replicated topic can be created and deleted, or ctx ends.
 func (c *Cluster) WaitReady(ctx context.Context) error {
-	adm, err := NewAdmin(c.Bootstrap())
+	adm, err := c.NewAdmin()
 	if err != nil {
 		return err
 	}

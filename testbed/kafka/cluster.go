@@ -30,6 +30,8 @@ type Options struct {
 	// ClusterID is the KRaft cluster id to format the storage with;
 	// default a random one.
 	ClusterID string
+	// Security, when set, starts a secured cluster (see Security).
+	Security *Security
 }
 
 // Node is one combined broker+controller process.
@@ -37,6 +39,7 @@ type Node struct {
 	ID             int
 	BrokerPort     int
 	ControllerPort int
+	MTLSPort       int    // the mutual-TLS listener of a secured cluster
 	Dir            string // node directory: server.properties, data/, server.log
 	LogFile        string
 
@@ -49,6 +52,7 @@ type Cluster struct {
 	libs      string
 	clusterID string
 	Nodes     []*Node
+	pki       *pki // the certificates of a secured cluster
 }
 
 // Start installs the version if needed, formats storage and starts every node.
@@ -70,7 +74,11 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	ports, err := freePorts(2 * o.Nodes)
+	perNode := 2
+	if o.Security != nil {
+		perNode = 3
+	}
+	ports, err := freePorts(perNode * o.Nodes)
 	if err != nil {
 		return nil, fmt.Errorf("starting kafka cluster: %w", err)
 	}
@@ -78,9 +86,20 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 		o.ClusterID = newClusterID()
 	}
 	c := &Cluster{opts: o, libs: libs, clusterID: o.ClusterID}
+	if o.Security != nil {
+		if c.pki, err = newPKI(filepath.Join(o.Dir, "tls")); err != nil {
+			return nil, fmt.Errorf("starting kafka cluster: %w", err)
+		}
+		if _, _, _, err := c.pki.issue(BrokerPrincipal); err != nil {
+			return nil, fmt.Errorf("starting kafka cluster: %w", err)
+		}
+	}
 	for i := 0; i < o.Nodes; i++ {
-		n := &Node{ID: i + 1, BrokerPort: ports[2*i], ControllerPort: ports[2*i+1],
+		n := &Node{ID: i + 1, BrokerPort: ports[perNode*i], ControllerPort: ports[perNode*i+1],
 			Dir: filepath.Join(o.Dir, fmt.Sprintf("node%d", i+1))}
+		if o.Security != nil {
+			n.MTLSPort = ports[perNode*i+2]
+		}
 		n.LogFile = filepath.Join(n.Dir, "server.log")
 		c.Nodes = append(c.Nodes, n)
 	}
@@ -178,6 +197,11 @@ func (c *Cluster) writeConfigs() error {
 			// transaction.timeout.ms reliably ends in aborted transactions.
 			"transaction.abort.timed.out.transaction.cleanup.interval.ms": "1000",
 		}
+		if c.pki != nil {
+			for k, v := range c.secureProps(n) {
+				p[k] = v
+			}
+		}
 		for k, v := range c.opts.Props {
 			p[k] = v
 		}
@@ -193,10 +217,15 @@ func (c *Cluster) writeConfigs() error {
 		if err := os.WriteFile(filepath.Join(n.Dir, "server.properties"), b.Bytes(), 0o644); err != nil {
 			return fmt.Errorf("writing server.properties of node %d: %w", n.ID, err)
 		}
-		if err := os.WriteFile(filepath.Join(n.Dir, "log4j.properties"), []byte(log4j1), 0o644); err != nil {
+		v1, v2 := log4j1, log4j2
+		if c.pki != nil {
+			a1, a2 := authorizerLog4j(n)
+			v1, v2 = v1+a1, v2+a2
+		}
+		if err := os.WriteFile(filepath.Join(n.Dir, "log4j.properties"), []byte(v1), 0o644); err != nil {
 			return fmt.Errorf("writing log4j.properties of node %d: %w", n.ID, err)
 		}
-		if err := os.WriteFile(filepath.Join(n.Dir, "log4j2.properties"), []byte(log4j2), 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(n.Dir, "log4j2.properties"), []byte(v2), 0o644); err != nil {
 			return fmt.Errorf("writing log4j2.properties of node %d: %w", n.ID, err)
 		}
 	}
@@ -255,6 +284,7 @@ func (c *Cluster) format(ctx context.Context) error {
 			defer wg.Done()
 			args := append(c.javaArgs(n, "256m"), "kafka.tools.StorageTool", "format",
 				"--cluster-id="+c.clusterID, "-c", filepath.Join(n.Dir, "server.properties"), "--ignore-formatted")
+			args = append(args, c.scramArgs()...)
 			cmd := exec.CommandContext(ctx, "java", args...)
 			cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 			out, err := cmd.CombinedOutput()

@@ -75,7 +75,9 @@ func (a *Admin) Ranges(ctx context.Context, committed bool, topics ...string) ([
 // transaction is open on the partition) waits until ctx ends. A range whose
 // To is the last stable offset of a partition with no transaction open, or
 // any read_uncommitted range, does not have that case.
-func Consume(ctx context.Context, brokers []string, ranges []Range, committed bool, fn func(*kgo.Record) error) error {
+//
+// opts add to or override the consumer's options (Cluster.HarnessOpts).
+func Consume(ctx context.Context, brokers []string, ranges []Range, committed bool, fn func(*kgo.Record) error, opts ...kgo.Opt) error {
 	iso := kgo.ReadUncommitted()
 	if committed {
 		iso = kgo.ReadCommitted()
@@ -99,9 +101,9 @@ func Consume(ctx context.Context, brokers []string, ranges []Range, committed bo
 	if len(end) == 0 {
 		return nil
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ClientID("lossaudit-testbed-reader"),
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(brokers...), kgo.ClientID("lossaudit-testbed-reader"),
 		kgo.ConsumePartitions(start), kgo.FetchIsolationLevel(iso), kgo.KeepControlRecords(),
-		kgo.ConsumeResetOffset(kgo.NoResetOffset()), kgo.FetchMaxWait(250*time.Millisecond))
+		kgo.ConsumeResetOffset(kgo.NoResetOffset()), kgo.FetchMaxWait(250 * time.Millisecond)}, opts...)...)
 	if err != nil {
 		return fmt.Errorf("creating a consumer for %v: %w", brokers, err)
 	}

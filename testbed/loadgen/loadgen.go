@@ -38,6 +38,10 @@ type Config struct {
 	// written as their raw bytes: NotUTF8Customers() gives ids that are
 	// not valid UTF-8.
 	ExtraCustomers []string
+
+	// ClientOpts add to or override the options of every client the
+	// generator creates (the seed brokers and credentials of a secured cluster).
+	ClientOpts []kgo.Opt
 }
 
 // Key returns the selected key of customer i.
@@ -187,7 +191,7 @@ func New(ctx context.Context, cfg Config) (*Generator, error) {
 			return nil, fmt.Errorf("compiling schema of input %s: %w", InputNames[i], err)
 		}
 		g.codecs[i] = c
-		id, err := Register(ctx, cfg.Brokers, cfg.SchemasTopic, cfg.Topics[i]+"-value", s)
+		id, err := Register(ctx, cfg.Brokers, cfg.SchemasTopic, cfg.Topics[i]+"-value", s, cfg.ClientOpts...)
 		if err != nil {
 			return nil, err
 		}
@@ -249,8 +253,8 @@ func (g *Generator) customer(i int, seq int64, rng *rand.Rand) string {
 // record is acknowledged or failed. Acknowledged records are in the ledger.
 // The error reports records that were not acknowledged.
 func (g *Generator) Run(ctx context.Context) error {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(g.cfg.Brokers...), kgo.ClientID("lossaudit-loadgen"),
-		kgo.ProducerLinger(5*time.Millisecond), kgo.RequiredAcks(kgo.AllISRAcks()))
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(g.cfg.Brokers...), kgo.ClientID("lossaudit-loadgen"),
+		kgo.ProducerLinger(5 * time.Millisecond), kgo.RequiredAcks(kgo.AllISRAcks())}, g.cfg.ClientOpts...)...)
 	if err != nil {
 		return fmt.Errorf("creating producer: %w", err)
 	}

@@ -39,10 +39,11 @@ type schemaKey struct {
 }
 
 // ReadSchemas reads every SCHEMA record of the registry storage topic
-// (partition 0, from the start to the high watermark), later records winning.
-func ReadSchemas(ctx context.Context, brokers []string, topic string) ([]SchemaEntry, error) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...),
-		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().AtStart()}}))
+// (partition 0, from the start to the high watermark), later records winning;
+// opts add to or override the client's options.
+func ReadSchemas(ctx context.Context, brokers []string, topic string, opts ...kgo.Opt) ([]SchemaEntry, error) {
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(brokers...),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().AtStart()}})}, opts...)...)
 	if err != nil {
 		return nil, fmt.Errorf("reading %s: %w", topic, err)
 	}
@@ -93,9 +94,9 @@ func ReadSchemas(ctx context.Context, brokers []string, topic string) ([]SchemaE
 // Register registers schema under subject the way a Confluent registry would
 // store it: the same schema text keeps its global id, a new one takes the next
 // id, and the subject gets the next version unless it already has the schema.
-// It returns the id.
-func Register(ctx context.Context, brokers []string, topic, subject, schema string) (int, error) {
-	entries, err := ReadSchemas(ctx, brokers, topic)
+// It returns the id. opts add to or override the clients' options.
+func Register(ctx context.Context, brokers []string, topic, subject, schema string, opts ...kgo.Opt) (int, error) {
+	entries, err := ReadSchemas(ctx, brokers, topic, opts...)
 	if err != nil {
 		return 0, err
 	}
@@ -117,7 +118,7 @@ func Register(ctx context.Context, brokers []string, topic, subject, schema stri
 	}
 	k, _ := json.Marshal(schemaKey{KeyType: "SCHEMA", Subject: subject, Version: maxVer + 1, Magic: 1})
 	v, _ := json.Marshal(SchemaEntry{Subject: subject, Version: maxVer + 1, ID: id, Schema: schema})
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(brokers...), kgo.RecordPartitioner(kgo.ManualPartitioner())}, opts...)...)
 	if err != nil {
 		return 0, fmt.Errorf("registering %s in %s: %w", subject, topic, err)
 	}

@@ -170,6 +170,10 @@ type Options struct {
 	// (SHUTDOWN_CLIENT) instead of replacing the thread: it stops on a
 	// poison pill, as an application with the default handlers does.
 	ShutdownOnError bool
+	// ClientProperties, when set, names a Java properties file whose
+	// entries every client of the application gets (security.protocol,
+	// sasl.mechanism, sasl.jaas.config, ssl.truststore.*: a secured cluster).
+	ClientProperties string
 }
 
 // App is the application process (restartable).
@@ -275,6 +279,7 @@ func (a *App) env() []string {
 		"GROUP_PROTOCOL="+a.o.GroupProtocol,
 		"DESERIALIZATION_HANDLER="+map[bool]string{true: "continue", false: ""}[a.o.SkipUndecodable],
 		"ON_THREAD_ERROR="+map[bool]string{true: "shutdown", false: ""}[a.o.ShutdownOnError],
+		"CLIENT_PROPERTIES="+a.o.ClientProperties,
 	)
 }
 

@@ -28,16 +28,19 @@ final class Registry implements AutoCloseable {
     private final String bootstrap;
     private final String topic;
     private final KafkaProducer<String, String> producer;
+    private final Properties client;
     private final Map<String, Integer> idBySchema = new HashMap<>();
     private final Map<Integer, Schema> schemaById = new HashMap<>();
     private final Map<String, Map<String, Integer>> versionBySubjectSchema = new HashMap<>();
     private final Map<String, Integer> maxVersion = new HashMap<>();
     private int maxId;
 
-    Registry(String bootstrap, String topic) {
+    Registry(String bootstrap, String topic, Properties client) {
         this.bootstrap = bootstrap;
         this.topic = topic;
+        this.client = client;
         Properties p = new Properties();
+        p.putAll(client);
         p.put("bootstrap.servers", bootstrap);
         p.put("acks", "all");
         p.put("enable.idempotence", "true");
@@ -48,6 +51,7 @@ final class Registry implements AutoCloseable {
     /** Reads the whole storage topic again. */
     synchronized void load() {
         Properties p = new Properties();
+        p.putAll(client);
         p.put("bootstrap.servers", bootstrap);
         p.put("enable.auto.commit", "false");
         p.put("client.id", "lossaudit-testbed-registry-reader");

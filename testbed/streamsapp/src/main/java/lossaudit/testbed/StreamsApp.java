@@ -46,7 +46,9 @@ import org.apache.kafka.streams.processor.StreamPartitioner;
  * switches DROP_BEFORE_STORE ("a:k1,k2;c:k3") and DROP_BEFORE_OUTPUT ("k4,k5"),
  * TOMBSTONE_NOTE (a reduce of input a whose new value has this note returns null),
  * CONSUMER_SESSION_TIMEOUT_MS (optional consumer session timeout),
- * REPARTITION_PURGE_INTERVAL_MS (optional; default 30 s).
+ * REPARTITION_PURGE_INTERVAL_MS (optional; default 30 s), CLIENT_PROPERTIES
+ * (optional: a properties file whose entries, e.g. security.protocol and
+ * sasl.jaas.config, every client of the application gets).
  *
  * <p>TOPOLOGY=copy runs a stateless application instead: the first of
  * INPUT_TOPICS --map(value + " (copied)")--> OUTPUT_TOPIC, with String serdes
@@ -202,6 +204,17 @@ public final class StreamsApp {
         }
     }
 
+    /** Reads the CLIENT_PROPERTIES file; none when path is empty. */
+    static Properties clientProperties(String path) throws IOException {
+        Properties p = new Properties();
+        if (!path.isEmpty()) {
+            try (InputStream in = Files.newInputStream(Path.of(path))) {
+                p.load(in);
+            }
+        }
+        return p;
+    }
+
     public static void main(String[] args) throws Exception {
         String bootstrap = cfg("BOOTSTRAP_SERVERS", "127.0.0.1:9092");
         String appId = cfg("APPLICATION_ID", "lossaudit-tb");
@@ -219,7 +232,8 @@ public final class StreamsApp {
         String tombstoneNote = cfg("TOMBSTONE_NOTE", null);
 
         GroundTruth truth = new GroundTruth(cfg("GROUND_TRUTH_FILE", ""));
-        Registry registry = copyMode ? null : new Registry(bootstrap, schemasTopic);
+        Properties client = clientProperties(cfg("CLIENT_PROPERTIES", ""));
+        Registry registry = copyMode ? null : new Registry(bootstrap, schemasTopic, client);
         if (registry != null) {
             registry.load();
         }
@@ -245,6 +259,7 @@ public final class StreamsApp {
         truth.write(start);
 
         Properties settings = new Properties();
+        settings.putAll(client);
         settings.put("application.id", appId);
         settings.put("bootstrap.servers", bootstrap);
         settings.put("processing.guarantee", cfg("PROCESSING_GUARANTEE", "exactly_once_v2"));
