@@ -211,7 +211,13 @@ func (s *pipelineSnapshot) settleDownstream(ctx context.Context, o Options) erro
 // is no failure: the finding stands on the offsets alone.
 func (s *pipelineSnapshot) nameHolders(ctx context.Context, o Options) {
 	s.holders, s.holderErr = map[string]map[int32]*finding.TxnHolder{}, map[string]map[int32]string{}
-	for _, t := range append(slices.Clone(s.changelogs), s.output) {
+	s.nameHoldersOf(ctx, o, append(slices.Clone(s.changelogs), s.output))
+}
+
+// nameHoldersOf names the holders of the partitions of topics whose LSO
+// stayed below their mark (see nameHolders).
+func (s *pipelineSnapshot) nameHoldersOf(ctx context.Context, o Options, topics []snapshot.Topic) {
+	for _, t := range topics {
 		for _, p := range t.Parts {
 			if t.Offsets[p].LSO >= s.startHW[t.Name][p] {
 				continue
