@@ -67,8 +67,10 @@ func takeSnapshot(ctx context.Context, o Options, ledgerTopics []string) (*compa
 	s := &compareSnapshot{at: o.Now(), due: map[kread.TP]int64{}, committed: make([]bool, len(o.Pairs)), sinkStartHW: map[string]map[int32]int64{}}
 	if o.Group != "" && len(sources) > 0 {
 		// A share group (KIP-932) has no committed offset per partition:
-		// its records are acknowledged one by one, so offsets cannot say
-		// which are due. Refuse it rather than call every record pending.
+		// its records are acknowledged one by one. Its share-partition
+		// start offsets (DescribeShareGroupOffsets) only say which records
+		// are settled, not which were copied (ShareGroupError), so it is
+		// refused rather than read as due offsets.
 		if gi, err := o.Source.DescribeGroup(ctx, o.Group); err != nil {
 			return nil, fmt.Errorf("compare: describing group %s: %w", o.Group, err)
 		} else if gi.Type == kread.GroupShare {
@@ -171,11 +173,25 @@ func (s *compareSnapshot) dueBelow(x int, p int32) int64 {
 }
 
 // ShareGroupError says that the group deciding which records are due is a
-// share group, which has no committed offsets.
+// share group (KIP-932), which cannot say which records were copied.
+//
+// Why (KIP-932; SharePartition in Kafka's core): a share group has no
+// committed offset per partition. The one offset it exposes per partition
+// is the share-partition start offset (DescribeShareGroupOffsets), below
+// which every record is in a terminal state: ACKNOWLEDGED (the consumer
+// accepted it) or ARCHIVED (the consumer rejected it, its delivery count
+// reached group.share.delivery.count.limit). The start offset also moves
+// past records never delivered: initialised at the log end under
+// share.auto.offset.reset=latest (the default), moved by an offset reset
+// (AlterShareGroupOffsets) or to the log start after retention. The
+// record states are the share coordinator's (ReadShareGroupState, a
+// broker-to-broker request), not exposed to clients. So a record below the
+// start offset without a copy may be lost, or dropped or skipped on
+// purpose: reporting it missing would be a guess.
 type ShareGroupError struct {
 	Group string
 }
 
 func (e *ShareGroupError) Error() string {
-	return fmt.Sprintf("group %s is a share group (KIP-932): it has no committed offset per partition, so it cannot tell which records are due; comparing against a share group's start offsets (DescribeShareGroupOffsets) is not supported yet: use compare.grace instead", e.Group)
+	return fmt.Sprintf("group %s is a share group (KIP-932): it commits no offsets, and its share-partition start offsets say only that the records below them are settled (accepted, rejected, archived after the delivery limit, or skipped at initialization with share.auto.offset.reset=latest or by an offset reset), not that they were copied, so a record without a copy could not be told lost from dropped on purpose; use compare.grace instead (docs/compare.md, \"What is due\")", e.Group)
 }
