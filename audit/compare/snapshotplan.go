@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/lossaudit/lossaudit/audit/finding"
 	"time"
 
 	"github.com/lossaudit/lossaudit/audit/internal/engine"
@@ -26,10 +27,18 @@ type compareSnapshot struct {
 	// sinkStartHW holds the sinks' high watermarks when the due offsets
 	// had been taken, by topic.
 	sinkStartHW map[string]map[int32]int64
-	sinks       []snapshot.Topic
-	sources     []snapshot.Topic
+	// holders names, by sink topic and partition, the open transaction
+	// holding the LSO of a sink partition that did not settle; holderErr
+	// says why one could not be named.
+	holders   map[string]map[int32]*finding.TxnHolder
+	holderErr map[string]map[int32]string
+	sinks     []snapshot.Topic
+	sources   []snapshot.Topic
 	// ledger holds the ledger topics' snapshots, by ledger topic index.
 	ledger []snapshot.Topic
+	// group is what the coordinator said of compare.group when its
+	// offsets were read; nil without a group.
+	group *finding.Group
 }
 
 // takeSnapshot reads, in this order: the due offsets of the sources (the
@@ -71,11 +80,14 @@ func takeSnapshot(ctx context.Context, o Options, ledgerTopics []string) (*compa
 		// start offsets (DescribeShareGroupOffsets) only say which records
 		// are settled, not which were copied (ShareGroupError), so it is
 		// refused rather than read as due offsets.
-		if gi, err := o.Source.DescribeGroup(ctx, o.Group); err != nil {
+		gi, err := o.Source.DescribeGroup(ctx, o.Group)
+		if err != nil {
 			return nil, fmt.Errorf("compare: describing group %s: %w", o.Group, err)
-		} else if gi.Type == kread.GroupShare {
+		}
+		if gi.Type == kread.GroupShare {
 			return nil, &ShareGroupError{Group: o.Group}
 		}
+		s.group = &finding.Group{ID: o.Group, Type: string(gi.Type), State: gi.State, Members: gi.Members, Via: gi.Via}
 		g, err := o.Source.GroupOffsets(ctx, o.Group, sources)
 		if err != nil {
 			return nil, fmt.Errorf("compare: reading committed offsets of group %s: %w", o.Group, err)
@@ -125,6 +137,10 @@ func takeSnapshot(ctx context.Context, o Options, ledgerTopics []string) (*compa
 			settled[p.Sink] = st
 		}
 		s.sinks = append(s.sinks, st)
+	}
+	s.holders, s.holderErr = map[string]map[int32]*finding.TxnHolder{}, map[string]map[int32]string{}
+	for name, st := range settled {
+		s.holders[name], s.holderErr[name] = snapshot.NameHolders(ctx, o.Sink, st, s.sinkStartHW[name])
 	}
 
 	read := func(topic string) (snapshot.Topic, error) {
