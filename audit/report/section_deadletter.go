@@ -31,10 +31,10 @@ func (v deadLetterView) counts(*finding.Summary) []countsBlock {
 		notes = []string{fmt.Sprintf("the dead-letter topic %s does not exist: the application dead-lettered nothing", safe(dl.Topic))}
 	}
 	if dl.Unreadable > 0 {
-		notes = append(notes, fmt.Sprintf("%s without the __streams.errors.topic, partition and offset headers exempt nothing", plural(dl.Unreadable, "dead-letter record", "dead-letter records")))
+		notes = append(notes, fmt.Sprintf("unreadable, exempting nothing (no __streams.errors.topic, partition and offset headers): %s", plural(dl.Unreadable, "dead-letter record", "dead-letter records")))
 	}
 	if dl.Unmatched > 0 {
-		notes = append(notes, fmt.Sprintf("%s name no audited, processed input record (another topic, not processed yet, outside the window, or a repartition copy of no input record)", plural(dl.Unmatched, "dead-letter record", "dead-letter records")))
+		notes = append(notes, fmt.Sprintf("unmatched, naming no audited and processed input record (another topic, not processed yet, outside the window, or a repartition copy of no input record): %s", plural(dl.Unmatched, "dead-letter record", "dead-letter records")))
 	}
 	blocks := []countsBlock{{title: "Dead-lettered", htmlTitle: "Dead-lettered input records", table: &per, notes: notes}}
 	if total == 0 {

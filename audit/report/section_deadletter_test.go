@@ -32,7 +32,7 @@ func TestDeadLetterSection(t *testing.T) {
 	}
 	text := sum.String()
 	for _, want := range []string{"Dead-lettered\n", "in-a[0]@41", "in-a[1]@7", "app-s-repartition[2]@9", "java.lang.ArithmeticException",
-		"dropped on purpose: the input records the dead-letter topic app-dlq names", "1 dead-letter record without the __streams.errors.topic"} {
+		"dropped on purpose: the input records the dead-letter topic app-dlq names", "unreadable, exempting nothing (no __streams.errors.topic, partition and offset headers): 1 dead-letter record"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("summary lacks %q:\n%s", want, text)
 		}
