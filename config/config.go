@@ -154,6 +154,10 @@ type Pipeline struct {
 	// Nodes declares the kinds of topology nodes whose names do not show
 	// them (Named.as, Materialized.as, ...), or a reduce that is windowed.
 	Nodes []Node `mapstructure:"nodes" list:"a list of nodes (- {name: ..., kind: ...})" entry:"a node"`
+	// DeadLetterTopic is the application's dead-letter queue
+	// (errors.dead.letter.queue.topic.name, Kafka Streams 4.2+, KIP-1034):
+	// the input records it names were dropped on purpose. "" for none.
+	DeadLetterTopic string `mapstructure:"dead_letter_topic"`
 }
 
 // Node declares the kind of one node of the topology file.

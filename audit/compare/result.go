@@ -16,7 +16,7 @@ func stuckSinks(o Options, snap *compareSnapshot) ([]finding.PartitionFinding, [
 			continue
 		}
 		seen[t.Name] = true
-		pf := detect.StuckLSO(t, snap.sinkStartHW[t.Name], o.SettleTimeout, nil, nil)
+		pf := detect.StuckLSO(t, snap.sinkStartHW[t.Name], o.SettleTimeout, snap.holders[t.Name], snap.holderErr[t.Name])
 		stuckTopic[t.Name] = len(pf) > 0
 		out = append(out, pf...)
 	}
@@ -67,6 +67,7 @@ func assemble(o Options, snap *compareSnapshot, col *collector, totals []pairTot
 		DecodeErrorsBySchema: col.decode.ByClass,
 		DecodeErrorSamples:   col.decode.Samples,
 		Sections:             []finding.Section{cs},
+		Group:                snap.group,
 	}
 	sink := &finding.StageCounts{Findings: map[finding.Kind]int64{}}
 	if len(o.Pairs) > 0 {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/lossaudit/lossaudit/audit/finding"
 	"time"
 
 	"github.com/lossaudit/lossaudit/audit/internal/engine"
@@ -26,10 +27,18 @@ type compareSnapshot struct {
 	// sinkStartHW holds the sinks' high watermarks when the due offsets
 	// had been taken, by topic.
 	sinkStartHW map[string]map[int32]int64
-	sinks       []snapshot.Topic
-	sources     []snapshot.Topic
+	// holders names, by sink topic and partition, the open transaction
+	// holding the LSO of a sink partition that did not settle; holderErr
+	// says why one could not be named.
+	holders   map[string]map[int32]*finding.TxnHolder
+	holderErr map[string]map[int32]string
+	sinks     []snapshot.Topic
+	sources   []snapshot.Topic
 	// ledger holds the ledger topics' snapshots, by ledger topic index.
 	ledger []snapshot.Topic
+	// group is what the coordinator said of compare.group when its
+	// offsets were read; nil without a group.
+	group *finding.Group
 }
 
 // takeSnapshot reads, in this order: the due offsets of the sources (the
@@ -67,13 +76,18 @@ func takeSnapshot(ctx context.Context, o Options, ledgerTopics []string) (*compa
 	s := &compareSnapshot{at: o.Now(), due: map[kread.TP]int64{}, committed: make([]bool, len(o.Pairs)), sinkStartHW: map[string]map[int32]int64{}}
 	if o.Group != "" && len(sources) > 0 {
 		// A share group (KIP-932) has no committed offset per partition:
-		// its records are acknowledged one by one, so offsets cannot say
-		// which are due. Refuse it rather than call every record pending.
-		if gi, err := o.Source.DescribeGroup(ctx, o.Group); err != nil {
+		// its records are acknowledged one by one. Its share-partition
+		// start offsets (DescribeShareGroupOffsets) only say which records
+		// are settled, not which were copied (ShareGroupError), so it is
+		// refused rather than read as due offsets.
+		gi, err := o.Source.DescribeGroup(ctx, o.Group)
+		if err != nil {
 			return nil, fmt.Errorf("compare: describing group %s: %w", o.Group, err)
-		} else if gi.Type == kread.GroupShare {
+		}
+		if gi.Type == kread.GroupShare {
 			return nil, &ShareGroupError{Group: o.Group}
 		}
+		s.group = &finding.Group{ID: o.Group, Type: string(gi.Type), State: gi.State, Members: gi.Members, Via: gi.Via}
 		g, err := o.Source.GroupOffsets(ctx, o.Group, sources)
 		if err != nil {
 			return nil, fmt.Errorf("compare: reading committed offsets of group %s: %w", o.Group, err)
@@ -124,6 +138,10 @@ func takeSnapshot(ctx context.Context, o Options, ledgerTopics []string) (*compa
 		}
 		s.sinks = append(s.sinks, st)
 	}
+	s.holders, s.holderErr = map[string]map[int32]*finding.TxnHolder{}, map[string]map[int32]string{}
+	for name, st := range settled {
+		s.holders[name], s.holderErr[name] = snapshot.NameHolders(ctx, o.Sink, st, s.sinkStartHW[name])
+	}
 
 	read := func(topic string) (snapshot.Topic, error) {
 		st, err := snapshot.Read(ctx, o.Source, topic)
@@ -171,11 +189,25 @@ func (s *compareSnapshot) dueBelow(x int, p int32) int64 {
 }
 
 // ShareGroupError says that the group deciding which records are due is a
-// share group, which has no committed offsets.
+// share group (KIP-932), which cannot say which records were copied.
+//
+// Why (KIP-932; SharePartition in Kafka's core): a share group has no
+// committed offset per partition. The one offset it exposes per partition
+// is the share-partition start offset (DescribeShareGroupOffsets), below
+// which every record is in a terminal state: ACKNOWLEDGED (the consumer
+// accepted it) or ARCHIVED (the consumer rejected it, its delivery count
+// reached group.share.delivery.count.limit). The start offset also moves
+// past records never delivered: initialised at the log end under
+// share.auto.offset.reset=latest (the default), moved by an offset reset
+// (AlterShareGroupOffsets) or to the log start after retention. The
+// record states are the share coordinator's (ReadShareGroupState, a
+// broker-to-broker request), not exposed to clients. So a record below the
+// start offset without a copy may be lost, or dropped or skipped on
+// purpose: reporting it missing would be a guess.
 type ShareGroupError struct {
 	Group string
 }
 
 func (e *ShareGroupError) Error() string {
-	return fmt.Sprintf("group %s is a share group (KIP-932): it has no committed offset per partition, so it cannot tell which records are due; comparing against a share group's start offsets (DescribeShareGroupOffsets) is not supported yet: use compare.grace instead", e.Group)
+	return fmt.Sprintf("group %s is a share group (KIP-932): it commits no offsets, and its share-partition start offsets say only that the records below them are settled (accepted, rejected, archived after the delivery limit, or skipped at initialization with share.auto.offset.reset=latest or by an offset reset), not that they were copied, so a record without a copy could not be told lost from dropped on purpose; use compare.grace instead (docs/compare.md, \"What is due\")", e.Group)
 }

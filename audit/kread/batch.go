@@ -54,7 +54,11 @@ type Record struct {
 	// was asked for), non-nil (possibly empty, also for a null header
 	// value) otherwise. It is valid only during the callback.
 	Header []byte
-	Kind   Kind
+	// Headers are the record's headers as the batch encodes them (a
+	// varint count, then each key and value with varint lengths), for
+	// EachHeader; valid only during the callback.
+	Headers []byte
+	Kind    Kind
 	// ProducerID is the producer id of the record's batch (-1 when none).
 	ProducerID int64
 }
@@ -94,6 +98,7 @@ type rawRec struct {
 	kOff, kLen      int  // kLen < 0: null
 	vOff, vLen      int
 	hOff, hLen      int // hLen < 0: no such header
+	hsOff, hsLen    int // every header, from the count to the record's end
 }
 
 type txnMark struct{ pid, first int64 }
@@ -346,6 +351,7 @@ func parseRecord(rec []byte, at int, header string) (rawRec, error) {
 	}
 	r.kOff += at
 	r.vOff += at
+	r.hsOff, r.hsLen = p+at, len(rec)-p
 	headers, n := binary.Varint(rec[p:])
 	if n <= 0 || headers < 0 {
 		return r, errShortRecord
@@ -365,6 +371,39 @@ func parseRecord(rec []byte, at int, header string) (rawRec, error) {
 		}
 	}
 	return r, nil
+}
+
+// EachHeader calls fn with the key and value of each header of a record's
+// Headers, in the order the producer wrote them (a null value is nil),
+// until fn returns false. Topic data is hostile: a header section that
+// does not parse is an error, never a panic.
+func EachHeader(headers []byte, fn func(key, value []byte) bool) error {
+	if len(headers) == 0 {
+		return nil
+	}
+	n, p := binary.Varint(headers)
+	if p <= 0 || n < 0 || n > int64(len(headers)) {
+		return errors.New("record headers: bad count")
+	}
+	for i := range n {
+		ko, kl, end, ok := field(headers, p)
+		if !ok || kl < 0 {
+			return fmt.Errorf("record headers: header %d: bad key", i)
+		}
+		vo, vl, end2, ok := field(headers, end)
+		if !ok {
+			return fmt.Errorf("record headers: header %d: bad value", i)
+		}
+		p = end2
+		var v []byte
+		if vl >= 0 {
+			v = headers[vo : vo+vl : vo+vl]
+		}
+		if !fn(headers[ko:ko+kl:ko+kl], v) {
+			return nil
+		}
+	}
+	return nil
 }
 
 // field reads a varint-length byte field at p: its offset and length (-1
@@ -396,7 +435,7 @@ func (d *decoder) records() []Record {
 		d.out = append(d.out, Record{
 			Topic: d.topic, Partition: d.partition, Offset: r.offset, Timestamp: r.ts, LogAppendTime: r.appendTime,
 			Key: slice(buf, r.kOff, r.kLen), Value: slice(buf, r.vOff, r.vLen), Header: slice(buf, r.hOff, r.hLen),
-			Kind: r.kind, ProducerID: r.pid,
+			Headers: slice(buf, r.hsOff, r.hsLen), Kind: r.kind, ProducerID: r.pid,
 		})
 	}
 	return d.out

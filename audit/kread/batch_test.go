@@ -446,3 +446,46 @@ func TestReadRejectsBatchesInflatingPastTheLimit(t *testing.T) {
 		t.Fatalf("err = %v, want a TooLargeError naming bomb[0] at offset 1", err)
 	}
 }
+
+// Record.Headers holds every header, which EachHeader hands out in the
+// order written (repeated names too, a null value as nil), plain or
+// compressed; a garbled header section is an error, never a panic.
+func TestEachHeader(t *testing.T) {
+	h := func(k, v string) [2][]byte { return [2][]byte{[]byte(k), []byte(v)} }
+	recs := []encRec{
+		{value: []byte("a"), headers: [][2][]byte{h("__streams.errors.topic", "in-a"), h("x", ""), {[]byte("n"), nil}, h("x", "second")}},
+		{value: []byte("b")},
+	}
+	want := []string{`__streams.errors.topic="in-a" x="" n=<nil> x="second"`, ``}
+	for _, codec := range []int16{codecNone, codecZstd} {
+		t.Run(fmt.Sprintf("codec %d", codec), func(t *testing.T) {
+			b := encBatch{base: 0, lastOffsetDelta: -1, pid: -1, epoch: -1, codec: codec, recs: recs}
+			d := decoder{}
+			got, _, _, err := d.decode(b.encode(t), nil, 0, 10, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, r := range got {
+				var parts []string
+				if err := EachHeader(r.Headers, func(k, v []byte) bool {
+					if v == nil {
+						parts = append(parts, string(k)+"=<nil>")
+					} else {
+						parts = append(parts, fmt.Sprintf("%s=%q", k, v))
+					}
+					return true
+				}); err != nil {
+					t.Fatalf("record %d: %v", i, err)
+				}
+				if g := strings.Join(parts, " "); g != want[i] {
+					t.Errorf("record %d: headers %s, want %s", i, g, want[i])
+				}
+			}
+		})
+	}
+	for _, bad := range [][]byte{{0x01}, {0x02, 0x02, 'k'}, {0x02, 0x02, 'k', 0x7f}, {0x7f}, {0x01, 0x02}} {
+		if err := EachHeader(bad, func([]byte, []byte) bool { return true }); err == nil {
+			t.Errorf("EachHeader(%x): no error", bad)
+		}
+	}
+}

@@ -192,6 +192,9 @@ type htmlPage struct {
 	Finished      string
 	Window        string
 	Config        []string
+	// Group is the summary's Group line: what the group's coordinator
+	// said of the group (its type, state and members); "" without one.
+	Group string
 }
 
 // htmlTable is a table of text cells; Right marks right-aligned columns.
@@ -359,6 +362,9 @@ func (p *htmlPage) setRun(s *finding.Summary, config string) {
 		p.Timings.Rows = append(p.Timings.Rows, []string{"total", Timing(s.Finished.Sub(s.Started))})
 	}
 	p.Started, p.Finished = formatTime(s.Started), formatTime(s.Finished)
+	if s.Group != nil {
+		p.Group = safe(GroupText(s.Group))
+	}
 	if !s.Window.From.IsZero() || !s.Window.To.IsZero() {
 		p.Window = windowText(s.Window)
 	}

@@ -153,6 +153,8 @@ func viewOf(sec finding.Section) any {
 		return streamsView{v}
 	case *finding.CompareSummary:
 		return compareView{v}
+	case *finding.DeadLetters:
+		return deadLetterView{v}
 	}
 	return nil
 }

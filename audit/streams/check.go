@@ -47,7 +47,17 @@ func check(o Options, snap *pipelineSnapshot, stuck map[kread.TP]bool, tl *timel
 	}
 	var held []heldRow
 	if len(stuck) > 0 {
+		// A stuck dead-letter partition may hide the record that exempts
+		// any input record: every row is withheld.
+		dlqStuck := false
+		for tp := range stuck {
+			dlqStuck = dlqStuck || (o.DeadLetterTopic != "" && tp.Topic == o.DeadLetterTopic)
+		}
 		spec.Withheld = func(stage finding.Stage, x int, key []byte) bool {
+			if dlqStuck {
+				held = append(held, heldRow{stage, x})
+				return true
+			}
 			t := snap.output
 			if stage == finding.StageChangelog {
 				t = snap.changelogs[x]

@@ -19,6 +19,9 @@ const (
 	// nullKey: the selected key is null, which selectKey's repartitioning
 	// drops (dropped by design).
 	nullKey
+	// deadLettered: processed, and named by the application's dead-letter
+	// queue: dropped on purpose (decided after classify).
+	deadLettered
 )
 
 // window bounds the audited timestamps (Unix ms); zero is unbounded.

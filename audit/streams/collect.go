@@ -82,6 +82,8 @@ type collector struct {
 	tails  tailSet
 	// timeline counts the audited and pending input records by timestamp.
 	timeline *timeline
+	// dlq is the application's dead-letter queue; nil without one.
+	dlq *deadLetterQueue
 
 	// windowFrom holds, per input partition, the window start offset the
 	// read began at (windowed runs).
@@ -95,7 +97,7 @@ type collector struct {
 
 func newCollector(o Options, snap *pipelineSnapshot, plan *readPlan, w entryWriter) *collector {
 	c := &collector{o: o, snap: snap, plan: plan, w: w, counts: make([]inputCounters, len(o.Inputs)), next: map[kread.TP]detect.NextRecord{},
-		timeline: newTimeline(len(o.Inputs))}
+		timeline: newTimeline(len(o.Inputs)), dlq: newDeadLetterQueue(o.DeadLetterTopic, len(o.Inputs))}
 	c.tails.limit = o.maxTails
 	if !o.From.IsZero() {
 		c.win.from = o.From.UnixMilli()
@@ -121,6 +123,11 @@ func (c *collector) readTails(ctx context.Context) error {
 // readRest reads, after the snapshot is complete, the inputs, the
 // changelogs and the output.
 func (c *collector) readRest(ctx context.Context) error {
+	if c.dlq != nil {
+		if err := c.dlq.load(ctx, c); err != nil {
+			return err
+		}
+	}
 	for x := range c.o.Inputs {
 		if err := c.readInput(ctx, x); err != nil {
 			return err
@@ -198,7 +205,7 @@ func (c *collector) readInput(ctx context.Context, x int) error {
 	seenNext := map[int32]bool{} // per partition; callbacks of one partition are sequential, in offset order
 	var seenMu sync.Mutex
 	err = collect.Read(ctx, c.o.Kafka, collect.Spec{Name: "input " + in.Topic, Ranges: rs, Total: total, Progress: c.o.Progress, Stats: &c.stats}, func(recs []kread.Record) error {
-		var n [nullKey + 1]int64
+		var n [deadLettered + 1]int64
 		var nextDone bool
 		if len(recs) > 0 {
 			seenMu.Lock()
@@ -231,6 +238,11 @@ func (c *collector) readInput(ctx context.Context, x int) error {
 			first := coalesce
 			if cl == candidate {
 				fp = fingerprint(rec.Value)
+			}
+			if (cl == candidate || cl == undecodable) && c.dlq.exempt(x, in.Name, rec, ok && rec.Offset < committed, cl == candidate, key, ts, fp) {
+				cl = deadLettered
+			}
+			if cl == candidate {
 				if coalesce && c.tails.has(newTailID(uint8(x), key, ts, fp)) {
 					if c.plan == nil {
 						cl = pending // its copy waits in the repartition tail: the second hop's lag

@@ -91,6 +91,10 @@ type Options struct {
 	Progress   Progress
 	// Now is the clock (default time.Now).
 	Now func() time.Time
+	// DeadLetterTopic, when set, is the application's dead-letter queue
+	// (errors.dead.letter.queue.topic.name, Kafka Streams 4.2+): the input
+	// records it names were dropped on purpose and are not audited.
+	DeadLetterTopic string
 	// History, when set, compares this run's snapshot with the previous
 	// run's (truncated, offset_reset) and records it for the next run.
 	History History

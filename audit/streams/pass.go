@@ -83,6 +83,9 @@ func (p *modePass) Settle(ctx context.Context) error {
 	if err := p.snap.settleDownstream(ctx, p.o); err != nil {
 		return err
 	}
+	if err := p.col.dlq.settle(ctx, p.o, p.snap); err != nil {
+		return err
+	}
 	if p.step != nil {
 		p.col.plan = p.step.plan(true)
 	}

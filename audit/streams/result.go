@@ -23,6 +23,7 @@ func partitionFindings(o Options, snap *pipelineSnapshot, col *collector, prev m
 	for _, t := range append(snap.changelogs, snap.output) {
 		out = append(out, detect.StuckLSO(t, snap.startHW[t.Name], o.SettleTimeout, snap.holders[t.Name], snap.holderErr[t.Name])...)
 	}
+	out = append(out, col.dlq.stuck(o, snap)...)
 	out = append(out, detect.PoisonPill(o.Group, snap.groupActive, col.nextRecords())...)
 	var inputs []snapshot.Partition
 	for _, t := range snap.inputs {
@@ -101,6 +102,9 @@ func assemble(ctx context.Context, o Options, snap *pipelineSnapshot, col *colle
 			Field: in.Field, TopError: col.decode.Top(x), Nearest: col.decode.Near[x]})
 	}
 	s.Sections = []finding.Section{&finding.Streams{Pipeline: pl, Timeline: col.timeline.result(s.InputOrder)}}
+	if col.dlq != nil {
+		s.Sections = append(s.Sections, col.dlq.section(o))
+	}
 	for _, r := range chk.rows {
 		s.Stages[r.Stage].Findings[r.Kind]++
 	}

@@ -217,25 +217,19 @@ func (s *pipelineSnapshot) settleDownstream(ctx context.Context, o Options) erro
 // is no failure: the finding stands on the offsets alone.
 func (s *pipelineSnapshot) nameHolders(ctx context.Context, o Options) {
 	s.holders, s.holderErr = map[string]map[int32]*finding.TxnHolder{}, map[string]map[int32]string{}
-	for _, t := range append(slices.Clone(s.changelogs), s.output) {
-		for _, p := range t.Parts {
-			if t.Offsets[p].LSO >= s.startHW[t.Name][p] {
-				continue
-			}
-			h, err := o.Kafka.TransactionHolder(ctx, t.Name, p)
-			switch {
-			case err != nil:
-				if s.holderErr[t.Name] == nil {
-					s.holderErr[t.Name] = map[int32]string{}
-				}
-				s.holderErr[t.Name][p] = err.Error()
-			case h != nil:
-				if s.holders[t.Name] == nil {
-					s.holders[t.Name] = map[int32]*finding.TxnHolder{}
-				}
-				s.holders[t.Name][p] = &finding.TxnHolder{Leader: h.Leader, ProducerID: h.ProducerID, ProducerEpoch: h.ProducerEpoch,
-					StartOffset: h.StartOffset, TransactionalID: h.TransactionalID, State: h.State}
-			}
+	s.nameHoldersOf(ctx, o, append(slices.Clone(s.changelogs), s.output))
+}
+
+// nameHoldersOf names the holders of the partitions of topics whose LSO
+// stayed below their mark (see nameHolders).
+func (s *pipelineSnapshot) nameHoldersOf(ctx context.Context, o Options, topics []snapshot.Topic) {
+	for _, t := range topics {
+		h, e := snapshot.NameHolders(ctx, o.Kafka, t, s.startHW[t.Name])
+		if h != nil {
+			s.holders[t.Name] = h
+		}
+		if e != nil {
+			s.holderErr[t.Name] = e
 		}
 	}
 }

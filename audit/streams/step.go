@@ -109,6 +109,9 @@ func Step(ctx context.Context, o Options, so StepOptions) (*incremental.Stepped,
 	if so.State == nil {
 		return nil, errors.New("reconcile: no state store")
 	}
+	if o.DeadLetterTopic != "" {
+		return nil, errors.New("reconcile: dead-letter queues are read by audits only")
+	}
 	desc := describePipeline(o, so.Describe)
 	var last checkpoint
 	st, err := incremental.Begin(so.State, checkpointVersion, &last, desc)

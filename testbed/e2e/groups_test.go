@@ -7,12 +7,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/linkedin/goavro/v2"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/lossaudit/lossaudit/audit/app"
 	"github.com/lossaudit/lossaudit/audit/finding"
 	"github.com/lossaudit/lossaudit/audit/kread"
+	"github.com/lossaudit/lossaudit/testbed/kafka"
+	"github.com/lossaudit/lossaudit/testbed/loadgen"
 	"github.com/lossaudit/lossaudit/testbed/poll"
 )
 
@@ -26,7 +29,10 @@ import (
 // although DescribeGroups, which lossaudit used to ask, says Dead with no
 // members. Once the application has stopped on the record (the default
 // LogAndFail handler, the client shut down), the audit reports exactly one
-// poison_pill, at that record. Then, on the same pipeline, records
+// poison_pill, at that record. Restarted with a dead-letter queue, the
+// application skips it, and the audit lists it with two records the
+// application failed to process as dead-lettered, not lost (deadLetters).
+// Then, on the same pipeline, records
 // deleted past the committed offset of in-c[1] are offset_out_of_range, and
 // a partition added to in-b, never committed on, with records an hour old,
 // is unprocessed_partition.
@@ -145,6 +151,9 @@ func TestStreamsGroupPoisonPill(t *testing.T) {
 		t.Errorf("stopped application: partition findings\n%s\nwant\n%s", strings.Join(got, "\n"), want)
 	}
 
+	// The application restarted with a dead-letter queue skips the pill.
+	dlq := deadLetters(t, ctx, res, prod, pill)
+
 	// On the same stopped pipeline, the root-cause signatures:
 	// offset_out_of_range: records of in-c[1] deleted past the committed
 	// offset before the application processed them;
@@ -158,6 +167,7 @@ func TestStreamsGroupPoisonPill(t *testing.T) {
 	addPartitions(t, ctx, env, Inputs[1], 4)
 	produceAt(t, ctx, prod, Inputs[1], 3, time.Hour, 2)
 	cfg := *res.Config
+	cfg.Pipeline.DeadLetterTopic = dlq
 	cfg.Audit.UnprocessedAfter = 30 * time.Minute
 	cfg.Store.Dir = t.TempDir()
 	ar, _, err = app.Run(ctx, &cfg, app.Options{})
@@ -178,7 +188,6 @@ func TestStreamsGroupPoisonPill(t *testing.T) {
 		got = append(got, s)
 	}
 	want := []string{
-		fmt.Sprintf("%s %s[0]@%d", finding.PoisonPill, Inputs[0], pill),
 		fmt.Sprintf("%s %s[3] [0, 2)", finding.UnprocessedPartition, Inputs[1]),
 		fmt.Sprintf("%s %s[1] committed %d log start %d", finding.OffsetOutOfRange, Inputs[2], cCommitted, cEnd),
 	}
@@ -190,14 +199,155 @@ func TestStreamsGroupPoisonPill(t *testing.T) {
 	}
 }
 
+// deadLetters continues TestStreamsGroupPoisonPill on its pipeline, stopped
+// on the pill (KIP-1034, Kafka Streams 4.4.0): the application restarts with
+// a dead-letter queue, LogAndContinue deserialization and processing
+// handlers, a selectKey that throws on one new input record and a reduce
+// that throws on another's repartition copy. It sends to the queue the
+// pill (deserialization), the first record (at the first hop) and the
+// second (at the second hop: its dead-letter record names the repartition
+// topic's record). The audit with pipeline.dead_letter_topic reports no
+// loss and no partition finding, and lists exactly these three input
+// records as dead-lettered; without the key, the two that decode are
+// reported lost.
+func deadLetters(t *testing.T, ctx context.Context, res *Result, prod *kgo.Client, pill int64) (dlq string) {
+	env := res.Env
+	dlq = "lossaudit-tb-dlq"
+	if err := env.Admin.CreateTopics(ctx, kafka.TopicSpec{Name: dlq, Partitions: 2}); err != nil {
+		t.Fatal(err)
+	}
+	// Two records of in-a, each a copy of an existing one (an update of a
+	// customer the store holds, so the reduce runs) with the note that
+	// makes the application throw.
+	codec, err := goavro.NewCodec(loadgen.SchemaA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var a0 [][]byte
+	err = kafka.Consume(ctx, env.Cluster.Bootstrap(), []kafka.Range{{Topic: Inputs[0], Partition: 1, From: 0, To: 2}}, true, func(r *kgo.Record) error {
+		a0 = append(a0, r.Value)
+		return nil
+	})
+	if err != nil || len(a0) != 2 {
+		t.Fatalf("reading a record of each input: %v", err)
+	}
+	// Two customers (the first records of a partition are distinct ones),
+	// so that without the queue each is a row of its own.
+	withNote := func(a0 []byte, note string) []byte {
+		native, _, err := codec.NativeFromBinary(a0[5:])
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := native.(map[string]any)
+		m["note"] = goavro.Union("string", note)
+		b, err := codec.BinaryFromNative(append([]byte(nil), a0[:5]...), m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	produce := func(topic string, partition int32, value []byte) int64 {
+		r, err := prod.ProduceSync(ctx, &kgo.Record{Topic: topic, Partition: partition, Key: []byte("dlq"), Value: value}).First()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.Offset
+	}
+	atSelect := produce(Inputs[0], 0, withNote(a0[0], "boom-select"))
+	atReduce := produce(Inputs[0], 0, withNote(a0[1], "boom-reduce"))
+
+	env.App.SetErrorHandling(true, false)
+	env.App.SetDeadLetters(dlq, true, "boom-select", "boom-reduce")
+	if err := env.App.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.App.WaitRunning(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := WaitCaughtUp(ctx, env, res.Stages); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.App.Stop(); err != nil {
+		t.Fatal(err)
+	}
+
+	cfg := *res.Config
+	cfg.Pipeline.DeadLetterTopic = dlq
+	cfg.Store.Dir = t.TempDir()
+	ar, _, err := app.Run(ctx, &cfg, app.Options{})
+	if err != nil {
+		t.Fatalf("dead letters: audit: %v", err)
+	}
+	if len(ar.Rows) != 0 {
+		t.Errorf("dead letters: %d loss rows, want none: %+v", len(ar.Rows), ar.Rows)
+	}
+	for _, pf := range ar.Summary.Partitions {
+		t.Errorf("dead letters: partition finding %s %s[%d] %+v", pf.Kind, pf.Topic, pf.Partition, pf.Evidence)
+	}
+	dl, ok := finding.SectionOf[*finding.DeadLetters](&ar.Summary)
+	if !ok {
+		t.Fatal("dead letters: no dead-letter section")
+	}
+	var got []string
+	for _, r := range dl.Records {
+		s := fmt.Sprintf("%s %s[%d]@%d %s", r.Input, r.Topic, r.Partition, r.Offset, r.Exception)
+		if r.ViaTopic != "" {
+			s += " via " + r.ViaTopic
+		}
+		got = append(got, s)
+	}
+	const deser = "org.apache.kafka.common.errors.SerializationException"
+	want := []string{
+		fmt.Sprintf("a %s[0]@%d %s", Inputs[0], pill, deser),
+		fmt.Sprintf("a %s[0]@%d java.lang.IllegalStateException", Inputs[0], atSelect),
+		fmt.Sprintf("a %s[0]@%d java.lang.IllegalArgumentException via %s", Inputs[0], atReduce, res.Stages["a"].Repartition),
+	}
+	if g, w := strings.Join(got, "\n"), strings.Join(want, "\n"); g != w {
+		t.Errorf("dead letters: dead-lettered\n%s\nwant\n%s", g, w)
+	}
+	if dl.Unreadable != 0 || dl.Unmatched != 0 || dl.Read != 3 {
+		t.Errorf("dead letters: section %+v, want 3 read, none unreadable or unmatched", *dl)
+	}
+	t.Logf("dead letters: %d records in %s, listed %v", dl.Read, dlq, got)
+
+	// Without the key, the records that decode are lost downstream.
+	cfg.Pipeline.DeadLetterTopic = ""
+	cfg.Store.Dir = t.TempDir()
+	if ar, _, err = app.Run(ctx, &cfg, app.Options{}); err != nil {
+		t.Fatalf("without the dead-letter topic: audit: %v", err)
+	}
+	var lost []string
+	for _, r := range ar.Rows {
+		lost = append(lost, fmt.Sprintf("%s %s %s[%d]@%d", r.Kind, r.Input, r.Topic, r.Partition, r.Offset))
+	}
+	if len(lost) != 2 {
+		t.Errorf("without the dead-letter topic: rows %v, want the two records that decode", lost)
+	}
+	return dlq
+}
+
 // produceAt writes n undecodable records to topic's partition, timestamped
-// age ago, and returns the partition's end offset after them.
+// age ago, and returns the partition's end offset after them. A partition
+// just added may be missing from the producer's metadata for a moment
+// (kgo: "invalid record partitioning choice"): it refreshes the metadata
+// and asks again until a deadline.
 func produceAt(t *testing.T, ctx context.Context, prod *kgo.Client, topic string, partition int32, age time.Duration, n int) int64 {
 	t.Helper()
 	var last int64
 	for i := range n {
-		r, err := prod.ProduceSync(ctx, &kgo.Record{Topic: topic, Partition: partition, Timestamp: time.Now().Add(-age),
-			Value: []byte(fmt.Sprintf("staged %d", i))}).First()
+		var r *kgo.Record
+		var err error
+		if perr := poll.Until(ctx, time.Minute, 200*time.Millisecond, fmt.Sprintf("%s[%d] in the producer's metadata", topic, partition), func() bool {
+			r, err = prod.ProduceSync(ctx, &kgo.Record{Topic: topic, Partition: partition, Timestamp: time.Now().Add(-age),
+				Value: []byte(fmt.Sprintf("staged %d", i))}).First()
+			if err != nil && strings.Contains(err.Error(), "invalid record partitioning choice") {
+				prod.ForceMetadataRefresh()
+				return false
+			}
+			return true
+		}); perr != nil {
+			t.Fatalf("%v: %v", perr, err)
+		}
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -174,6 +174,15 @@ type Options struct {
 	// entries every client of the application gets (security.protocol,
 	// sasl.mechanism, sasl.jaas.config, ssl.truststore.*: a secured cluster).
 	ClientProperties string
+	// DeadLetterTopic, when set, is errors.dead.letter.queue.topic.name
+	// (Kafka Streams 4.2+, KIP-1034); SkipProcessingErrors skips records a
+	// processor throws on (LogAndContinueProcessingExceptionHandler,
+	// 4.0+), which with DeadLetterTopic go to the queue; FailSelectNote and
+	// FailReduceNote make selectKey and the reduce throw on values whose
+	// note is that text. All may change between starts.
+	DeadLetterTopic                string
+	SkipProcessingErrors           bool
+	FailSelectNote, FailReduceNote string
 }
 
 // App is the application process (restartable).
@@ -280,6 +289,10 @@ func (a *App) env() []string {
 		"DESERIALIZATION_HANDLER="+map[bool]string{true: "continue", false: ""}[a.o.SkipUndecodable],
 		"ON_THREAD_ERROR="+map[bool]string{true: "shutdown", false: ""}[a.o.ShutdownOnError],
 		"CLIENT_PROPERTIES="+a.o.ClientProperties,
+		"DEAD_LETTER_TOPIC="+a.o.DeadLetterTopic,
+		"PROCESSING_HANDLER="+map[bool]string{true: "continue", false: ""}[a.o.SkipProcessingErrors],
+		"FAIL_SELECT_NOTE="+a.o.FailSelectNote,
+		"FAIL_REDUCE_NOTE="+a.o.FailReduceNote,
 	)
 }
 
@@ -287,6 +300,13 @@ func (a *App) env() []string {
 // deserialize and stream threads that die (see Options).
 func (a *App) SetErrorHandling(skipUndecodable, shutdownOnError bool) {
 	a.o.SkipUndecodable, a.o.ShutdownOnError = skipUndecodable, shutdownOnError
+}
+
+// SetDeadLetters changes, for the next start, the dead-letter topic, the
+// processing handler and the injected processing failures (see Options).
+func (a *App) SetDeadLetters(topic string, skipProcessingErrors bool, failSelectNote, failReduceNote string) {
+	a.o.DeadLetterTopic, a.o.SkipProcessingErrors = topic, skipProcessingErrors
+	a.o.FailSelectNote, a.o.FailReduceNote = failSelectNote, failReduceNote
 }
 
 // SetGuarantee changes processing.guarantee and commit.interval.ms for the

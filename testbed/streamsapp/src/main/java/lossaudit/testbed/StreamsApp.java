@@ -58,6 +58,14 @@ import org.apache.kafka.streams.processor.StreamPartitioner;
  * DESERIALIZATION_HANDLER ("continue": LogAndContinueExceptionHandler;
  * default LogAndFail) and ON_THREAD_ERROR ("shutdown": SHUTDOWN_CLIENT when a
  * stream thread dies; default REPLACE_THREAD).
+ *
+ * <p>Dead-letter queue (Kafka Streams 4.2+, KIP-1034): DEAD_LETTER_TOPIC sets
+ * errors.dead.letter.queue.topic.name, to which the exception handlers send
+ * the records they give up on; PROCESSING_HANDLER ("continue":
+ * LogAndContinueProcessingExceptionHandler, 4.0+) skips records a processor
+ * throws on; FAIL_SELECT_NOTE and FAIL_REDUCE_NOTE make selectKey (before the
+ * repartition) and the reduce (after it) throw on a value whose note is that
+ * text. All four are only set when given, so older versions run unchanged.
  */
 public final class StreamsApp {
     private StreamsApp() {}
@@ -117,7 +125,8 @@ public final class StreamsApp {
     }
 
     static Topology build(Registry registry, GroundTruth truth, List<String> inputs, String output,
-                          Map<String, Set<String>> dropBeforeStore, Set<String> dropBeforeOutput, String tombstoneNote) {
+                          Map<String, Set<String>> dropBeforeStore, Set<String> dropBeforeOutput, String tombstoneNote,
+                          String failSelectNote, String failReduceNote) {
         StreamsBuilder builder = new StreamsBuilder();
         @SuppressWarnings("unchecked")
         KTable<String, GenericRecord>[] tables = new KTable[3];
@@ -126,13 +135,21 @@ public final class StreamsApp {
             AvroSerde serde = new AvroSerde(registry, name, dropBeforeStore.get(name), truth);
             boolean isA = i == 0;
             Reducer<GenericRecord> newest = (oldV, newV) -> {
+                if (failReduceNote != null && failReduceNote.equals(String.valueOf(newV.get("note")))) {
+                    throw new IllegalArgumentException("lossaudit testbed: the reduce fails on note " + failReduceNote);
+                }
                 if (isA && tombstoneNote != null && tombstoneNote.equals(String.valueOf(newV.get("note")))) {
                     return null;
                 }
                 return newV;
             };
             tables[i] = builder.stream(inputs.get(i), Consumed.with(Serdes.String(), serde))
-                    .selectKey((k, v) -> v == null ? null : String.valueOf(v.get("customerId")))
+                    .selectKey((k, v) -> {
+                        if (v != null && failSelectNote != null && failSelectNote.equals(String.valueOf(v.get("note")))) {
+                            throw new IllegalStateException("lossaudit testbed: selectKey fails on note " + failSelectNote);
+                        }
+                        return v == null ? null : String.valueOf(v.get("customerId"));
+                    })
                     .groupByKey(Grouped.with(Serdes.String(), serde))
                     .reduce(newest, Materialized.with(Serdes.String(), serde));
         }
@@ -239,7 +256,8 @@ public final class StreamsApp {
         }
 
         Topology topology = copyMode ? copy(inputs.get(0), output)
-                : build(registry, truth, inputs, output, dropBeforeStore, dropBeforeOutput, tombstoneNote);
+                : build(registry, truth, inputs, output, dropBeforeStore, dropBeforeOutput, tombstoneNote,
+                        cfg("FAIL_SELECT_NOTE", null), cfg("FAIL_REDUCE_NOTE", null));
         String described = topology.describe().toString();
         System.out.println(described);
         if (!topologyFile.isEmpty()) {
@@ -296,6 +314,14 @@ public final class StreamsApp {
         if ("continue".equals(cfg("DESERIALIZATION_HANDLER", ""))) {
             // The 3.x name, still read by 4.x (deprecated by KIP-1056).
             settings.put("default.deserialization.exception.handler", LogAndContinueExceptionHandler.class);
+        }
+        String deadLetterTopic = cfg("DEAD_LETTER_TOPIC", "");
+        if (!deadLetterTopic.isEmpty()) {
+            settings.put("errors.dead.letter.queue.topic.name", deadLetterTopic);
+        }
+        if ("continue".equals(cfg("PROCESSING_HANDLER", ""))) {
+            // By name: the class exists from Kafka Streams 4.0 (KIP-1033).
+            settings.put("processing.exception.handler", "org.apache.kafka.streams.errors.LogAndContinueProcessingExceptionHandler");
         }
         boolean shutdownOnError = "shutdown".equals(cfg("ON_THREAD_ERROR", ""));
 

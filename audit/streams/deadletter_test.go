@@ -1,0 +1,143 @@
+package streams
+
+import (
+	"encoding/binary"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/lossaudit/lossaudit/audit/finding"
+	"github.com/lossaudit/lossaudit/audit/internal/engine/detect"
+	"github.com/lossaudit/lossaudit/audit/kread"
+)
+
+// dlqHeaders are the headers Kafka Streams writes on a dead-letter record
+// naming topic[partition]@offset, after the failed record's own.
+func dlqHeaders(topic string, partition int32, offset int64, exception string) []byte {
+	kv := [][2]string{{"trace-id", "t-1"}, {detect.HeaderDLQException, exception}, {detect.HeaderDLQMessage, "failed on " + topic},
+		{"__streams.errors.stacktrace", "at ..."}, {detect.HeaderDLQTopic, topic},
+		{detect.HeaderDLQPartition, fmt.Sprint(partition)}, {detect.HeaderDLQOffset, fmt.Sprint(offset)}}
+	b := binary.AppendVarint(nil, int64(len(kv)))
+	for _, h := range kv {
+		for _, s := range h {
+			b = binary.AppendVarint(b, int64(len(s)))
+			b = append(b, s...)
+		}
+	}
+	return b
+}
+
+// addDLQ appends a dead-letter record with key, value and timestamp.
+func (f *fakeKafka) addDLQ(t string, key, value []byte, ts int64, headers []byte) {
+	fp := f.parts[t][0]
+	fp.recs = append(fp.recs, kread.Record{Topic: t, Offset: int64(len(fp.recs)), Timestamp: ts, Key: key, Value: value, Headers: headers, Kind: kread.Committed})
+}
+
+// TestRunDeadLetters: input records the application sent to its
+// dead-letter queue (at the first hop, at the second after a repartition
+// whose copy is purged since, an undecodable one) are listed as
+// dead-lettered, not reported lost, not counted as audited or undecodable;
+// a record lost without a dead-letter record is still loss; dead-letter
+// records naming an unprocessed record, another topic, or nothing exempt
+// nothing.
+func TestRunDeadLetters(t *testing.T) {
+	tp := newTestPipeline(t)
+	f := tp.f
+	f.topic("app-dlq", 1)
+	tp.opt.DeadLetterTopic = "app-dlq"
+	a := tp.opt.Inputs[0]
+	for i := range 10 {
+		tp.process(0, 0, fmt.Sprintf("k%d", i), int64(100+i), "ok", false, false)
+	}
+	// First hop: selectKey failed on in-A[1]@0; the offset moved past it.
+	first := f.add(a.Topic, 1, []byte("orig"), []byte("k1|boom"), 500, kread.Committed)
+	f.group[kread.TP{Topic: a.Topic, Partition: 1}] = first + 1
+	f.addDLQ("app-dlq", []byte("orig"), []byte("k1|boom"), 500, dlqHeaders(a.Topic, 1, first, "java.lang.IllegalStateException"))
+	// Second hop: the reduce failed on the copy, since purged.
+	second := f.add(a.Topic, 1, []byte("orig"), []byte("k2|late"), 600, kread.Committed)
+	f.group[kread.TP{Topic: a.Topic, Partition: 1}] = second + 1
+	rp := partitionFor([]byte("k2"), 2)
+	roff := f.add(a.RepartitionTopic, rp, []byte("k2"), []byte("k2|late"), 600, kread.Committed)
+	f.group[kread.TP{Topic: a.RepartitionTopic, Partition: rp}] = roff + 1
+	f.parts[a.RepartitionTopic][rp].logStart = roff + 1
+	f.addDLQ("app-dlq", []byte("k2"), []byte("k2|late"), 600, dlqHeaders(a.RepartitionTopic, rp, roff, "java.lang.ArithmeticException"))
+	// Deserialization: an undecodable record, skipped.
+	bad := f.add(a.Topic, 1, []byte("orig"), []byte("!garbage"), 700, kread.Committed)
+	f.group[kread.TP{Topic: a.Topic, Partition: 1}] = bad + 1
+	f.addDLQ("app-dlq", []byte("orig"), []byte("!garbage"), 700, dlqHeaders(a.Topic, 1, bad, "org.apache.kafka.common.errors.SerializationException"))
+	// Injected loss: processed, never reached the store, no dead-letter record.
+	lost := tp.process(0, 0, "gone", 800, "lost", true, true)
+	// Not skipped (LogAndFail with a dead-letter queue): at the committed
+	// offset, pending, and its dead-letter record exempts nothing.
+	stuck := f.add(a.Topic, 1, []byte("orig"), []byte("k4|stop"), 900, kread.Committed)
+	f.addDLQ("app-dlq", []byte("orig"), []byte("k4|stop"), 900, dlqHeaders(a.Topic, 1, stuck, "java.lang.IllegalStateException"))
+	f.addDLQ("app-dlq", nil, []byte("x"), 1, dlqHeaders("another-app-input", 0, 3, "E"))
+	f.addDLQ("app-dlq", nil, []byte("x"), 1, nil) // no headers: not Kafka Streams'
+	f.members = 1
+
+	res := tp.run(t)
+	if got, want := strings.Join(rowsString(res.Rows), "\n"), fmt.Sprintf("missing changelog a gone inA[0]@%d", lost); got != want {
+		t.Errorf("rows\n%s\nwant\n%s", got, want)
+	}
+	dl, ok := finding.SectionOf[*finding.DeadLetters](&res.Summary)
+	if !ok {
+		t.Fatal("no dead-letter section")
+	}
+	var got []string
+	for _, r := range dl.Records {
+		s := fmt.Sprintf("%s %s[%d]@%d dlq@%d %s", r.Input, r.Topic, r.Partition, r.Offset, r.DLQOffset, r.Exception)
+		if r.ViaTopic != "" {
+			s += fmt.Sprintf(" via %s[%d]@%d", r.ViaTopic, r.ViaPartition, r.ViaOffset)
+		}
+		got = append(got, s)
+	}
+	want := []string{
+		fmt.Sprintf("a inA[1]@%d dlq@0 java.lang.IllegalStateException", first),
+		fmt.Sprintf("a inA[1]@%d dlq@1 java.lang.ArithmeticException via %s[%d]@%d", second, a.RepartitionTopic, rp, roff),
+		fmt.Sprintf("a inA[1]@%d dlq@2 org.apache.kafka.common.errors.SerializationException", bad),
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("dead-lettered\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if dl.Read != 6 || dl.Unreadable != 1 || dl.Unmatched != 2 || len(dl.ByInput) != 2 || dl.ByInput[0].Count != 3 || dl.ByInput[1].Count != 0 {
+		t.Errorf("section %+v: want 6 read, 1 unreadable, 2 unmatched, a 3, b 0", *dl)
+	}
+	c := res.Summary.Inputs["a"]
+	if c.Scanned != 15 || c.Audited != 11 || c.DecodeErrors != 0 || c.Pending != 1 {
+		t.Errorf("input a counts %+v: want 15 scanned, 11 audited, 1 pending, no decode error", *c)
+	}
+
+	// Without the queue the same records are loss and a decode error.
+	tp.opt.DeadLetterTopic = ""
+	res = tp.run(t)
+	if len(res.Rows) != 3 || res.Summary.Inputs["a"].DecodeErrors != 1 {
+		t.Errorf("without the dead-letter topic: rows %v, decode errors %d; want 3 rows and 1", rowsString(res.Rows), res.Summary.Inputs["a"].DecodeErrors)
+	}
+	if _, ok := finding.SectionOf[*finding.DeadLetters](&res.Summary); ok {
+		t.Error("a dead-letter section without a dead-letter topic")
+	}
+
+	// A dead-letter partition whose LSO does not reach its mark may hide
+	// the record exempting any row: stuck_lso on it, every row withheld.
+	tp.opt.DeadLetterTopic = "app-dlq"
+	f.parts["app-dlq"][0].lso = 2
+	res = tp.run(t)
+	if len(res.Rows) != 0 || !res.Summary.Partial || res.Summary.Withheld == 0 {
+		t.Errorf("stuck dead-letter topic: rows %v, partial %v, withheld %d; want none, partial, withheld", rowsString(res.Rows), res.Summary.Partial, res.Summary.Withheld)
+	}
+	var kinds []string
+	for _, p := range res.Summary.Partitions {
+		kinds = append(kinds, fmt.Sprintf("%s %s[%d]", p.Kind, p.Topic, p.Partition))
+	}
+	if strings.Join(kinds, ",") != "stuck_lso app-dlq[0]" {
+		t.Errorf("partition findings %v, want stuck_lso app-dlq[0]", kinds)
+	}
+
+	// A dead-letter topic that does not exist: nothing was dead-lettered.
+	tp.opt.DeadLetterTopic = "no-such-dlq"
+	res = tp.run(t)
+	if dl, ok := finding.SectionOf[*finding.DeadLetters](&res.Summary); !ok || !dl.Missing || len(res.Rows) != 3 {
+		t.Errorf("missing dead-letter topic: section %+v, rows %v", dl, rowsString(res.Rows))
+	}
+}
