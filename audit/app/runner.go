@@ -396,7 +396,7 @@ func Spec(cfg *config.Config) topology.Spec {
 	}
 	for _, in := range p.Inputs {
 		s.Inputs = append(s.Inputs, topology.InputSpec{Name: in.Name, Topic: in.Topic, Store: in.Store,
-			RepartitionTopic: in.RepartitionTopic, ChangelogTopic: in.ChangelogTopic})
+			RepartitionTopic: in.RepartitionTopic, ChangelogTopic: in.ChangelogTopic, Rekey: in.Rekey})
 	}
 	return s
 }

@@ -82,6 +82,9 @@ func TestRunTopology(t *testing.T) {
 				row("b", "changelog", "app-"+s09+"-changelog", "topology file", "ok"),
 				row("c", "changelog", "app-"+s16+"-changelog", "topology file", "ok"),
 				row("-", "output", "joined", "config", "ok"),
+				regexp.MustCompile(`(?m)^  table:b\s+table\s+app-` + s09 + `-changelog \(topology file\) store ` + s09 + ` \(topology file\) by reduce\n    rule table-max: `),
+				regexp.MustCompile(`(?m)^  output\s+output\s+joined \(config\)\n    rule output-left-join: `),
+				regexp.MustCompile(`(?m)^  link:c -> table:c via reduce: key identity, coalesced per key, timestamp max$`),
 			},
 		},
 		{

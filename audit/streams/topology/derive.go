@@ -18,8 +18,9 @@ type TopoStage struct {
 	// Store is the state store of the first processor with a store after
 	// that topic (the reduce).
 	Store string
-	// Reducer is that processor's name.
-	Reducer string
+	// Reducer is that processor's name, Operator its kind.
+	Reducer  string
+	Operator Kind
 	// Output is the external topic the reducer's results finally reach.
 	Output string
 	// Line is the line of the input's source node in the text.
@@ -232,7 +233,7 @@ func (t *Topology) Derive(app string, inputTopics []string, output string, decl 
 		}
 		reducers[h.n.Name] = idx
 		ts.Store = h.n.Stores[0]
-		ts.Reducer = h.n.Name
+		ts.Reducer, ts.Operator = h.n.Name, kinds[h.n.Name].Kind
 		if h.topic != "" {
 			ts.RepartitionTopic = internal(h.topic)
 		}

@@ -48,6 +48,9 @@ type InputSpec struct {
 	Store            string
 	RepartitionTopic string
 	ChangelogTopic   string
+	// Rekey is the field path of the value that selectKey/groupBy takes
+	// the key from; "" keeps the record key (the stage graph's key map).
+	Rekey string
 }
 
 // Error is a problem the user can fix in the pipeline section; Key names
@@ -101,6 +104,9 @@ type Stage struct {
 	ChangelogTopic string
 	// Origins says where each of the three came from.
 	Origins Origins
+	// Operator is the kind of the node that writes the store; "" is a
+	// reduce (without a topology file, pipeline.reduce says so).
+	Operator Kind
 }
 
 // Model is the audited pipeline.
@@ -321,6 +327,7 @@ func (m *Model) fromTopology(p Spec) error {
 	for i, ts := range stages {
 		s := &m.Stages[i]
 		name := fmt.Sprintf("pipeline.inputs[%d]", i)
+		s.Operator = ts.Operator
 		if s.Store == "" {
 			s.Store, s.Origins.Store = ts.Store, FromTopology
 		} else if s.Store != ts.Store {

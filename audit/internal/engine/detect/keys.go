@@ -131,7 +131,7 @@ func (e *KeyEvidence) AddCopy(x int, ts int64, fp uint64, partition int32, offse
 func (e *KeyEvidence) AddCandidate(x int, r InputRecord) {
 	in := &e.Inputs[x]
 	in.Candidates++
-	if _, pending := e.tails[x][recID{r.TS, r.FP}]; pending {
+	if e.linkPending(x, r) {
 		in.Pending++
 		in.PendingRecords = append(in.PendingRecords, r)
 		return
@@ -246,7 +246,6 @@ type KeyCounts struct {
 func Keys(spec *KeySpec, e *KeyEvidence, dst []finding.Row) ([]finding.Row, KeyCounts) {
 	var kc KeyCounts
 	left := e.Changelogs[0]
-	inLeftTable := left.Has && !left.Tombstone
 	for x := range e.Inputs {
 		in := &e.Inputs[x]
 		if !in.Has {
@@ -258,7 +257,7 @@ func Keys(spec *KeySpec, e *KeyEvidence, dst []finding.Row) ([]finding.Row, KeyC
 			Partition: ev.Partition, Offset: ev.Offset, Timestamp: ev.TS, ExpectedTS: ev.TS,
 		}
 		kc.CheckedChangelog++
-		if kind, bad := judge(e.Changelogs[x], ev.TS); bad {
+		if kind, bad := TableMax(e.Changelogs[x], ev.TS); bad {
 			if spec.Withheld != nil && spec.Withheld(finding.StageChangelog, x, e.Key) {
 				kc.Withheld++
 				continue
@@ -270,11 +269,12 @@ func Keys(spec *KeySpec, e *KeyEvidence, dst []finding.Row) ([]finding.Row, KeyC
 			dst = append(dst, row)
 			continue
 		}
-		if !inLeftTable {
+		kind, checked, bad := OutputLeftJoin(left, e.Output, ev.TS)
+		if !checked {
 			continue // no join result is expected for a key the left table lacks
 		}
 		kc.CheckedOutput++
-		if kind, bad := judge(e.Output, ev.TS); bad {
+		if bad {
 			if spec.Withheld != nil && spec.Withheld(finding.StageOutput, x, e.Key) {
 				kc.Withheld++
 				continue
@@ -286,19 +286,4 @@ func Keys(spec *KeySpec, e *KeyEvidence, dst []finding.Row) ([]finding.Row, KeyC
 		}
 	}
 	return dst, kc
-}
-
-// judge decides whether a stage holding st has reached timestamp expected,
-// and if not, which kind of finding that is.
-func judge(st StageState, expected int64) (finding.Kind, bool) {
-	if st.Has && st.TS >= expected {
-		return "", false
-	}
-	if st.HasAborted && st.AbortedTS >= expected {
-		return finding.Aborted, true
-	}
-	if !st.Has {
-		return finding.Missing, true
-	}
-	return finding.Stale, true
 }
