@@ -22,6 +22,8 @@ func Detail(r *finding.Row) string {
 		return sinkDetail(r, e)
 	case *finding.LedgerEvidence:
 		return ledgerDetail(r, e)
+	case *finding.CountEvidence:
+		return fmt.Sprintf("changelog %s[%d]@%d counts %d, but %d records of the key were processed: %d updates lost", e.Changelog, e.Partition, e.Offset, e.Count, e.Processed, e.Lost())
 	case *finding.Witness:
 		if e.Seen {
 			return fmt.Sprintf("seen in repartition topic %s[%d]@%d, lost before the store", e.Topic, e.Partition, e.Offset)

@@ -52,6 +52,11 @@ type Input struct {
 	// FieldsNear, when set, returns the writer schema's field paths
 	// closest to Field for a record that failed to decode.
 	FieldsNear func(rec *kread.Record) []string
+	// Count says that the input's table is a count (KGroupedStream#count,
+	// its changelog values Longs): an audit then recomputes each key's
+	// count from the processed records and reports an undercount
+	// (docs/checks.md). A reconcile step checks the table like a reduce's.
+	Count bool
 }
 
 // Progress receives progress of the long phases; nil means none.

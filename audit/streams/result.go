@@ -80,6 +80,9 @@ func assemble(ctx context.Context, o Options, snap *pipelineSnapshot, col *colle
 		DecodeErrorsBySchema: col.decode.ByClass,
 		DecodeErrorSamples:   col.decode.Samples,
 	}
+	if chk.counted {
+		s.Stages[finding.StageCount] = &finding.StageCounts{KeysChecked: chk.checkedCount, Findings: map[finding.Kind]int64{}}
+	}
 	pl := &finding.Pipeline{Output: o.Output}
 	g := snap.groupInfo
 	s.Group = &g

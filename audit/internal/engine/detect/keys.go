@@ -57,6 +57,10 @@ type StageState struct {
 	// one key's records are in one partition); meaningful when Has or
 	// HasAborted.
 	Partition int32
+	// HasCount is true when the newest committed record is a count's
+	// value (AddChangelogCount); Count is that value.
+	HasCount bool
+	Count    int64
 }
 
 type recID struct {
@@ -141,11 +145,14 @@ func (e *KeyEvidence) AddCandidate(x int, r InputRecord) {
 	}
 }
 
-func (s *StageState) addCommitted(partition int32, ts, offset int64, tombstone bool) {
-	if !s.Has || ts > s.TS || (ts == s.TS && offset > s.Offset) {
+func (s *StageState) addCommitted(partition int32, ts, offset int64, tombstone bool) bool {
+	newest := !s.Has || ts > s.TS || (ts == s.TS && offset > s.Offset)
+	if newest {
 		s.Has, s.TS, s.Offset, s.Tombstone = true, ts, offset, tombstone
+		s.HasCount, s.Count = false, 0
 	}
 	s.Partition = partition
+	return newest
 }
 
 func (s *StageState) addAborted(partition int32, ts int64) {
@@ -158,8 +165,8 @@ func (s *StageState) addAborted(partition int32, ts int64) {
 // Add folds st (what is known of the stage from elsewhere, an earlier
 // step) into s, as if its records had been added one by one.
 func (s *StageState) Add(st StageState) {
-	if st.Has {
-		s.addCommitted(st.Partition, st.TS, st.Offset, st.Tombstone)
+	if st.Has && s.addCommitted(st.Partition, st.TS, st.Offset, st.Tombstone) {
+		s.HasCount, s.Count = st.HasCount, st.Count
 	}
 	if st.HasAborted {
 		s.addAborted(st.Partition, st.AbortedTS)
@@ -170,6 +177,15 @@ func (s *StageState) Add(st StageState) {
 // partition.
 func (e *KeyEvidence) AddChangelog(x int, partition int32, ts, offset int64, tombstone bool) {
 	e.Changelogs[x].addCommitted(partition, ts, offset, tombstone)
+}
+
+// AddChangelogCount records a committed record of input x's changelog
+// whose value is a count (a Long).
+func (e *KeyEvidence) AddChangelogCount(x int, partition int32, ts, offset, count int64) {
+	s := &e.Changelogs[x]
+	if s.addCommitted(partition, ts, offset, false) {
+		s.HasCount, s.Count = true, count
+	}
 }
 
 // AddChangelogAborted records an aborted record of input x's changelog.
@@ -208,6 +224,12 @@ type InputSpec struct {
 	Name             string
 	Topic            string
 	RepartitionTopic string
+	// ChangelogTopic names the changelog in count rows.
+	ChangelogTopic string
+	// Count says that the input's table is a count and that every
+	// processed candidate of the key was added (not coalesced), so its
+	// changelog's count is checked (Undercount).
+	Count bool
 }
 
 // KeySpec is what Keys needs to know of the pipeline.
@@ -226,6 +248,8 @@ type KeyCounts struct {
 	// checked at each stage; Withheld counts rows held back.
 	CheckedChangelog, CheckedOutput int
 	Withheld                        int
+	// CheckedCount counts the (input, key) pairs whose count was checked.
+	CheckedCount int
 }
 
 // Keys is the core check for one selected key: missing, stale and aborted
@@ -269,6 +293,9 @@ func Keys(spec *KeySpec, e *KeyEvidence, dst []finding.Row) ([]finding.Row, KeyC
 			dst = append(dst, row)
 			continue
 		}
+		if spec.Inputs[x].Count {
+			dst = e.count(spec, x, &kc, row, dst)
+		}
 		kind, checked, bad := OutputLeftJoin(left, e.Output, ev.TS)
 		if !checked {
 			continue // no join result is expected for a key the left table lacks
@@ -286,4 +313,29 @@ func Keys(spec *KeySpec, e *KeyEvidence, dst []finding.Row) ([]finding.Row, KeyC
 		}
 	}
 	return dst, kc
+}
+
+// count applies the count rule (Undercount) to input x's changelog and
+// appends its row, if any, to dst; row is the key's row for input x.
+func (e *KeyEvidence) count(spec *KeySpec, x int, kc *KeyCounts, row finding.Row, dst []finding.Row) []finding.Row {
+	in, st := &e.Inputs[x], e.Changelogs[x]
+	processed := in.Candidates - in.Pending
+	_, checked, bad := Undercount(st, processed)
+	if !checked {
+		return dst
+	}
+	kc.CheckedCount++
+	if !bad {
+		return dst
+	}
+	if spec.Withheld != nil && spec.Withheld(finding.StageChangelog, x, e.Key) {
+		kc.Withheld++
+		return dst
+	}
+	row.Kind, row.Stage = finding.Undercount, finding.StageCount
+	row.ObservedTS, row.HasObserved = st.TS, true
+	row.Evidence = &finding.CountEvidence{Changelog: spec.Inputs[x].ChangelogTopic, Partition: st.Partition, Offset: st.Offset,
+		Count: st.Count, Processed: processed}
+	row.Key = append([]byte(nil), e.Key...)
+	return append(dst, row)
 }
