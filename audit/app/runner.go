@@ -485,6 +485,7 @@ func Inputs(ctx context.Context, cfg *config.Config, model *topology.Model, reg 
 		ai := streams.Input{
 			Name: in.Name, Topic: in.Topic, RepartitionTopic: st.RepartitionTopic,
 			ChangelogTopic: st.ChangelogTopic, Select: sel, DownstreamKey: norm, Field: in.Rekey,
+			Count: st.Operator == topology.KindCount,
 		}
 		if in.Rekey != "" && reg != nil {
 			path := in.Rekey

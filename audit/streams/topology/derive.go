@@ -201,8 +201,14 @@ func (t *Topology) Derive(app string, inputTopics []string, output string, decl 
 			}
 		}
 		for _, h := range hits {
-			if c := kinds[h.n.Name]; c.Kind != KindReduce {
-				return nil, unsupported(h.n, fmt.Sprintf("the first node with a state store (%s) after the input", strings.Join(h.n.Stores, ", ")))
+			c := kinds[h.n.Name]
+			detail := fmt.Sprintf("the first node with a state store (%s) after the input", strings.Join(h.n.Stores, ", "))
+			switch {
+			case c.Kind == KindAggregate && c.Origin != FromDeclaration:
+				return nil, unsupported(h.n, detail+"; describe() prints a windowed count or aggregate exactly like a plain one, so declare it in pipeline.nodes: "+
+					"{name: "+h.n.Name+", kind: count} for a plain count, aggregate for another plain aggregate, windowed (not audited yet)")
+			case !isTableOp(c.Kind):
+				return nil, unsupported(h.n, detail)
 			}
 		}
 		switch len(hits) {
@@ -217,7 +223,7 @@ func (t *Topology) Derive(app string, inputTopics []string, output string, decl 
 			return nil, fmt.Errorf("line %d: input topic %s reaches %d reduces, not one: %s", src.Line, in, len(hits), strings.Join(names, "; "))
 		}
 		h := hits[0]
-		if c := kinds[h.n.Name]; c.Origin != FromDeclaration {
+		if c := kinds[h.n.Name]; c.Kind == KindReduce && c.Origin != FromDeclaration {
 			switch decl.Reduce {
 			case "":
 				return nil, &ReduceUndeclaredError{Line: h.n.Line, Node: h.n.Name, Stores: h.n.Stores, Input: in}
@@ -475,6 +481,14 @@ func (t *Topology) terminalTopics(from *Node, isLink func(string) bool, readers 
 		switch c := kinds[n.Name]; {
 		case n == from:
 		case c.Kind == KindTableJoin, c.Kind == KindToStream:
+		case c.Kind == KindMapValues, c.Kind == KindPeek:
+			// One record out per record in, with its key and timestamp
+			// (KStreamMapValues, KStreamPeek): the output's rule holds.
+			if !slices.ContainsFunc(n.Predecessors, func(p string) bool {
+				return kinds[p].Kind == KindToStream || kinds[p].Kind == KindMapValues || kinds[p].Kind == KindPeek
+			}) {
+				return nil, unsupported(n, "it follows the input's reduce")
+			}
 		case c.Kind == KindSink:
 		default:
 			return nil, unsupported(n, "it follows the input's reduce")

@@ -84,6 +84,11 @@ const (
 	// RuleTableMax: the changelog holds every key at least as new as its
 	// newest processed update (missing, stale, aborted); detect.TableMax.
 	RuleTableMax Rule = "table-max"
+	// RuleTableCount: a count's table: RuleTableMax, and the newest count
+	// of a key is at least the number of its processed records (else
+	// undercount, naming the lost updates); detect.TableMax and
+	// detect.Undercount.
+	RuleTableCount Rule = "table-max+count"
 	// RuleOutputLeftJoin: for every key the left table holds as a value,
 	// the output holds it at least as new as every input's newest
 	// processed update; detect.OutputLeftJoin.
@@ -99,6 +104,7 @@ var ruleText = map[Rule]string{
 	RuleCandidates:     "records that count: committed, processed (below the group's offset), in the window, with a value and a selected key",
 	RuleTail:           "a processed record whose copy is in the unprocessed tail is pending, not lost",
 	RuleTableMax:       "the changelog holds each key at least as new as its newest processed update (else missing, stale or aborted)",
+	RuleTableCount:     "as table-max, and each key's newest count is at least the number of its processed records (else undercount, with the number of lost updates)",
 	RuleOutputLeftJoin: "each key the left table holds as a value is in the output at least as new as every input's newest processed update",
 	RuleOutputTable:    "each key the table holds as a value is in the output at least as new as its newest processed update",
 }
@@ -190,8 +196,12 @@ func (m *Model) Graph() *Graph {
 			op = KindReduce
 		}
 		table := "table:" + name
+		rule := RuleTableMax
+		if op == KindCount {
+			rule = RuleTableCount
+		}
 		g.Stages = append(g.Stages, GraphStage{ID: table, Kind: StageTable, Input: i, Topic: s.ChangelogTopic, Store: s.Store, Operator: op,
-			Rule: RuleTableMax, TopicFrom: s.Origins.ChangelogTopic, StoreFrom: s.Origins.Store})
+			Rule: rule, TopicFrom: s.Origins.ChangelogTopic, StoreFrom: s.Origins.Store})
 		keyEdge.From, keyEdge.To, keyEdge.Card, keyEdge.TS = prev, table, PerKey, TSMax
 		if keyEdge.Via == "repartition" {
 			keyEdge.Via = string(op)

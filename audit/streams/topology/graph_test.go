@@ -43,6 +43,13 @@ func TestGraph(t *testing.T) {
 			edges:  []string{"source:a>link:a selectKey record key at-most-1 kept", "link:a>table:a reduce identity coalesced max", "table:a>output toStream identity coalesced max"},
 		},
 		{
+			name: "a count by a new key, then mapValues", spec: Spec{ApplicationID: "app", TopologyFile: "testdata/unsupported-count-4.4.0.txt", Reduce: ReducePlain,
+				Inputs: []InputSpec{{Name: "a", Topic: "topicA", Rekey: "word"}}, Nodes: []NodeDecl{{"KSTREAM-AGGREGATE-0000000003", "count"}}},
+			stages: []string{"source:a source candidates", "link:a link tail-pending", "table:a table table-max+count", "output output output-to-stream"},
+			edges: []string{"source:a>link:a selectKey field at-most-1 kept", "link:a>table:a count identity coalesced max",
+				"table:a>output toStream identity coalesced max"},
+		},
+		{
 			name: "no repartition topic", model: noRepart,
 			stages: []string{"source:a source candidates", "table:a table table-max", "output output output-to-stream"},
 			edges:  []string{"source:a>table:a groupByKey -> reduce record key coalesced max", "table:a>output toStream identity coalesced max"},

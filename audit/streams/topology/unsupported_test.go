@@ -33,7 +33,11 @@ func TestUnsupportedKinds(t *testing.T) {
 		detail string
 	}{
 		{"windowed count", "unsupported-windowed-count", a, nil, "", "KSTREAM-AGGREGATE-0000000002", KindAggregate, FromName, 5, "the first node with a state store (KSTREAM-AGGREGATE-STATE-STORE-0000000001)"},
-		{"count by a new key", "unsupported-count", a, nil, "", "KSTREAM-AGGREGATE-0000000003", KindAggregate, FromName, 17, ""},
+		{"count by a new key", "unsupported-count", a, nil, "", "KSTREAM-AGGREGATE-0000000003", KindAggregate, FromName, 17, "declare it in pipeline.nodes: {name: KSTREAM-AGGREGATE-0000000003, kind: count}"},
+		{"count by a new key, declared count", "unsupported-count", a, []NodeDecl{{"KSTREAM-AGGREGATE-0000000003", "count"}}, "", "", "", "", 0, ""},
+		{"count by a new key, declared aggregate", "unsupported-count", a, []NodeDecl{{"KSTREAM-AGGREGATE-0000000003", "aggregate"}}, "", "", "", "", 0, ""},
+		{"count by a new key, declared windowed", "unsupported-count", a, []NodeDecl{{"KSTREAM-AGGREGATE-0000000003", "windowed"}}, "", "KSTREAM-AGGREGATE-0000000003", KindWindowed, FromDeclaration, 17, ""},
+		{"windowed count declared count: its key-select after the table", "unsupported-windowed-count", a, []NodeDecl{{"KSTREAM-AGGREGATE-0000000002", "count"}}, "", "KSTREAM-KEY-SELECT-0000000004", KindKeySelect, FromName, 11, "it follows the input's reduce"},
 		{"windowed reduce, declared plain: prints as a reduce", "unsupported-windowed-reduce", a, nil, "", "", "", "", 0, ""},
 		{"windowed reduce, declared", "unsupported-windowed-reduce", a, []NodeDecl{{"KSTREAM-REDUCE-0000000003", "windowed"}}, "", "KSTREAM-REDUCE-0000000003", KindWindowed, FromDeclaration, 17, ""},
 		{"suppress", "unsupported-suppress", a, nil, "", "KTABLE-SUPPRESS-0000000007", KindSuppress, FromName, 20, "it follows the input's reduce"},
