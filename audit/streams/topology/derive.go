@@ -250,11 +250,11 @@ func (t *Topology) Derive(app string, inputTopics []string, output string, decl 
 		}
 		switch len(outs) {
 		case 0:
-			return nil, fmt.Errorf("line %d: the reduce %s of input topic %s reaches no sink topic", h.n.Line, h.n.Name, in)
+			return nil, fmt.Errorf("line %d: the %s %s of input topic %s reaches no sink topic (a table audited on its changelog alone is not supported yet: an output topic is required)", h.n.Line, kinds[h.n.Name].Kind, h.n.Name, in)
 		case 1:
 			ts.Output = outs[0]
 		default:
-			return nil, fmt.Errorf("line %d: the reduce %s of input topic %s reaches %d sink topics (%s), expected the one join output", h.n.Line, h.n.Name, in, len(outs), strings.Join(outs, ", "))
+			return nil, fmt.Errorf("line %d: the %s %s of input topic %s reaches %d sink topics (%s), expected the one join output", h.n.Line, kinds[h.n.Name].Kind, h.n.Name, in, len(outs), strings.Join(outs, ", "))
 		}
 		if d.Output == "" {
 			d.Output = ts.Output
