@@ -248,6 +248,7 @@ func prepare(ctx context.Context, cfg *config.Config, o Options) (_ *prepared, e
 		Group:            p.model.ApplicationID,
 		Inputs:           inputs,
 		Output:           p.model.Output,
+		Join:             p.model.Join,
 		OutputKey:        outputKey,
 		From:             cfg.Window.From,
 		To:               cfg.Window.To,

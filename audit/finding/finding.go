@@ -455,6 +455,9 @@ type Group struct {
 type Pipeline struct {
 	Inputs []PipelineInput
 	Output string
+	// Join is the type of the KTable-KTable joins: "" (left), "inner" or
+	// "outer".
+	Join string
 }
 
 // PipelineInput is one input of a Pipeline.
@@ -463,6 +466,8 @@ type PipelineInput struct {
 	Topic            string
 	RepartitionTopic string
 	ChangelogTopic   string
+	// Count says the input's table is a count (recounted).
+	Count bool
 }
 
 // Timeline is a histogram of input records by their timestamp (the one the

@@ -132,9 +132,16 @@ func runTopology(ctx context.Context, cfg *config.Config, lister topology.TopicL
 
 	safe := report.TerminalSafe
 	fmt.Fprintf(w, "application.id %s (consumer group and internal topic prefix)\njoin order: ", safe(m.ApplicationID))
+	joinWord := " leftJoin "
+	switch m.Join {
+	case topology.JoinInner:
+		joinWord = " join "
+	case topology.JoinOuter:
+		joinWord = " outerJoin "
+	}
 	for i, s := range m.Stages {
 		if i > 0 {
-			fmt.Fprint(w, " leftJoin ")
+			fmt.Fprint(w, joinWord)
 		}
 		fmt.Fprint(w, safe(s.Input.Name))
 	}

@@ -292,11 +292,11 @@ func joinRole(n *Node) string {
 // configured join order: inputs[0]'s reduce feeds the left side of the
 // first join, inputs[i]'s reduce the right side of the i-th, each join's
 // result the left side of the next. A chain that goes on with tables not
-// configured as inputs is audited for the configured ones (left joins
-// keep every left key) with a warning. The join type must be declared
-// (describe() does not show it): undeclared, the first join is a
-// *JoinUndeclaredError; inner and outer joins are not audited yet:
-// declared, they stop the audit.
+// configured as inputs is audited for the configured ones (left and
+// outer joins keep every key of the configured tables) with a warning; an
+// inner join with such a table is refused (that table decides which keys
+// have results). The join type must be declared (describe() does not show
+// it): undeclared, the first join is a *JoinUndeclaredError.
 func (t *Topology) checkChain(d *Derivation, inputs []string, kinds map[string]Classified, join string) error {
 	if len(d.Stages) == 0 {
 		return nil
@@ -351,9 +351,7 @@ func (t *Topology) checkChain(d *Derivation, inputs []string, kinds map[string]C
 		if join == "" {
 			return &JoinUndeclaredError{Line: merge.Line, Node: merge.Name}
 		}
-		if join == JoinInner || join == JoinOuter {
-			return bad(merge, fmt.Sprintf("pipeline.join declares %s joins; only left joins are audited so far", join))
-		}
+
 		right := other.Predecessors[0]
 		i, ok := reduceOf[right]
 		switch {
@@ -362,6 +360,10 @@ func (t *Topology) checkChain(d *Derivation, inputs []string, kinds map[string]C
 			return fmt.Errorf("line %d: join %d of the chain (%s) takes input topic %s (pipeline.inputs[%d]) as its right side, where pipeline.inputs[%d] is %s: list the inputs in join order", merge.Line, joins, merge.Name, inputs[i], i, joins, inputs[min(joins, len(inputs)-1)])
 		case joins < len(inputs):
 			return fmt.Errorf("line %d: join %d of the chain (%s) takes %s as its right side, not the reduce of input topic %s (pipeline.inputs[%d]): list the inputs in join order", merge.Line, joins, merge.Name, right, inputs[joins], joins)
+		case join == JoinInner:
+			// An inner join's result exists only for keys every table
+			// holds: a table the audit does not read decides it.
+			return bad(merge, fmt.Sprintf("join %d of the chain is an inner join (pipeline.join) with %s, which is not a configured input: which keys the output holds depends on that table; configure its input", joins, right))
 		default:
 			d.Warnings = append(d.Warnings, fmt.Sprintf("join %d of the chain (%s, line %d) takes %s, which is not a configured input, as its right side: only the configured inputs are audited", joins, merge.Name, merge.Line, right))
 		}
@@ -392,7 +394,7 @@ func (e *JoinUndeclaredError) Error() string { return "pipeline.join " + e.Msg()
 
 // Msg is the message without the key.
 func (e *JoinUndeclaredError) Msg() string {
-	return fmt.Sprintf("is not set, but %s: node %s is a KTable-KTable join, and describe() does not show whether it is inner, left or outer; declare it: left (audited), inner or outer (not audited yet)", fileLine(e.File, e.Line), e.Node)
+	return fmt.Sprintf("is not set, but %s: node %s is a KTable-KTable join, and describe() does not show whether it is inner, left or outer; declare it: left, inner or outer", fileLine(e.File, e.Line), e.Node)
 }
 
 // ReduceUndeclaredError is a reduce on an input's path whose type neither

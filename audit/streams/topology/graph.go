@@ -93,6 +93,14 @@ const (
 	// the output holds it at least as new as every input's newest
 	// processed update; detect.OutputLeftJoin.
 	RuleOutputLeftJoin Rule = "output-left-join"
+	// RuleOutputInnerJoin: for every key every table holds as a value,
+	// the output holds it at least as new as every input's newest
+	// processed update; detect.OutputInnerJoin.
+	RuleOutputInnerJoin Rule = "output-inner-join"
+	// RuleOutputOuterJoin: for every key a table holds as a value, the
+	// output holds it at least as new as that table's input's newest
+	// processed update; detect.OutputOuterJoin.
+	RuleOutputOuterJoin Rule = "output-outer-join"
 	// RuleOutputTable: the output of a table without joins holds every
 	// key its table holds as a value at least as new as the table's
 	// input; detect.OutputLeftJoin with one input.
@@ -101,12 +109,14 @@ const (
 
 // ruleText is what each rule checks, as `lossaudit topology` prints it.
 var ruleText = map[Rule]string{
-	RuleCandidates:     "records that count: committed, processed (below the group's offset), in the window, with a value and a selected key",
-	RuleTail:           "a processed record whose copy is in the unprocessed tail is pending, not lost",
-	RuleTableMax:       "the changelog holds each key at least as new as its newest processed update (else missing, stale or aborted)",
-	RuleTableCount:     "as table-max, and each key's newest count is at least the number of its processed records (else undercount, with the number of lost updates)",
-	RuleOutputLeftJoin: "each key the left table holds as a value is in the output at least as new as every input's newest processed update",
-	RuleOutputTable:    "each key the table holds as a value is in the output at least as new as its newest processed update",
+	RuleCandidates:      "records that count: committed, processed (below the group's offset), in the window, with a value and a selected key",
+	RuleTail:            "a processed record whose copy is in the unprocessed tail is pending, not lost",
+	RuleTableMax:        "the changelog holds each key at least as new as its newest processed update (else missing, stale or aborted)",
+	RuleTableCount:      "as table-max, and each key's newest count is at least the number of its processed records (else undercount, with the number of lost updates)",
+	RuleOutputLeftJoin:  "each key the left table holds as a value is in the output at least as new as every input's newest processed update",
+	RuleOutputInnerJoin: "each key every table holds as a value is in the output at least as new as every input's newest processed update",
+	RuleOutputOuterJoin: "each key a table holds as a value is in the output at least as new as that table's newest processed update",
+	RuleOutputTable:     "each key the table holds as a value is in the output at least as new as its newest processed update",
 }
 
 // Describe is what the rule checks, in words.
@@ -168,9 +178,14 @@ func (g *Graph) Stage(id string) *GraphStage {
 // Graph returns the model's stage graph.
 func (m *Model) Graph() *Graph {
 	g := &Graph{}
-	outRule := RuleOutputLeftJoin
-	if len(m.Stages) == 1 {
+	outRule, join := RuleOutputLeftJoin, "leftJoin"
+	switch {
+	case len(m.Stages) == 1:
 		outRule = RuleOutputTable
+	case m.Join == JoinInner:
+		outRule, join = RuleOutputInnerJoin, "join"
+	case m.Join == JoinOuter:
+		outRule, join = RuleOutputOuterJoin, "outerJoin"
 	}
 	for i, s := range m.Stages {
 		name := s.Input.Name
@@ -211,9 +226,9 @@ func (m *Model) Graph() *Graph {
 		g.Edges = append(g.Edges, keyEdge)
 		via := "toStream"
 		if len(m.Stages) > 1 {
-			via = "leftJoin (right side)"
+			via = join + " (right side)"
 			if i == 0 {
-				via = "leftJoin (left side)"
+				via = join + " (left side)"
 			}
 		}
 		g.Edges = append(g.Edges, Edge{From: table, To: "output", Key: KeyIdentity, Card: PerKey, TS: TSMax, Via: via})

@@ -38,6 +38,14 @@ func TestGraph(t *testing.T) {
 			},
 		},
 		{
+			name: "two inputs, inner join", spec: Spec{ApplicationID: "app", TopologyFile: "testdata/unsupported-inner-join-4.4.0.txt", Join: JoinInner, Reduce: ReducePlain,
+				Inputs: []InputSpec{{Name: "a", Topic: "topicA"}, {Name: "b", Topic: "topicB"}}},
+			stages: []string{"source:a source candidates", "link:a link tail-pending", "table:a table table-max",
+				"source:b source candidates", "link:b link tail-pending", "table:b table table-max", "output output output-inner-join"},
+			edges: []string{"source:a>link:a selectKey record key at-most-1 kept", "link:a>table:a reduce identity coalesced max", "table:a>output join (left side) identity coalesced max",
+				"source:b>link:b selectKey record key at-most-1 kept", "link:b>table:b reduce identity coalesced max", "table:b>output join (right side) identity coalesced max"},
+		},
+		{
 			name: "one input, no join", spec: Spec{ApplicationID: "app", Output: "out", Reduce: ReducePlain, Inputs: one},
 			stages: []string{"source:a source candidates", "link:a link tail-pending", "table:a table table-max", "output output output-to-stream"},
 			edges:  []string{"source:a>link:a selectKey record key at-most-1 kept", "link:a>table:a reduce identity coalesced max", "table:a>output toStream identity coalesced max"},

@@ -116,6 +116,9 @@ type Model struct {
 	Output string
 	// OutputOrigin is FromConfig or FromTopology.
 	OutputOrigin Origin
+	// Join is the type of the KTable-KTable joins (pipeline.join): left,
+	// inner or outer; "" when the inputs are not joined.
+	Join string
 	// Stages are in join order: Stages[0] is the left side.
 	Stages []Stage
 	// Warnings are non-fatal observations (an override that contradicts
@@ -172,6 +175,9 @@ func Build(ctx context.Context, p Spec, topics TopicLister, opts ...Option) (*Mo
 		return nil, err
 	}
 	m := &Model{ApplicationID: app, Output: p.Output, OutputOrigin: FromConfig}
+	if len(p.Inputs) > 1 {
+		m.Join = p.Join
+	}
 	for i, in := range p.Inputs {
 		s := Stage{Input: in, Index: i}
 		if in.Store != "" {
@@ -256,13 +262,9 @@ func checkDeclared(p Spec) error {
 	switch p.Join {
 	case "":
 		if p.TopologyFile == "" && len(p.Inputs) > 1 {
-			return &Error{Key: "pipeline.join", Msg: fmt.Sprintf("is not set, but pipeline.inputs lists %d inputs, which are joined by KTable-KTable joins of a type that neither the rest of the configuration nor describe() shows; declare it: left (audited), inner or outer (not audited yet)", len(p.Inputs))}
+			return &Error{Key: "pipeline.join", Msg: fmt.Sprintf("is not set, but pipeline.inputs lists %d inputs, which are joined by KTable-KTable joins of a type that neither the rest of the configuration nor describe() shows; declare it: left, inner or outer", len(p.Inputs))}
 		}
-	case JoinLeft:
-	case JoinInner, JoinOuter:
-		if p.TopologyFile == "" {
-			return &Error{Key: "pipeline.join", Msg: fmt.Sprintf("%s joins are not audited yet: lossaudit audits chains of KTable left joins", p.Join)}
-		}
+	case JoinLeft, JoinInner, JoinOuter:
 	default:
 		msg := fmt.Sprintf("%q is not a join type: write left, inner or outer", p.Join)
 		if near := nearestName(p.Join, []string{JoinLeft, JoinInner, JoinOuter}); near != "" {

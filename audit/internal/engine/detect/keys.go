@@ -236,6 +236,10 @@ type InputSpec struct {
 type KeySpec struct {
 	// Inputs are in join order: Inputs[0] is the left side.
 	Inputs []InputSpec
+	// Join is the type of the KTable-KTable joins of the chain: "" or
+	// "left" (OutputLeftJoin), "inner" (OutputInnerJoin) or "outer"
+	// (OutputOuterJoin).
+	Join string
 	// Withheld reports whether rows at a stage for input x and key must be
 	// withheld because a partition they depend on never settled
 	// (stuck_lso). Nil withholds nothing.
@@ -296,7 +300,16 @@ func Keys(spec *KeySpec, e *KeyEvidence, dst []finding.Row) ([]finding.Row, KeyC
 		if spec.Inputs[x].Count {
 			dst = e.count(spec, x, &kc, row, dst)
 		}
-		kind, checked, bad := OutputLeftJoin(left, e.Output, ev.TS)
+		var kind finding.Kind
+		var checked, bad bool
+		switch spec.Join {
+		case "inner":
+			kind, checked, bad = OutputInnerJoin(e.Changelogs, e.Output, ev.TS)
+		case "outer":
+			kind, checked, bad = OutputOuterJoin(e.Changelogs[x], e.Output, ev.TS)
+		default:
+			kind, checked, bad = OutputLeftJoin(left, e.Output, ev.TS)
+		}
 		if !checked {
 			continue // no join result is expected for a key the left table lacks
 		}
