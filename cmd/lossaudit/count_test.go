@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/csv"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -159,7 +160,9 @@ store:
   dir: %q
 report:
   csv: %q
-`, strings.Join(cluster.ListenAddrs(), ", "), topo, filepath.Join(dir, "store"), filepath.Join(dir, "loss.csv"))
+  json: %q
+  html: %q
+`, strings.Join(cluster.ListenAddrs(), ", "), topo, filepath.Join(dir, "store"), filepath.Join(dir, "loss.csv"), filepath.Join(dir, "report.json"), filepath.Join(dir, "report.html"))
 			cfg := filepath.Join(dir, "audit.yaml")
 			if err := os.WriteFile(cfg, []byte(yaml), 0o600); err != nil {
 				t.Fatal(err)
@@ -187,6 +190,38 @@ report:
 			}
 			if fmt.Sprint(got) != fmt.Sprint(tc.want) {
 				t.Errorf("rows %q, want %q\n%s", got, tc.want, stdout.String())
+			}
+			// The JSON report counts the count stage; the HTML report names
+			// the rows and the recounted store.
+			js, err := os.ReadFile(filepath.Join(dir, "report.json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var rep struct {
+				Stages []struct {
+					Stage       string           `json:"stage"`
+					KeysChecked int64            `json:"keys_checked"`
+					Findings    map[string]int64 `json:"findings"`
+				} `json:"stages"`
+			}
+			if err := json.Unmarshal(js, &rep); err != nil {
+				t.Fatal(err)
+			}
+			counted := false
+			for _, st := range rep.Stages {
+				if st.Stage == "count" {
+					counted = st.KeysChecked == 3 && st.Findings["undercount"] == int64(len(tc.want))
+				}
+			}
+			if !counted {
+				t.Errorf("JSON stages %+v: want the count stage with 3 keys and %d undercounts", rep.Stages, len(tc.want))
+			}
+			html, err := os.ReadFile(filepath.Join(dir, "report.html"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(string(html), "count store, changelog (recounted)") || (len(tc.want) > 0 && !strings.Contains(string(html), "updates lost")) {
+				t.Errorf("the HTML report does not show the recounted store or the undercounts")
 			}
 		})
 	}
