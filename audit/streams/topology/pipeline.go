@@ -264,7 +264,11 @@ func checkDeclared(p Spec) error {
 		if p.TopologyFile == "" && len(p.Inputs) > 1 {
 			return &Error{Key: "pipeline.join", Msg: fmt.Sprintf("is not set, but pipeline.inputs lists %d inputs, which are joined by KTable-KTable joins of a type that neither the rest of the configuration nor describe() shows; declare it: left, inner or outer", len(p.Inputs))}
 		}
-	case JoinLeft, JoinInner, JoinOuter:
+	case JoinLeft, JoinOuter:
+	case JoinInner:
+		if p.TopologyFile == "" && len(p.Inputs) > 1 {
+			return &Error{Key: "pipeline.join", Msg: "inner joins need pipeline.topology_file: which keys an inner join writes depends on every table of the chain, and only the topology file shows that no table but the configured inputs takes part"}
+		}
 	default:
 		msg := fmt.Sprintf("%q is not a join type: write left, inner or outer", p.Join)
 		if near := nearestName(p.Join, []string{JoinLeft, JoinInner, JoinOuter}); near != "" {
