@@ -86,3 +86,15 @@ func TestCheckChangelogPoliciesCancelled(t *testing.T) {
 		t.Errorf("error %v, warnings %q; want context.Canceled and no warning", err, warn.String())
 	}
 }
+
+// TestCheckChangelogPoliciesCount: a count declared in pipeline.nodes
+// whose changelog's policy has delete names pipeline.nodes and the count.
+func TestCheckChangelogPoliciesCount(t *testing.T) {
+	m := &topology.Model{Stages: []topology.Stage{{Input: topology.InputSpec{Name: "w"}, Store: "s", ChangelogTopic: "app-s-changelog", Operator: topology.KindCount}}}
+	err := checkChangelogPolicies(context.Background(), fakeConfigs{"app-s-changelog": "compact,delete"}, m, &bytes.Buffer{})
+	var ce *config.Error
+	if !errors.As(err, &ce) || ce.Key != "pipeline.nodes" || !strings.HasPrefix(ce.Msg, "input w: store s is audited as a plain count, but its changelog topic app-s-changelog has cleanup.policy=compact,delete") ||
+		!strings.Contains(ce.Msg, "if the count is windowed") {
+		t.Fatalf("error %v, want pipeline.nodes naming the count", err)
+	}
+}

@@ -248,6 +248,7 @@ func prepare(ctx context.Context, cfg *config.Config, o Options) (_ *prepared, e
 		Group:            p.model.ApplicationID,
 		Inputs:           inputs,
 		Output:           p.model.Output,
+		Join:             p.model.Join,
 		OutputKey:        outputKey,
 		From:             cfg.Window.From,
 		To:               cfg.Window.To,
@@ -408,7 +409,7 @@ func Spec(cfg *config.Config) topology.Spec {
 	}
 	for _, in := range p.Inputs {
 		s.Inputs = append(s.Inputs, topology.InputSpec{Name: in.Name, Topic: in.Topic, Store: in.Store,
-			RepartitionTopic: in.RepartitionTopic, ChangelogTopic: in.ChangelogTopic})
+			RepartitionTopic: in.RepartitionTopic, ChangelogTopic: in.ChangelogTopic, Rekey: in.Rekey})
 	}
 	return s
 }
@@ -497,6 +498,7 @@ func Inputs(ctx context.Context, cfg *config.Config, model *topology.Model, reg 
 		ai := streams.Input{
 			Name: in.Name, Topic: in.Topic, RepartitionTopic: st.RepartitionTopic,
 			ChangelogTopic: st.ChangelogTopic, Select: sel, DownstreamKey: norm, Field: in.Rekey,
+			Count: st.Operator == topology.KindCount,
 		}
 		if in.Rekey != "" && reg != nil {
 			path := in.Rekey

@@ -25,6 +25,10 @@ const (
 	// Aborted: the newer update reached the stage only inside aborted
 	// transactions.
 	Aborted Kind = "aborted"
+	// Undercount: a count's changelog holds the key at a count lower than
+	// the number of processed input records of the key: that many updates
+	// were lost (StageCount, with a *CountEvidence).
+	Undercount Kind = "undercount"
 )
 
 // Kinds lists the per-key finding kinds of the Kafka Streams audit, in the
@@ -46,7 +50,13 @@ const (
 	// StageLedger is between what a producer's ledger says it sent and
 	// what the topic holds (lossaudit compare with a ledger).
 	StageLedger Stage = "ledger"
+	// StageCount is a count's value in its changelog, recomputed from the
+	// processed input records (pipelines whose table is a count).
+	StageCount Stage = "count"
 )
+
+// CountKinds are the kinds StageCount reports.
+var CountKinds = []Kind{Undercount}
 
 // Order returns the position of a stage along the pipeline, for sorting.
 func (s Stage) Order() int {
@@ -59,8 +69,10 @@ func (s Stage) Order() int {
 		return 2
 	case StageLedger:
 		return 3
+	case StageCount:
+		return 4
 	}
-	return 4
+	return 5
 }
 
 // Kinds returns the finding kinds a stage can report, in the order reports
@@ -73,6 +85,8 @@ func (s Stage) Kinds() []Kind {
 		return SinkKinds
 	case StageLedger:
 		return LedgerKinds
+	case StageCount:
+		return CountKinds
 	}
 	return nil
 }
@@ -106,6 +120,21 @@ type Row struct {
 	// for an audit's rows.
 	FirstSeen time.Time
 }
+
+// CountEvidence proves an undercount: the changelog's newest record for
+// the key (at Partition/Offset of Changelog) holds Count, while Processed
+// input records of the key were processed (below the group's committed
+// offsets at both hops); Processed-Count updates were lost.
+type CountEvidence struct {
+	Changelog string
+	Partition int32
+	Offset    int64
+	Count     int64
+	Processed int64
+}
+
+// Lost is the number of lost updates.
+func (e *CountEvidence) Lost() int64 { return e.Processed - e.Count }
 
 // Witness is what the repartition topic holds of a lost update: when Seen,
 // the copy at Partition/Offset of Topic proves the update crossed the first
@@ -426,6 +455,9 @@ type Group struct {
 type Pipeline struct {
 	Inputs []PipelineInput
 	Output string
+	// Join is the type of the KTable-KTable joins: "" (left), "inner" or
+	// "outer".
+	Join string
 }
 
 // PipelineInput is one input of a Pipeline.
@@ -434,6 +466,8 @@ type PipelineInput struct {
 	Topic            string
 	RepartitionTopic string
 	ChangelogTopic   string
+	// Count says the input's table is a count (recounted).
+	Count bool
 }
 
 // Timeline is a histogram of input records by their timestamp (the one the

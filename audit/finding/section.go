@@ -60,6 +60,9 @@ func (*Witness) EvidenceKind() string { return "witness" }
 func (*SinkEvidence) EvidenceKind() string { return "sink" }
 
 // EvidenceKind implements Evidence.
+func (*CountEvidence) EvidenceKind() string { return "count" }
+
+// EvidenceKind implements Evidence.
 func (*LedgerEvidence) EvidenceKind() string { return "ledger" }
 
 // EvidenceKind implements Evidence.

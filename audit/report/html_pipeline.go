@@ -54,10 +54,20 @@ func newPipelineView(res *finding.Result, pl *finding.Pipeline) *pipelineView {
 
 		store := pipelineNode{Role: "reduce store, changelog", Stage: string(finding.StageChangelog), Input: safe(in.Name), Topic: safe(in.ChangelogTopic)}
 		f.keyProblems(&store, finding.StageChangelog, in.Name)
+		if in.Count {
+			store.Role = "count store, changelog (recounted)"
+			f.keyProblems(&store, finding.StageCount, in.Name)
+		}
 		f.partProblems(&store, in.ChangelogTopic)
 		v.Lanes = append(v.Lanes, pipelineLane{Input: inNode, Repartition: rep, Store: store})
 	}
 	v.Join = pipelineNode{Role: "leftJoin", Stage: "join", Facts: []string{"the stores, in input order"}}
+	switch pl.Join {
+	case "inner":
+		v.Join.Role = "join (inner)"
+	case "outer":
+		v.Join.Role = "outerJoin"
+	}
 	if c := s.Stages[finding.StageChangelog]; c != nil {
 		v.Join.Facts = append(v.Join.Facts, Thousands(c.KeysChecked)+" keys checked at the changelogs")
 	}

@@ -58,6 +58,9 @@ func (streamsView) rowNote(r *finding.Row) string {
 	} else {
 		note += "nothing for the key"
 	}
+	if c, _ := r.Evidence.(*finding.CountEvidence); c != nil {
+		note += fmt.Sprintf("; the changelog counts %d of %d processed records: %s lost", c.Count, c.Processed, updates(c.Lost()))
+	}
 	if w, _ := r.Evidence.(*finding.Witness); w != nil && w.Seen {
 		note += fmt.Sprintf("; in the repartition topic at [%d]@%d: lost before the store", w.Partition, w.Offset)
 	} else if w != nil {

@@ -22,6 +22,8 @@ func Detail(r *finding.Row) string {
 		return sinkDetail(r, e)
 	case *finding.LedgerEvidence:
 		return ledgerDetail(r, e)
+	case *finding.CountEvidence:
+		return fmt.Sprintf("changelog %s[%d]@%d counts %d, but %d records of the key were processed: %s lost", e.Changelog, e.Partition, e.Offset, e.Count, e.Processed, updates(e.Lost()))
 	case *finding.Witness:
 		if e.Seen {
 			return fmt.Sprintf("seen in repartition topic %s[%d]@%d, lost before the store", e.Topic, e.Partition, e.Offset)
@@ -29,6 +31,14 @@ func Detail(r *finding.Row) string {
 		return fmt.Sprintf("repartition topic %s no longer holds it (purged) or never did", e.Topic)
 	}
 	return ""
+}
+
+// updates is "1 update" or "n updates".
+func updates(n int64) string {
+	if n == 1 {
+		return "1 update"
+	}
+	return fmt.Sprintf("%d updates", n)
 }
 
 // Evidence returns the text and the offsets that prove a partition finding.

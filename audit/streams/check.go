@@ -15,6 +15,10 @@ type checked struct {
 	// checkedChangelog and checkedOutput count the (input, key) pairs
 	// checked at each stage; withheld the rows held back.
 	checkedChangelog, checkedOutput, withheld int64
+	// checkedCount counts the (input, key) pairs whose count was checked;
+	// counted says whether any input is a count.
+	checkedCount int64
+	counted      bool
 	// pending counts, per input, the candidates pending at the second hop.
 	pending []int64
 	// keys counts the keys checked.
@@ -41,9 +45,12 @@ type keyVisitor interface {
 // pending at the second hop move from audited to pending on tl. v, when
 // not nil, takes part in every key's check.
 func check(o Options, snap *pipelineSnapshot, stuck map[kread.TP]bool, tl *timeline, v keyVisitor) (*checked, error) {
-	spec := &detect.KeySpec{}
+	spec := &detect.KeySpec{Join: o.Join}
 	for _, in := range o.Inputs {
-		spec.Inputs = append(spec.Inputs, detect.InputSpec{Name: in.Name, Topic: in.Topic, RepartitionTopic: in.RepartitionTopic})
+		// A reconcile step (v) reads only what is new: its candidates are
+		// not the key's whole history, so it does not count.
+		spec.Inputs = append(spec.Inputs, detect.InputSpec{Name: in.Name, Topic: in.Topic, RepartitionTopic: in.RepartitionTopic,
+			ChangelogTopic: in.ChangelogTopic, Count: in.Count && v == nil})
 	}
 	var held []heldRow
 	if len(stuck) > 0 {
@@ -70,6 +77,9 @@ func check(o Options, snap *pipelineSnapshot, stuck map[kread.TP]bool, tl *timel
 		}
 	}
 	res := &checked{pending: make([]int64, len(o.Inputs))}
+	for _, in := range spec.Inputs {
+		res.counted = res.counted || in.Count
+	}
 	ev := detect.NewKeyEvidence(len(o.Inputs))
 	err := o.Store.EachKey(func(key []byte, c *index.Cursor) error {
 		var known func() error
@@ -93,6 +103,7 @@ func check(o Options, snap *pipelineSnapshot, stuck map[kread.TP]bool, tl *timel
 		res.keys++
 		res.checkedChangelog += int64(kc.CheckedChangelog)
 		res.checkedOutput += int64(kc.CheckedOutput)
+		res.checkedCount += int64(kc.CheckedCount)
 		res.withheld += int64(kc.Withheld)
 		for x := range ev.Inputs {
 			res.pending[x] += ev.Inputs[x].Pending

@@ -135,11 +135,11 @@ func (c *collector) readRest(ctx context.Context) error {
 	}
 	for x, in := range c.o.Inputs {
 		t := c.snap.changelogs[x]
-		if err := c.readStage(ctx, "changelog "+in.ChangelogTopic, t.Name, x, false, in.DownstreamKey); err != nil {
+		if err := c.readStage(ctx, "changelog "+in.ChangelogTopic, t.Name, x, false, in.Count, in.DownstreamKey); err != nil {
 			return err
 		}
 	}
-	return c.readStage(ctx, "output "+c.o.Output, c.o.Output, 0, true, c.o.OutputKey)
+	return c.readStage(ctx, "output "+c.o.Output, c.o.Output, 0, true, false, c.o.OutputKey)
 }
 
 // windowStart returns where reading topic starts: the log start, or with a
@@ -235,7 +235,7 @@ func (c *collector) readInput(ctx context.Context, x int) error {
 			}
 			cl := classify(ok && rec.Offset < committed, rec.Value != nil, ts, status, c.win)
 			var fp uint64
-			first := coalesce
+			first := coalesce && !in.Count // a count's check counts every processed record
 			if cl == candidate {
 				fp = fingerprint(rec.Value)
 			}
@@ -312,7 +312,9 @@ func (c *collector) nextRecords() []detect.NextRecord {
 	return out
 }
 
-func (c *collector) readStage(ctx context.Context, name, topic string, x int, output bool, norm func([]byte) []byte) error {
+// readStage indexes a changelog (or the output, with output); count keeps
+// the values of a count's changelog.
+func (c *collector) readStage(ctx context.Context, name, topic string, x int, output, count bool, norm func([]byte) []byte) error {
 	start, err := c.windowStart(ctx, topic)
 	if err != nil {
 		return err
@@ -332,7 +334,11 @@ func (c *collector) readStage(ctx context.Context, name, topic string, x int, ou
 			if norm != nil {
 				key = norm(key)
 			}
-			if err := c.w.stage(output, uint8(x), key, rec.Partition, rec.Timestamp, rec.Offset, rec.Kind == kread.Aborted, rec.Value == nil); err != nil {
+			var val []byte
+			if count {
+				val = rec.Value
+			}
+			if err := c.w.stage(output, uint8(x), key, rec.Partition, rec.Timestamp, rec.Offset, rec.Kind == kread.Aborted, rec.Value == nil, val); err != nil {
 				return fmt.Errorf("indexing %s[%d]@%d: %w", rec.Topic, rec.Partition, rec.Offset, err)
 			}
 		}

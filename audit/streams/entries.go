@@ -22,14 +22,19 @@ const (
 	tagTouch            byte = 0x01 // 0: judge the key (reconcile: what earlier steps know of it)
 	tagRepartition      byte = 0x08 // x | tail u8 | ts u64 | fp u64 -> partition u32 | offset u64
 	tagInput            byte = 0x10 // x | ^ts u64 | ^partition u32 | ^offset u64 -> fp u64
-	tagChangelog        byte = 0x30 // x | ^ts u64 | ^offset u64 -> flags u8 | partition u32
+	tagChangelog        byte = 0x30 // x | ^ts u64 | ^offset u64 -> flags u8 | partition u32 [| count u64 with flagCount]
 	tagChangelogAborted byte = 0x40 // x | ^ts u64 -> partition u32
 	tagOutput           byte = 0x50 // 0 | ^ts u64 | ^offset u64 -> flags u8 | partition u32
 	tagOutputAborted    byte = 0x60 // 0 | ^ts u64 -> partition u32
 )
 
-// flagTombstone marks a changelog or output record whose value was null.
-const flagTombstone = 1
+// flagTombstone marks a changelog or output record whose value was null;
+// flagCount a count's changelog record whose value is a Long (8 bytes,
+// Serdes.Long), stored after the partition.
+const (
+	flagTombstone = 1
+	flagCount     = 2
+)
 
 func inv(v int64) uint64   { return ^uint64(v) }
 func uninv(u uint64) int64 { return int64(^u) }
@@ -81,29 +86,37 @@ func (e entryWriter) input(first bool, x uint8, key []byte, ts int64, partition 
 
 // stage writes a record of input x's changelog (output false) or of the
 // output (output true), read from partition.
-func (e entryWriter) stage(output bool, x uint8, key []byte, partition int32, ts, offset int64, aborted, tombstone bool) error {
+// With count (a count's changelog), a value of 8 bytes is stored as the
+// key's count.
+func (e entryWriter) stage(output bool, x uint8, key []byte, partition int32, ts, offset int64, aborted, tombstone bool, count []byte) error {
 	tag := tagChangelog
 	if output {
 		tag, x = tagOutput, 0
 	}
-	var v [5]byte
-	binary.BigEndian.PutUint32(v[1:], uint32(partition))
+	var v [13]byte
+	binary.BigEndian.PutUint32(v[1:5], uint32(partition))
+	n := 5
 	if aborted {
 		var f [9]byte
 		f[0] = x
 		binary.BigEndian.PutUint64(f[1:], inv(ts))
-		return e.w.AddFirst(key, tag+0x10, 1, f[:], v[1:]) // tagChangelogAborted, tagOutputAborted: only the newest counts
+		return e.w.AddFirst(key, tag+0x10, 1, f[:], v[1:5]) // tagChangelogAborted, tagOutputAborted: only the newest counts
 	}
 	var f [17]byte
 	f[0] = x
 	binary.BigEndian.PutUint64(f[1:], inv(ts))
 	binary.BigEndian.PutUint64(f[9:], inv(offset))
-	if tombstone {
+	switch {
+	case tombstone:
 		v[0] = flagTombstone
+	case len(count) == 8 && !output:
+		v[0] = flagCount
+		copy(v[5:], count)
+		n = 13
 	}
 	// Only the newest committed record of a key counts (with its tombstone
 	// flag): one entry per key and chunk.
-	return e.w.AddFirst(key, tag, 1, f[:], v[:])
+	return e.w.AddFirst(key, tag, 1, f[:], v[:n])
 }
 
 // touch writes an entry that makes the check visit key even when this
@@ -182,15 +195,19 @@ func apply(ev *detect.KeyEvidence, e index.Entry, x int, f []byte, pending func(
 			pending(x, ts)
 		}
 	case tagChangelog, tagOutput:
-		if len(f) != 16 || len(e.Value) != 5 {
+		counted := len(e.Value) == 13 && e.Value[0]&flagCount != 0 && e.Tag == tagChangelog
+		if len(f) != 16 || (len(e.Value) != 5 && !counted) {
 			return fmt.Errorf("stage entry of %d+%d bytes", len(f), len(e.Value))
 		}
 		ts, off := uninv(be64(f[0:8])), uninv(be64(f[8:16]))
 		tomb := e.Value[0]&flagTombstone != 0
-		p := int32(be32(e.Value[1:]))
-		if e.Tag == tagChangelog {
+		p := int32(be32(e.Value[1:5]))
+		switch {
+		case counted:
+			ev.AddChangelogCount(x, p, ts, off, int64(be64(e.Value[5:])))
+		case e.Tag == tagChangelog:
 			ev.AddChangelog(x, p, ts, off, tomb)
-		} else {
+		default:
 			ev.AddOutput(p, ts, off, tomb)
 		}
 	case tagChangelogAborted, tagOutputAborted:

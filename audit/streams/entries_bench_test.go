@@ -36,7 +36,7 @@ func BenchmarkIndexEvidence(b *testing.B) {
 						b.Fatal(err)
 					}
 					if coalesced {
-						err = w.stage(false, x, k, 0, int64(i), int64(i), false, false)
+						err = w.stage(false, x, k, 0, int64(i), int64(i), false, false, nil)
 					} else {
 						err = w.w.Add(k, tagChangelog, fmt.Appendf(nil, "%c%016x", x, i), make([]byte, 5))
 					}
@@ -44,7 +44,7 @@ func BenchmarkIndexEvidence(b *testing.B) {
 						b.Fatal(err)
 					}
 					if coalesced {
-						err = w.stage(true, 0, k, 0, int64(i), int64(i), false, false)
+						err = w.stage(true, 0, k, 0, int64(i), int64(i), false, false, nil)
 					} else {
 						err = w.w.Add(k, tagOutput, fmt.Appendf(nil, "%c%016x", 0, i), make([]byte, 5))
 					}

@@ -52,6 +52,11 @@ type Input struct {
 	// FieldsNear, when set, returns the writer schema's field paths
 	// closest to Field for a record that failed to decode.
 	FieldsNear func(rec *kread.Record) []string
+	// Count says that the input's table is a count (KGroupedStream#count,
+	// its changelog values Longs): an audit then recomputes each key's
+	// count from the processed records and reports an undercount
+	// (docs/checks.md). A reconcile step checks the table like a reduce's.
+	Count bool
 }
 
 // Progress receives progress of the long phases; nil means none.
@@ -75,6 +80,9 @@ type Options struct {
 	Group  string
 	Inputs []Input
 	Output string
+	// Join is the type of the KTable-KTable joins between the inputs'
+	// tables: "" or "left", "inner" or "outer" (pipeline.join).
+	Join string
 	// OutputKey, when set, maps an output record key to the selected key form.
 	OutputKey func([]byte) []byte
 	// From and To bound the audited input timestamps; zero means unbounded.
@@ -118,6 +126,8 @@ func (o Options) withDefaults() (Options, error) {
 		return o, errors.New("audit: more than 255 inputs")
 	case o.Output == "":
 		return o, errors.New("audit: no output topic")
+	case o.Join != "" && o.Join != "left" && o.Join != "inner" && o.Join != "outer":
+		return o, fmt.Errorf("audit: join type %q is not left, inner or outer", o.Join)
 	}
 	for i, in := range o.Inputs {
 		if in.Topic == "" || in.RepartitionTopic == "" || in.ChangelogTopic == "" || in.Select == nil {

@@ -81,13 +81,19 @@ func assemble(ctx context.Context, o Options, snap *pipelineSnapshot, col *colle
 		DecodeErrorsBySchema: col.decode.ByClass,
 		DecodeErrorSamples:   col.decode.Samples,
 	}
+	if chk.counted {
+		s.Stages[finding.StageCount] = &finding.StageCounts{KeysChecked: chk.checkedCount, Findings: map[finding.Kind]int64{}}
+	}
 	pl := &finding.Pipeline{Output: o.Output}
+	if o.Join != "left" {
+		pl.Join = o.Join
+	}
 	g := snap.groupInfo
 	s.Group = &g
 	var outcome []detect.InputOutcome
 	for x, in := range o.Inputs {
 		pl.Inputs = append(pl.Inputs, finding.PipelineInput{Name: in.Name, Topic: in.Topic,
-			RepartitionTopic: in.RepartitionTopic, ChangelogTopic: in.ChangelogTopic})
+			RepartitionTopic: in.RepartitionTopic, ChangelogTopic: in.ChangelogTopic, Count: in.Count})
 		c := counts[x]
 		s.InputOrder = append(s.InputOrder, in.Name)
 		s.Inputs[in.Name] = &c

@@ -83,6 +83,9 @@ func describePipeline(o Options, extra string) string {
 	for _, in := range o.Inputs {
 		fmt.Fprintf(&b, " input=%s:%s>%s>%s key=%q", in.Name, in.Topic, in.RepartitionTopic, in.ChangelogTopic, in.Field)
 	}
+	if o.Join != "" && o.Join != "left" {
+		fmt.Fprintf(&b, " join=%s", o.Join) // left joins were all there was before: their states stay valid
+	}
 	if extra != "" {
 		b.WriteString(" " + extra)
 	}

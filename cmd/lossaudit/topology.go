@@ -27,7 +27,9 @@ func newTopologyCmd(g *globalFlags) *cobra.Command {
 			"changelog topic, and the join's output topic: from explicit overrides in\n" +
 			"pipeline.inputs[i], then from pipeline.topology_file (the text printed by\n" +
 			"Topology#describe()), then by discovery among the cluster's topics. It prints one row\n" +
-			"per name with its origin and whether the topic exists.\n\n" +
+			"per name with its origin and whether the topic exists, then the stage graph: each\n" +
+			"stage (source, link, table, output) with the rule it is held to, and each edge with\n" +
+			"how it maps the key and carries the timestamp.\n\n" +
 			"Exit codes: 0 every topic exists; 1 a derived internal topic is missing (MISSING in\n" +
 			"the table); 2 a configuration problem, including a topic named in the config that\n" +
 			"does not exist; 3 the cluster could not be reached.",
@@ -130,9 +132,16 @@ func runTopology(ctx context.Context, cfg *config.Config, lister topology.TopicL
 
 	safe := report.TerminalSafe
 	fmt.Fprintf(w, "application.id %s (consumer group and internal topic prefix)\njoin order: ", safe(m.ApplicationID))
+	joinWord := " leftJoin "
+	switch m.Join {
+	case topology.JoinInner:
+		joinWord = " join "
+	case topology.JoinOuter:
+		joinWord = " outerJoin "
+	}
 	for i, s := range m.Stages {
 		if i > 0 {
-			fmt.Fprint(w, " leftJoin ")
+			fmt.Fprint(w, joinWord)
 		}
 		fmt.Fprint(w, safe(s.Input.Name))
 	}
@@ -179,6 +188,11 @@ func runTopology(ctx context.Context, cfg *config.Config, lister topology.TopicL
 	}
 	for _, warn := range m.Warnings {
 		fmt.Fprintf(w, "warning: %s\n", safe(warn))
+	}
+	// The stage graph: what each stage is held to.
+	fmt.Fprintln(w)
+	if err := m.Graph().Write(w, safe); err != nil {
+		return nil, fmt.Errorf("writing the stage graph: %w", err)
 	}
 	if len(denied) > 0 {
 		return nil, withCode(exitIncomplete, fmt.Errorf("%s (lossaudit's principal needs DESCRIBE on every topic of the pipeline, and READ to audit them: docs/security.md)", strings.Join(denied, "; ")))

@@ -82,6 +82,9 @@ func TestRunTopology(t *testing.T) {
 				row("b", "changelog", "app-"+s09+"-changelog", "topology file", "ok"),
 				row("c", "changelog", "app-"+s16+"-changelog", "topology file", "ok"),
 				row("-", "output", "joined", "config", "ok"),
+				regexp.MustCompile(`(?m)^  table:b\s+table\s+app-` + s09 + `-changelog \(topology file\) store ` + s09 + ` \(topology file\) by reduce\n    rule table-max: `),
+				regexp.MustCompile(`(?m)^  output\s+output\s+joined \(config\)\n    rule output-left-join: `),
+				regexp.MustCompile(`(?m)^  link:c -> table:c via reduce: key identity, coalesced per key, timestamp max$`),
 			},
 		},
 		{
@@ -232,7 +235,7 @@ report:
 		{"named suppress, declared", "unsupported-suppress-named-4.4.0.txt", "  reduce: plain\n  nodes:\n    - {name: latest, kind: reduce}\n    - {name: hold, kind: suppress}\n",
 			[]string{"unsupported-suppress-named-4.4.0.txt:20: node hold on the path of input topic topicA is of kind suppress (from its pipeline.nodes)"}},
 		{"join type undeclared", "order-abc-4.4.0.txt", "  reduce: plain\n",
-			[]string{"pipeline.join: is not set, but ", "order-abc-4.4.0.txt:36: node KTABLE-MERGE-0000000021 is a KTable-KTable join, and describe() does not show whether it is inner, left or outer; declare it: left (audited), inner or outer (not audited yet)"}},
+			[]string{"pipeline.join: is not set, but ", "order-abc-4.4.0.txt:36: node KTABLE-MERGE-0000000021 is a KTable-KTable join, and describe() does not show whether it is inner, left or outer; declare it: left, inner or outer"}},
 		{"reduce type undeclared", "unsupported-windowed-reduce-4.4.0.txt", "",
 			[]string{"pipeline.reduce: is not set, but ", "unsupported-windowed-reduce-4.4.0.txt:17: node KSTREAM-REDUCE-0000000003 (store KSTREAM-REDUCE-STATE-STORE-0000000002) on the path of input topic topicA is a reduce, and describe() does not show whether it is windowed; declare it: plain (audited) or windowed (not audited yet)"}},
 		{"windowed reduce declared", "unsupported-windowed-reduce-4.4.0.txt", "  reduce: windowed\n",

@@ -152,6 +152,11 @@ type Options struct {
 	// Copy runs the stateless application instead (Inputs[0] --map--> Output,
 	// String serdes, no schemas).
 	Copy bool
+	// Count runs the count by a new key instead (Inputs[0] --selectKey(value)-->
+	// groupByKey --> count --> toStream --mapValues--> Output, String serdes,
+	// no schemas); DropCount lists keys whose first update the count loses.
+	Count     bool
+	DropCount []string
 	// ProcessingGuarantee is processing.guarantee (default exactly_once_v2);
 	// CommitInterval, when set, commit.interval.ms. Both may change between
 	// starts.
@@ -282,7 +287,8 @@ func (a *App) env() []string {
 		"DROP_BEFORE_OUTPUT="+strings.Join(a.o.DropBeforeOutput, ","),
 		"CONSUMER_SESSION_TIMEOUT_MS="+map[bool]string{true: "", false: millis(a.o.SessionTimeout)}[a.o.GroupProtocol == "streams"],
 		"REPARTITION_PURGE_INTERVAL_MS="+millis(a.o.PurgeInterval),
-		"TOPOLOGY="+map[bool]string{true: "copy", false: "join"}[a.o.Copy],
+		"TOPOLOGY="+a.topology(),
+		"DROP_COUNT="+strings.Join(a.o.DropCount, ","),
 		"PROCESSING_GUARANTEE="+a.o.ProcessingGuarantee,
 		"COMMIT_INTERVAL_MS="+millis(a.o.CommitInterval),
 		"GROUP_PROTOCOL="+a.o.GroupProtocol,
@@ -294,6 +300,17 @@ func (a *App) env() []string {
 		"FAIL_SELECT_NOTE="+a.o.FailSelectNote,
 		"FAIL_REDUCE_NOTE="+a.o.FailReduceNote,
 	)
+}
+
+// topology is the TOPOLOGY the application runs.
+func (a *App) topology() string {
+	switch {
+	case a.o.Count:
+		return "count"
+	case a.o.Copy:
+		return "copy"
+	}
+	return "join"
 }
 
 // SetErrorHandling changes how the next start treats records that do not

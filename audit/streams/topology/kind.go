@@ -44,7 +44,13 @@ const (
 
 	// KindAggregate is count() or aggregate() of a grouped stream
 	// (KSTREAM-AGGREGATE-), windowed or not: describe() prints both alike.
+	// Declared in pipeline.nodes, it is a plain aggregate: supported,
+	// checked like a reduce.
 	KindAggregate Kind = "aggregate"
+	// KindCount is count() of a grouped stream, not windowed: only a
+	// declaration says so (it refines aggregate). Supported: checked like
+	// a reduce, and its counts recomputed (undercount).
+	KindCount Kind = "count"
 	// KindCogroup is a cogrouped aggregation (COGROUPKSTREAM-AGGREGATE-,
 	// COGROUPKSTREAM-MERGE-).
 	KindCogroup Kind = "cogroup"
@@ -167,7 +173,7 @@ var generated = regexp.MustCompile(`^([A-Z]+(?:-[A-Z]+)*-)(\d{10})$`)
 func DeclarableKinds() []string {
 	out := []string{}
 	for _, k := range []Kind{KindSource, KindSink, KindKeySelect, KindReduce, KindTableJoin, KindToStream,
-		KindAggregate, KindCogroup, KindWindowed, KindSuppress, KindTableSource, KindToTable, KindTableAggregate,
+		KindAggregate, KindCount, KindCogroup, KindWindowed, KindSuppress, KindTableSource, KindToTable, KindTableAggregate,
 		KindTableSelect, KindTableFilter, KindTableMapValues, KindFKJoin, KindStreamStreamJoin, KindStreamTableJoin,
 		KindFilter, KindMap, KindMapValues, KindFlatMap, KindFlatMapValues, KindPeek, KindForeach, KindMerge,
 		KindBranch, KindProcess} {
@@ -178,7 +184,7 @@ func DeclarableKinds() []string {
 }
 
 // supportedKinds are the kinds an audited path may hold.
-var supportedKinds = []Kind{KindSource, KindKeySelect, KindRepartitionFilter, KindReduce, KindTableJoin, KindToStream, KindSink}
+var supportedKinds = []Kind{KindSource, KindKeySelect, KindRepartitionFilter, KindReduce, KindCount, KindTableJoin, KindToStream, KindMapValues, KindPeek, KindSink}
 
 // supported describes, for messages, what the audit supports.
 func supported() string {
@@ -186,8 +192,13 @@ func supported() string {
 	for i, k := range supportedKinds {
 		ks[i] = string(k)
 	}
-	return "supported: selectKey -> groupByKey -> reduce per input, then KTable left joins into the output (kinds " + strings.Join(ks, ", ") + ")"
+	return "supported: selectKey -> groupByKey -> reduce per input (or a count or aggregate declared in pipeline.nodes), then KTable left joins, " +
+		"mapValues or peek into the output (kinds " + strings.Join(ks, ", ") + ", and aggregate when declared)"
 }
+
+// isTableOp says whether an input's path may end in a node of kind k:
+// its table (an aggregate only when declared).
+func isTableOp(k Kind) bool { return k == KindReduce || k == KindCount || k == KindAggregate }
 
 // KindOrigin says how a node's kind was found.
 type KindOrigin string
@@ -294,7 +305,8 @@ func (t *Topology) Classify(declared []NodeDecl) (map[string]Classified, error) 
 		}
 		k := Kind(kind)
 		if c.Origin != FromNowhere {
-			refines := k == c.Kind || (k == KindWindowed && (c.Kind == KindReduce || c.Kind == KindAggregate || c.Kind == KindCogroup))
+			refines := k == c.Kind || (k == KindWindowed && (c.Kind == KindReduce || c.Kind == KindAggregate || c.Kind == KindCogroup)) ||
+				(k == KindCount && c.Kind == KindAggregate)
 			if !refines {
 				return nil, fail("kind", fmt.Sprintf("node %s is declared %s, but its %s makes it a %s (line %d)", name, k, c.Origin, c.Kind, c.Node.Line))
 			}
@@ -313,7 +325,7 @@ func (t *Topology) Classify(declared []NodeDecl) (map[string]Classified, error) 
 // needsStore says whether a node of kind k always has a state store.
 func needsStore(k Kind) bool {
 	switch k {
-	case KindReduce, KindAggregate, KindWindowed, KindSuppress, KindTableAggregate:
+	case KindReduce, KindAggregate, KindCount, KindWindowed, KindSuppress, KindTableAggregate:
 		return true
 	}
 	return false

@@ -48,6 +48,9 @@ type InputSpec struct {
 	Store            string
 	RepartitionTopic string
 	ChangelogTopic   string
+	// Rekey is the field path of the value that selectKey/groupBy takes
+	// the key from; "" keeps the record key (the stage graph's key map).
+	Rekey string
 }
 
 // Error is a problem the user can fix in the pipeline section; Key names
@@ -101,6 +104,9 @@ type Stage struct {
 	ChangelogTopic string
 	// Origins says where each of the three came from.
 	Origins Origins
+	// Operator is the kind of the node that writes the store; "" is a
+	// reduce (without a topology file, pipeline.reduce says so).
+	Operator Kind
 }
 
 // Model is the audited pipeline.
@@ -110,6 +116,9 @@ type Model struct {
 	Output string
 	// OutputOrigin is FromConfig or FromTopology.
 	OutputOrigin Origin
+	// Join is the type of the KTable-KTable joins (pipeline.join): left,
+	// inner or outer; "" when the inputs are not joined.
+	Join string
 	// Stages are in join order: Stages[0] is the left side.
 	Stages []Stage
 	// Warnings are non-fatal observations (an override that contradicts
@@ -166,6 +175,9 @@ func Build(ctx context.Context, p Spec, topics TopicLister, opts ...Option) (*Mo
 		return nil, err
 	}
 	m := &Model{ApplicationID: app, Output: p.Output, OutputOrigin: FromConfig}
+	if len(p.Inputs) > 1 {
+		m.Join = p.Join
+	}
 	for i, in := range p.Inputs {
 		s := Stage{Input: in, Index: i}
 		if in.Store != "" {
@@ -250,12 +262,12 @@ func checkDeclared(p Spec) error {
 	switch p.Join {
 	case "":
 		if p.TopologyFile == "" && len(p.Inputs) > 1 {
-			return &Error{Key: "pipeline.join", Msg: fmt.Sprintf("is not set, but pipeline.inputs lists %d inputs, which are joined by KTable-KTable joins of a type that neither the rest of the configuration nor describe() shows; declare it: left (audited), inner or outer (not audited yet)", len(p.Inputs))}
+			return &Error{Key: "pipeline.join", Msg: fmt.Sprintf("is not set, but pipeline.inputs lists %d inputs, which are joined by KTable-KTable joins of a type that neither the rest of the configuration nor describe() shows; declare it: left, inner or outer", len(p.Inputs))}
 		}
-	case JoinLeft:
-	case JoinInner, JoinOuter:
-		if p.TopologyFile == "" {
-			return &Error{Key: "pipeline.join", Msg: fmt.Sprintf("%s joins are not audited yet: lossaudit audits chains of KTable left joins", p.Join)}
+	case JoinLeft, JoinOuter:
+	case JoinInner:
+		if p.TopologyFile == "" && len(p.Inputs) > 1 {
+			return &Error{Key: "pipeline.join", Msg: "inner joins need pipeline.topology_file: which keys an inner join writes depends on every table of the chain, and only the topology file shows that no table but the configured inputs takes part"}
 		}
 	default:
 		msg := fmt.Sprintf("%q is not a join type: write left, inner or outer", p.Join)
@@ -321,6 +333,7 @@ func (m *Model) fromTopology(p Spec) error {
 	for i, ts := range stages {
 		s := &m.Stages[i]
 		name := fmt.Sprintf("pipeline.inputs[%d]", i)
+		s.Operator = ts.Operator
 		if s.Store == "" {
 			s.Store, s.Origins.Store = ts.Store, FromTopology
 		} else if s.Store != ts.Store {

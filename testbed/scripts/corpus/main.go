@@ -31,6 +31,7 @@ import (
 
 func main() {
 	verbose := flag.Bool("v", false, "print the configuration tried for every file")
+	counts := flag.Bool("counts", false, "declare every KSTREAM-AGGREGATE- node a plain count in pipeline.nodes, as a user whose counts are not windowed would (check the accepted files' sources: a windowed count declared so is the user's mistake)")
 	flag.Parse()
 	dir := filepath.Join("..", "shared", "topologies")
 	if flag.NArg() > 0 {
@@ -46,7 +47,7 @@ func main() {
 	fmt.Println("| file | verdict | message |")
 	fmt.Println("| --- | --- | --- |")
 	for _, f := range files {
-		verdict, msg, tried := judge(f)
+		verdict, msg, tried := judge(f, *counts)
 		if verdict == "accepted" {
 			accepted++
 		}
@@ -61,7 +62,7 @@ func main() {
 // judge derives the model of file with each candidate configuration and
 // returns the verdict, the message (the first rejection's, or the
 // accepted model) and the configurations tried.
-func judge(file string) (verdict, msg string, tried []string) {
+func judge(file string, counts bool) (verdict, msg string, tried []string) {
 	f, err := os.Open(file)
 	if err != nil {
 		return "rejected", err.Error(), nil
@@ -80,6 +81,9 @@ func judge(file string) (verdict, msg string, tried []string) {
 		// The charitable user declares the joins left and the reduces
 		// plain, the types audited.
 		spec := topology.Spec{ApplicationID: "app", TopologyFile: file, Output: output, Join: topology.JoinLeft, Reduce: topology.ReducePlain}
+		if counts {
+			spec.Nodes = aggregates(top)
+		}
 		for i, in := range ins {
 			spec.Inputs = append(spec.Inputs, topology.InputSpec{Name: fmt.Sprintf("in%d", i), Topic: in})
 		}
@@ -96,6 +100,19 @@ func judge(file string) (verdict, msg string, tried []string) {
 		}
 	}
 	return "rejected", message(first), tried
+}
+
+// aggregates declares every KSTREAM-AGGREGATE- node of top a count.
+func aggregates(top *topology.Topology) []topology.NodeDecl {
+	var out []topology.NodeDecl
+	for _, st := range top.SubTopologies {
+		for _, n := range st.Nodes {
+			if strings.HasPrefix(n.Name, "KSTREAM-AGGREGATE-") && !strings.Contains(n.Name, "STATE-STORE") {
+				out = append(out, topology.NodeDecl{Name: n.Name, Kind: "count"})
+			}
+		}
+	}
+	return out
 }
 
 // message is what `lossaudit topology` prints for err (after "lossaudit: ").

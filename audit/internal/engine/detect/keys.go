@@ -57,6 +57,10 @@ type StageState struct {
 	// one key's records are in one partition); meaningful when Has or
 	// HasAborted.
 	Partition int32
+	// HasCount is true when the newest committed record is a count's
+	// value (AddChangelogCount); Count is that value.
+	HasCount bool
+	Count    int64
 }
 
 type recID struct {
@@ -131,7 +135,7 @@ func (e *KeyEvidence) AddCopy(x int, ts int64, fp uint64, partition int32, offse
 func (e *KeyEvidence) AddCandidate(x int, r InputRecord) {
 	in := &e.Inputs[x]
 	in.Candidates++
-	if _, pending := e.tails[x][recID{r.TS, r.FP}]; pending {
+	if e.linkPending(x, r) {
 		in.Pending++
 		in.PendingRecords = append(in.PendingRecords, r)
 		return
@@ -141,11 +145,14 @@ func (e *KeyEvidence) AddCandidate(x int, r InputRecord) {
 	}
 }
 
-func (s *StageState) addCommitted(partition int32, ts, offset int64, tombstone bool) {
-	if !s.Has || ts > s.TS || (ts == s.TS && offset > s.Offset) {
+func (s *StageState) addCommitted(partition int32, ts, offset int64, tombstone bool) bool {
+	newest := !s.Has || ts > s.TS || (ts == s.TS && offset > s.Offset)
+	if newest {
 		s.Has, s.TS, s.Offset, s.Tombstone = true, ts, offset, tombstone
+		s.HasCount, s.Count = false, 0
 	}
 	s.Partition = partition
+	return newest
 }
 
 func (s *StageState) addAborted(partition int32, ts int64) {
@@ -158,8 +165,8 @@ func (s *StageState) addAborted(partition int32, ts int64) {
 // Add folds st (what is known of the stage from elsewhere, an earlier
 // step) into s, as if its records had been added one by one.
 func (s *StageState) Add(st StageState) {
-	if st.Has {
-		s.addCommitted(st.Partition, st.TS, st.Offset, st.Tombstone)
+	if st.Has && s.addCommitted(st.Partition, st.TS, st.Offset, st.Tombstone) {
+		s.HasCount, s.Count = st.HasCount, st.Count
 	}
 	if st.HasAborted {
 		s.addAborted(st.Partition, st.AbortedTS)
@@ -170,6 +177,15 @@ func (s *StageState) Add(st StageState) {
 // partition.
 func (e *KeyEvidence) AddChangelog(x int, partition int32, ts, offset int64, tombstone bool) {
 	e.Changelogs[x].addCommitted(partition, ts, offset, tombstone)
+}
+
+// AddChangelogCount records a committed record of input x's changelog
+// whose value is a count (a Long).
+func (e *KeyEvidence) AddChangelogCount(x int, partition int32, ts, offset, count int64) {
+	s := &e.Changelogs[x]
+	if s.addCommitted(partition, ts, offset, false) {
+		s.HasCount, s.Count = true, count
+	}
 }
 
 // AddChangelogAborted records an aborted record of input x's changelog.
@@ -208,12 +224,22 @@ type InputSpec struct {
 	Name             string
 	Topic            string
 	RepartitionTopic string
+	// ChangelogTopic names the changelog in count rows.
+	ChangelogTopic string
+	// Count says that the input's table is a count and that every
+	// processed candidate of the key was added (not coalesced), so its
+	// changelog's count is checked (Undercount).
+	Count bool
 }
 
 // KeySpec is what Keys needs to know of the pipeline.
 type KeySpec struct {
 	// Inputs are in join order: Inputs[0] is the left side.
 	Inputs []InputSpec
+	// Join is the type of the KTable-KTable joins of the chain: "" or
+	// "left" (OutputLeftJoin), "inner" (OutputInnerJoin) or "outer"
+	// (OutputOuterJoin).
+	Join string
 	// Withheld reports whether rows at a stage for input x and key must be
 	// withheld because a partition they depend on never settled
 	// (stuck_lso). Nil withholds nothing.
@@ -226,6 +252,8 @@ type KeyCounts struct {
 	// checked at each stage; Withheld counts rows held back.
 	CheckedChangelog, CheckedOutput int
 	Withheld                        int
+	// CheckedCount counts the (input, key) pairs whose count was checked.
+	CheckedCount int
 }
 
 // Keys is the core check for one selected key: missing, stale and aborted
@@ -246,7 +274,6 @@ type KeyCounts struct {
 func Keys(spec *KeySpec, e *KeyEvidence, dst []finding.Row) ([]finding.Row, KeyCounts) {
 	var kc KeyCounts
 	left := e.Changelogs[0]
-	inLeftTable := left.Has && !left.Tombstone
 	for x := range e.Inputs {
 		in := &e.Inputs[x]
 		if !in.Has {
@@ -258,7 +285,7 @@ func Keys(spec *KeySpec, e *KeyEvidence, dst []finding.Row) ([]finding.Row, KeyC
 			Partition: ev.Partition, Offset: ev.Offset, Timestamp: ev.TS, ExpectedTS: ev.TS,
 		}
 		kc.CheckedChangelog++
-		if kind, bad := judge(e.Changelogs[x], ev.TS); bad {
+		if kind, bad := TableMax(e.Changelogs[x], ev.TS); bad {
 			if spec.Withheld != nil && spec.Withheld(finding.StageChangelog, x, e.Key) {
 				kc.Withheld++
 				continue
@@ -270,11 +297,24 @@ func Keys(spec *KeySpec, e *KeyEvidence, dst []finding.Row) ([]finding.Row, KeyC
 			dst = append(dst, row)
 			continue
 		}
-		if !inLeftTable {
+		if spec.Inputs[x].Count {
+			dst = e.count(spec, x, &kc, row, dst)
+		}
+		var kind finding.Kind
+		var checked, bad bool
+		switch spec.Join {
+		case "inner":
+			kind, checked, bad = OutputInnerJoin(e.Changelogs, e.Output, ev.TS)
+		case "outer":
+			kind, checked, bad = OutputOuterJoin(e.Changelogs[x], e.Output, ev.TS)
+		default:
+			kind, checked, bad = OutputLeftJoin(left, e.Output, ev.TS)
+		}
+		if !checked {
 			continue // no join result is expected for a key the left table lacks
 		}
 		kc.CheckedOutput++
-		if kind, bad := judge(e.Output, ev.TS); bad {
+		if bad {
 			if spec.Withheld != nil && spec.Withheld(finding.StageOutput, x, e.Key) {
 				kc.Withheld++
 				continue
@@ -288,17 +328,27 @@ func Keys(spec *KeySpec, e *KeyEvidence, dst []finding.Row) ([]finding.Row, KeyC
 	return dst, kc
 }
 
-// judge decides whether a stage holding st has reached timestamp expected,
-// and if not, which kind of finding that is.
-func judge(st StageState, expected int64) (finding.Kind, bool) {
-	if st.Has && st.TS >= expected {
-		return "", false
+// count applies the count rule (Undercount) to input x's changelog and
+// appends its row, if any, to dst; row is the key's row for input x.
+func (e *KeyEvidence) count(spec *KeySpec, x int, kc *KeyCounts, row finding.Row, dst []finding.Row) []finding.Row {
+	in, st := &e.Inputs[x], e.Changelogs[x]
+	processed := in.Candidates - in.Pending
+	_, checked, bad := Undercount(st, processed)
+	if !checked {
+		return dst
 	}
-	if st.HasAborted && st.AbortedTS >= expected {
-		return finding.Aborted, true
+	kc.CheckedCount++
+	if !bad {
+		return dst
 	}
-	if !st.Has {
-		return finding.Missing, true
+	if spec.Withheld != nil && spec.Withheld(finding.StageChangelog, x, e.Key) {
+		kc.Withheld++
+		return dst
 	}
-	return finding.Stale, true
+	row.Kind, row.Stage = finding.Undercount, finding.StageCount
+	row.ObservedTS, row.HasObserved = st.TS, true
+	row.Evidence = &finding.CountEvidence{Changelog: spec.Inputs[x].ChangelogTopic, Partition: st.Partition, Offset: st.Offset,
+		Count: st.Count, Processed: processed}
+	row.Key = append([]byte(nil), e.Key...)
+	return append(dst, row)
 }

@@ -9,7 +9,8 @@ import (
 )
 
 var threeInputs = &KeySpec{Inputs: []InputSpec{
-	{"a", "topicA", "app-ra-repartition"}, {"b", "topicB", "app-rb-repartition"}, {"c", "topicC", "app-rc-repartition"},
+	{Name: "a", Topic: "topicA", RepartitionTopic: "app-ra-repartition"}, {Name: "b", Topic: "topicB", RepartitionTopic: "app-rb-repartition"},
+	{Name: "c", Topic: "topicC", RepartitionTopic: "app-rc-repartition"},
 }}
 
 // fact is one thing known about the key, applied to a KeyEvidence.

@@ -50,6 +50,11 @@ import org.apache.kafka.streams.processor.StreamPartitioner;
  * (optional: a properties file whose entries, e.g. security.protocol and
  * sasl.jaas.config, every client of the application gets).
  *
+ * <p>TOPOLOGY=count runs a count by a new key instead: the first of INPUT_TOPICS
+ * --selectKey(value)--> groupByKey --> count --> toStream --mapValues(String)--> OUTPUT_TOPIC,
+ * String serdes, no schemas; DROP_COUNT ("k1,k2") loses the first update of each listed
+ * key (the aggregate does not count it), so its count ends one short.
+ *
  * <p>TOPOLOGY=copy runs a stateless application instead: the first of
  * INPUT_TOPICS --map(value + " (copied)")--> OUTPUT_TOPIC, with String serdes
  * and no schemas. PROCESSING_GUARANTEE (default exactly_once_v2) and
@@ -196,6 +201,29 @@ public final class StreamsApp {
         }
     }
 
+    /**
+     * The count by a new key: selectKey, groupByKey, count, toStream, mapValues, to. With keys to
+     * drop, the count is an aggregate that does not count the first update of each listed key it
+     * processes (a lost update, with nothing in the topology to show it): both print the same
+     * describe() text, KSTREAM-AGGREGATE- with a Long store. The keys already dropped are kept in
+     * memory: a restarted instance would drop them again.
+     */
+    static Topology count(String input, String output, Set<String> drop) {
+        StreamsBuilder builder = new StreamsBuilder();
+        Set<String> dropped = java.util.concurrent.ConcurrentHashMap.newKeySet();
+        var grouped = builder.stream(input, Consumed.with(Serdes.String(), Serdes.String()))
+                .selectKey((k, v) -> v)
+                .groupByKey(Grouped.with(Serdes.String(), Serdes.String()));
+        KTable<String, Long> counts = drop.isEmpty()
+                ? grouped.count(Materialized.with(Serdes.String(), Serdes.Long()))
+                : grouped.aggregate(() -> 0L, (k, v, agg) -> drop.contains(k) && dropped.add(k) ? agg : agg + 1,
+                        Materialized.with(Serdes.String(), Serdes.Long()));
+        counts.toStream()
+                .mapValues(String::valueOf)
+                .to(output, Produced.with(Serdes.String(), Serdes.String()));
+        return builder.build();
+    }
+
     /** The stateless copy application: map and to. */
     static Topology copy(String input, String output) {
         StreamsBuilder builder = new StreamsBuilder();
@@ -236,7 +264,8 @@ public final class StreamsApp {
         String bootstrap = cfg("BOOTSTRAP_SERVERS", "127.0.0.1:9092");
         String appId = cfg("APPLICATION_ID", "lossaudit-tb");
         List<String> inputs = Arrays.asList(cfg("INPUT_TOPICS", "in-a,in-b,in-c").split(","));
-        boolean copyMode = "copy".equals(cfg("TOPOLOGY", "join"));
+        boolean countMode = "count".equals(cfg("TOPOLOGY", "join"));
+        boolean copyMode = countMode || "copy".equals(cfg("TOPOLOGY", "join"));
         if (!copyMode && inputs.size() != 3) {
             throw new IllegalArgumentException("INPUT_TOPICS: want three topics, got " + inputs);
         }
@@ -255,7 +284,8 @@ public final class StreamsApp {
             registry.load();
         }
 
-        Topology topology = copyMode ? copy(inputs.get(0), output)
+        Topology topology = countMode ? count(inputs.get(0), output, parseKeys(cfg("DROP_COUNT", "")))
+                : copyMode ? copy(inputs.get(0), output)
                 : build(registry, truth, inputs, output, dropBeforeStore, dropBeforeOutput, tombstoneNote,
                         cfg("FAIL_SELECT_NOTE", null), cfg("FAIL_REDUCE_NOTE", null));
         String described = topology.describe().toString();

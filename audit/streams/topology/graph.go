@@ -1,0 +1,269 @@
+package topology
+
+import (
+	"fmt"
+	"io"
+	"strings"
+)
+
+// StageKind is what a stage of the pipeline's stage graph is
+// (../shared/STREAMS-TOPOLOGIES.md §10, docs/topology.md).
+type StageKind string
+
+// The stage kinds.
+const (
+	// StageSource is an input topic: where the records that count are read.
+	StageSource StageKind = "source"
+	// StageLink is an internal topic read again inside the application (a
+	// repartition topic): its unprocessed tail holds pending records.
+	StageLink StageKind = "link"
+	// StageTable is a state store with its changelog topic.
+	StageTable StageKind = "table"
+	// StageBuffer is a store holding records for a later stage (a suppress
+	// buffer): presence there is pending, not lost. No audited family has
+	// one yet.
+	StageBuffer StageKind = "buffer"
+	// StageOutput is an output topic.
+	StageOutput StageKind = "output"
+)
+
+// KeyMap says how an edge maps a record's key.
+type KeyMap string
+
+// The key maps.
+const (
+	// KeyIdentity keeps the key.
+	KeyIdentity KeyMap = "identity"
+	// KeyField selects the key from a declared field path of the value
+	// (Edge.Field).
+	KeyField KeyMap = "field"
+	// KeyRecord keeps the record key as the selected key.
+	KeyRecord KeyMap = "record key"
+)
+
+// Cardinality says how many records an edge yields per record it takes.
+type Cardinality string
+
+// The cardinalities.
+const (
+	// One: exactly one.
+	One Cardinality = "1 per record"
+	// AtMostOne: one or none (a null key or value is dropped by design).
+	AtMostOne Cardinality = "at most 1 per record"
+	// PerKey: updates of a key are coalesced into the key's newest state
+	// (caching), so only "at least as new" is expected.
+	PerKey Cardinality = "coalesced per key"
+)
+
+// TSCarry says how an edge carries the timestamp.
+type TSCarry string
+
+// The timestamp carries.
+const (
+	// TSKept keeps the record's timestamp.
+	TSKept TSCarry = "kept"
+	// TSMax carries the maximum of the record's and the state's timestamps
+	// (a reduce, an aggregate, a KTable-KTable join).
+	TSMax TSCarry = "max"
+)
+
+// Rule names the check a stage is held to; its detector is named in the
+// rule's description.
+type Rule string
+
+// The stage rules, each implemented by one detector of
+// audit/internal/engine/detect.
+const (
+	// RuleCandidates: the source's records that count (committed,
+	// processed below the group's offset, in the window, with a value
+	// and a selected key); detect.AddCandidate.
+	RuleCandidates Rule = "candidates"
+	// RuleTail: a processed record whose copy sits in the link's
+	// unprocessed tail is pending, not lost; audit/internal/engine/detect/link.go.
+	RuleTail Rule = "tail-pending"
+	// RuleTableMax: the changelog holds every key at least as new as its
+	// newest processed update (missing, stale, aborted); detect.TableMax.
+	RuleTableMax Rule = "table-max"
+	// RuleTableCount: a count's table: RuleTableMax, and the newest count
+	// of a key is at least the number of its processed records (else
+	// undercount, naming the lost updates); detect.TableMax and
+	// detect.Undercount.
+	RuleTableCount Rule = "table-max+count"
+	// RuleOutputLeftJoin: for every key the left table holds as a value,
+	// the output holds it at least as new as every input's newest
+	// processed update; detect.OutputLeftJoin.
+	RuleOutputLeftJoin Rule = "output-left-join"
+	// RuleOutputInnerJoin: for every key every table holds as a value,
+	// the output holds it at least as new as every input's newest
+	// processed update; detect.OutputInnerJoin.
+	RuleOutputInnerJoin Rule = "output-inner-join"
+	// RuleOutputOuterJoin: for every key a table holds as a value, the
+	// output holds it at least as new as that table's input's newest
+	// processed update; detect.OutputOuterJoin.
+	RuleOutputOuterJoin Rule = "output-outer-join"
+	// RuleOutputTable: the output of a table without joins holds every
+	// key its table holds as a value at least as new as the table's
+	// input; detect.OutputLeftJoin with one input.
+	RuleOutputTable Rule = "output-to-stream"
+)
+
+// ruleText is what each rule checks, as `lossaudit topology` prints it.
+var ruleText = map[Rule]string{
+	RuleCandidates:      "records that count: committed, processed (below the group's offset), in the window, with a value and a selected key",
+	RuleTail:            "a processed record whose copy is in the unprocessed tail is pending, not lost",
+	RuleTableMax:        "the changelog holds each key at least as new as its newest processed update (else missing, stale or aborted)",
+	RuleTableCount:      "as table-max, and each key's newest count is at least the number of its processed records (else undercount, with the number of lost updates)",
+	RuleOutputLeftJoin:  "each key the left table holds as a value is in the output at least as new as every input's newest processed update",
+	RuleOutputInnerJoin: "each key every table holds as a value is in the output at least as new as every input's newest processed update",
+	RuleOutputOuterJoin: "each key a table holds as a value is in the output at least as new as that table's newest processed update",
+	RuleOutputTable:     "each key the table holds as a value is in the output at least as new as its newest processed update",
+}
+
+// Describe is what the rule checks, in words.
+func (r Rule) Describe() string { return ruleText[r] }
+
+// GraphStage is one stage of the stage graph.
+type GraphStage struct {
+	// ID is the stage's name in the graph (source:a, link:a, table:a,
+	// output).
+	ID   string
+	Kind StageKind
+	// Input is the configured input the stage belongs to, -1 for the
+	// output.
+	Input int
+	// Topic is the stage's topic: the input, link or output topic, or the
+	// table's changelog.
+	Topic string
+	// Store is a table's or buffer's state store, "" otherwise.
+	Store string
+	// Operator is what writes a table (reduce), "" otherwise.
+	Operator Kind
+	// Rule is the check the stage is held to.
+	Rule Rule
+	// TopicFrom and StoreFrom say where the names came from.
+	TopicFrom, StoreFrom Origin
+}
+
+// Edge is how records move from one stage to the next.
+type Edge struct {
+	From, To string
+	Key      KeyMap
+	// Field is the field path of a KeyField map.
+	Field string
+	Card  Cardinality
+	TS    TSCarry
+	// Via names the operator of the edge (selectKey, groupByKey, reduce,
+	// leftJoin, toStream).
+	Via string
+}
+
+// Graph is the pipeline model as a stage graph: today's family, each
+// input selectKey -> groupByKey -> reduce and the tables joined left to
+// right into the output, is one instance.
+type Graph struct {
+	Stages []GraphStage
+	Edges  []Edge
+}
+
+// Stage returns the stage with id, or nil.
+func (g *Graph) Stage(id string) *GraphStage {
+	for i := range g.Stages {
+		if g.Stages[i].ID == id {
+			return &g.Stages[i]
+		}
+	}
+	return nil
+}
+
+// Graph returns the model's stage graph.
+func (m *Model) Graph() *Graph {
+	g := &Graph{}
+	outRule, join := RuleOutputLeftJoin, "leftJoin"
+	switch {
+	case len(m.Stages) == 1:
+		outRule = RuleOutputTable
+	case m.Join == JoinInner:
+		outRule, join = RuleOutputInnerJoin, "join"
+	case m.Join == JoinOuter:
+		outRule, join = RuleOutputOuterJoin, "outerJoin"
+	}
+	for i, s := range m.Stages {
+		name := s.Input.Name
+		src := "source:" + name
+		g.Stages = append(g.Stages, GraphStage{ID: src, Kind: StageSource, Input: i, Topic: s.Input.Topic, Rule: RuleCandidates, TopicFrom: FromConfig})
+		keyEdge := Edge{Key: KeyRecord, Card: AtMostOne, TS: TSKept, Via: "selectKey"}
+		if s.Input.Rekey != "" {
+			keyEdge.Key, keyEdge.Field = KeyField, s.Input.Rekey
+		}
+		prev := src
+		if s.RepartitionTopic == "" {
+			keyEdge.Via = "groupByKey" // the key is kept: no repartitioning
+		} else {
+			link := "link:" + name
+			g.Stages = append(g.Stages, GraphStage{ID: link, Kind: StageLink, Input: i, Topic: s.RepartitionTopic, Rule: RuleTail, TopicFrom: s.Origins.RepartitionTopic})
+			keyEdge.From, keyEdge.To = src, link
+			g.Edges = append(g.Edges, keyEdge)
+			prev = link
+			keyEdge = Edge{Key: KeyIdentity, Card: One, TS: TSKept, Via: "repartition"}
+		}
+		op := s.Operator
+		if op == "" {
+			op = KindReduce
+		}
+		table := "table:" + name
+		rule := RuleTableMax
+		if op == KindCount {
+			rule = RuleTableCount
+		}
+		g.Stages = append(g.Stages, GraphStage{ID: table, Kind: StageTable, Input: i, Topic: s.ChangelogTopic, Store: s.Store, Operator: op,
+			Rule: rule, TopicFrom: s.Origins.ChangelogTopic, StoreFrom: s.Origins.Store})
+		keyEdge.From, keyEdge.To, keyEdge.Card, keyEdge.TS = prev, table, PerKey, TSMax
+		if keyEdge.Via == "repartition" {
+			keyEdge.Via = string(op)
+		} else {
+			keyEdge.Via += " -> " + string(op)
+		}
+		g.Edges = append(g.Edges, keyEdge)
+		via := "toStream"
+		if len(m.Stages) > 1 {
+			via = join + " (right side)"
+			if i == 0 {
+				via = join + " (left side)"
+			}
+		}
+		g.Edges = append(g.Edges, Edge{From: table, To: "output", Key: KeyIdentity, Card: PerKey, TS: TSMax, Via: via})
+	}
+	g.Stages = append(g.Stages, GraphStage{ID: "output", Kind: StageOutput, Input: -1, Topic: m.Output, Rule: outRule, TopicFrom: m.OutputOrigin})
+	return g
+}
+
+// Write prints the graph: one line per stage with its rule and where its
+// names came from, then one line per edge. clean makes names safe for a
+// terminal (report.TerminalSafe); nil prints them as they are.
+func (g *Graph) Write(w io.Writer, clean func(string) string) error {
+	if clean == nil {
+		clean = func(s string) string { return s }
+	}
+	var b strings.Builder
+	b.WriteString("stages:\n")
+	for _, s := range g.Stages {
+		fmt.Fprintf(&b, "  %-10s %-6s %s (%s)", clean(s.ID), s.Kind, clean(s.Topic), s.TopicFrom)
+		if s.Store != "" {
+			fmt.Fprintf(&b, " store %s (%s)", clean(s.Store), s.StoreFrom)
+		}
+		if s.Operator != "" {
+			fmt.Fprintf(&b, " by %s", s.Operator)
+		}
+		fmt.Fprintf(&b, "\n    rule %s: %s\n", s.Rule, s.Rule.Describe())
+	}
+	b.WriteString("edges:\n")
+	for _, e := range g.Edges {
+		key := string(e.Key)
+		if e.Key == KeyField {
+			key = "field " + clean(e.Field)
+		}
+		fmt.Fprintf(&b, "  %s -> %s via %s: key %s, %s, timestamp %s\n", clean(e.From), clean(e.To), e.Via, key, e.Card, e.TS)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
