@@ -37,11 +37,8 @@ func newReconcileCmd(g *globalFlags) *cobra.Command {
 		Example: "  lossaudit reconcile -c audit.yaml\n  lossaudit reconcile -c audit.yaml --metrics-file /var/lib/node_exporter/lossaudit.prom",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cfg, err := g.load(cmd)
+			cfg, err := g.loadStep(cmd)
 			if err != nil {
-				return err
-			}
-			if err := checkStepConfig(cfg); err != nil {
 				return err
 			}
 			fp := failpointsFromEnv(cmd.Context())
@@ -71,6 +68,19 @@ func checkRunConfig(cfg *config.Config) error {
 		return err
 	}
 	return checkOutputPath("report.metrics_file", cfg.Report.MetricsFile)
+}
+
+// loadStep loads the configuration of a reconcile or watch command and
+// checks it (checkStepConfig).
+func (g *globalFlags) loadStep(cmd *cobra.Command) (*config.Config, error) {
+	cfg, err := g.load(cmd)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkStepConfig(cfg); err != nil {
+		return nil, err
+	}
+	return cfg, nil
 }
 
 // checkStepConfig checks a configuration for reconcile and watch: a

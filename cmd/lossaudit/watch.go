@@ -38,11 +38,8 @@ func newWatchCmd(g *globalFlags) *cobra.Command {
 		Example: "  lossaudit watch -c audit.yaml --interval 1m --listen 127.0.0.1:9464",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cfg, err := g.load(cmd)
+			cfg, err := g.loadStep(cmd)
 			if err != nil {
-				return err
-			}
-			if err := checkStepConfig(cfg); err != nil {
 				return err
 			}
 			if err := cfg.ValidateWatch(); err != nil {
