@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -93,10 +95,11 @@ func watch(ctx context.Context, cfg *config.Config, stderr io.Writer) error {
 	if warning := web.exposure(ln.Addr()); warning != "" {
 		log.Warn(warning, "listen", ln.Addr().String())
 	}
+	warnings := newStepWarnings(log)
 	for {
 		started := w.now()
 		w.setRunning(true)
-		out, err := reconcileStep(ctx, cfg, app.Options{}, io.Discard, io.Discard, failpointsFromEnv(ctx), nil)
+		out, err := reconcileStep(ctx, cfg, app.Options{Warnings: warnings}, io.Discard, io.Discard, failpointsFromEnv(ctx), nil)
 		took := w.now().Sub(started)
 		w.setRunning(false)
 		if ctx.Err() != nil {
@@ -231,4 +234,43 @@ func (w *watcher) handler() http.Handler {
 		})
 	})
 	return mux
+}
+
+// stepWarnings logs what a step warns about (a permission missing for a
+// cross-check, a model warning) and what the reader waits for, one log
+// line each: watch has no terminal to print them on. A warning is logged
+// once per process, not at every step; waits every time.
+type stepWarnings struct {
+	log  *slog.Logger
+	mu   sync.Mutex
+	buf  []byte
+	seen map[string]bool
+}
+
+func newStepWarnings(log *slog.Logger) *stepWarnings {
+	return &stepWarnings{log: log, seen: map[string]bool{}}
+}
+
+// Write implements io.Writer: each complete line is logged.
+func (s *stepWarnings) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.buf = append(s.buf, p...)
+	for {
+		i := bytes.IndexByte(s.buf, '\n')
+		if i < 0 {
+			return len(p), nil
+		}
+		line := strings.TrimPrefix(string(s.buf[:i]), "lossaudit: ")
+		s.buf = s.buf[i+1:]
+		switch {
+		case strings.HasPrefix(line, "warning: "):
+			if !s.seen[line] {
+				s.seen[line] = true
+				s.log.Warn(strings.TrimPrefix(line, "warning: "))
+			}
+		case line != "":
+			s.log.Info(line)
+		}
+	}
 }

@@ -1,7 +1,11 @@
 package main
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -52,5 +56,34 @@ func TestWatchHealth(t *testing.T) {
 		if rec.Code != http.StatusServiceUnavailable {
 			t.Errorf("%s before the first step: %d, want 503", p, rec.Code)
 		}
+	}
+}
+
+// TestStepWarningsAreLogged: what a step warns about reaches watch's log,
+// once per process; what the reader waits for, every time; partial writes
+// are joined into lines.
+func TestStepWarningsAreLogged(t *testing.T) {
+	var logs bytes.Buffer
+	w := newStepWarnings(slog.New(slog.NewJSONHandler(&logs, nil)))
+	for range 2 { // two steps
+		fmt.Fprint(w, "warning: input a: the cleanup.policy of changelog topic app-s-changelog (store s) was not checked")
+		fmt.Fprint(w, ": not authorized (DESCRIBE_CONFIGS on the topic is needed)\n")
+		fmt.Fprint(w, "lossaudit: waiting for broker 127.0.0.1:9092\n")
+	}
+	var got []string
+	for _, l := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(l), &m); err != nil {
+			t.Fatalf("log line %q: %v", l, err)
+		}
+		got = append(got, fmt.Sprint(m["level"], " ", m["msg"]))
+	}
+	want := []string{
+		"WARN input a: the cleanup.policy of changelog topic app-s-changelog (store s) was not checked: not authorized (DESCRIBE_CONFIGS on the topic is needed)",
+		"INFO waiting for broker 127.0.0.1:9092",
+		"INFO waiting for broker 127.0.0.1:9092",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("log lines\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
