@@ -31,6 +31,9 @@ type checkpoint struct {
 	To     time.Time `json:"window_to"`
 	Parts  []cpPart  `json:"partitions"`
 	Inputs []cpInput `json:"inputs"`
+	// DeadLetters is what the step kept of the dead-letter queue (nil
+	// without one).
+	DeadLetters *cpDeadLetters `json:"dead_letters,omitempty"`
 }
 
 // cpPart is one partition in a checkpoint: what the step's snapshot saw
@@ -112,9 +115,6 @@ func Step(ctx context.Context, o Options, so StepOptions) (*incremental.Stepped,
 	if so.State == nil {
 		return nil, errors.New("reconcile: no state store")
 	}
-	if o.DeadLetterTopic != "" {
-		return nil, errors.New("reconcile: dead-letter queues are read by audits only")
-	}
 	desc := describePipeline(o, so.Describe)
 	var last checkpoint
 	st, err := incremental.Begin(so.State, checkpointVersion, &last, desc)
@@ -154,6 +154,7 @@ func (s *stepRun) plan(complete bool) *readPlan {
 	plan, rebuild := planStep(s.p.o, s.p.snap, s.cp)
 	if complete {
 		s.readPlan, s.rebuild = plan, rebuild
+		s.p.col.dlq.resume(s.cp) // read after the plan is complete
 	}
 	return plan
 }
@@ -169,7 +170,7 @@ func (s *stepRun) touch() error { return touchKeys(s.p.o, s.keys, s.p.w, s.rebui
 
 func (s *stepRun) visitor() keyVisitor {
 	o := s.p.o
-	s.v = &stepVisitor{o: o, snap: s.p.snap, keys: s.keys, now: s.p.started.UnixMilli(),
+	s.v = &stepVisitor{o: o, snap: s.p.snap, keys: s.keys, now: s.p.started.UnixMilli(), dlq: s.p.col.dlq,
 		rebuild: s.rebuild, windowed: !o.From.IsZero()}
 	return s.v
 }
@@ -334,6 +335,10 @@ func nextCheckpoint(o Options, snap *pipelineSnapshot, plan *readPlan, cp *check
 		c := col.counts[x].counts()
 		ci.Read += c.Scanned
 		ci.Candidates += c.Audited
+		if col.dlq != nil {
+			// Counted as candidates while pending, dead-lettered since.
+			ci.Candidates -= col.dlq.fromState[x].Load()
+		}
 		ci.OutsideWindow += c.OutsideWindow
 		ci.NullValue += c.NullValue
 		ci.DecodeErrors += c.DecodeErrors
@@ -346,6 +351,7 @@ func nextCheckpoint(o Options, snap *pipelineSnapshot, plan *readPlan, cp *check
 		}
 	}
 	add(engine.RoleOutput, snap.output, func(_ int32, of kread.Offsets) int64 { return of.LSO })
+	next.DeadLetters = col.dlq.checkpoint(o, snap)
 	return next, counts
 }
 
