@@ -371,3 +371,41 @@ func TestStepEqualsFullAuditWithDeadLetters(t *testing.T) {
 		})
 	}
 }
+
+// TestStepStuckDeadLetterTopicIsNotCommitted: a step whose dead-letter
+// partition does not settle reports stuck_lso with every row withheld and
+// is not committed, so the next step reads again what it read and exempts
+// the record whose dead-letter record the hanging transaction hid.
+func TestStepStuckDeadLetterTopicIsNotCommitted(t *testing.T) {
+	tp := newTestPipeline(t)
+	tp.f.topic("app-dlq", 1)
+	tp.opt.DeadLetterTopic = "app-dlq"
+	a := tp.opt.Inputs[0]
+	m := &dlqModel{model: newModel(tp), lettered: map[kread.TP]int64{}}
+	s := newStepper(t, tp)
+	m.produce(0, 0, "base", 100, "1")
+	m.hop1(0, 0, keyIs(), true)
+	hop2DLQAll(m.model, 0, keyIs(), keyIs())
+	if r := s.step(t); len(r.Rows) != 0 {
+		t.Fatalf("baseline: rows %v", rowsString(r.Rows))
+	}
+	jOff := int64(len(tp.f.parts[a.Topic][0].recs))
+	m.produce(0, 0, "j", 200, "boom")
+	m.hop1(0, 0, keyIs("j"), true)   // selectKey throws: dead-lettered at the first hop
+	tp.f.parts["app-dlq"][0].lso = 0 // its transaction is still open for the step
+	r := s.step(t)
+	if len(r.Rows) != 0 || !r.Summary.Partial || r.Summary.Withheld == 0 || !slices.Equal(partsOf(r), []string{"stuck_lso app-dlq[0]"}) {
+		t.Errorf("stuck: rows %v partial %v withheld %d partitions %v; want none, partial, withheld, stuck_lso app-dlq[0]",
+			rowsString(r.Rows), r.Summary.Partial, r.Summary.Withheld, partsOf(r))
+	}
+	tp.f.parts["app-dlq"][0].lso = -1
+	r = s.step(t)
+	if len(r.Rows) != 0 || r.Summary.Partial || r.Summary.Step.Number != 2 {
+		t.Errorf("settled: rows %v partial %v step %d; want none, complete, step 2 (the stuck one was not committed)",
+			rowsString(r.Rows), r.Summary.Partial, r.Summary.Step.Number)
+	}
+	if got, want := dlqListed(t, r), []string{fmt.Sprintf("a inA[0]@%d", jOff)}; !slices.Equal(got, want) {
+		t.Errorf("settled: dead-lettered %v, want %v", got, want)
+	}
+	sameAsAudit(t, "settled", r, s.audit(t))
+}

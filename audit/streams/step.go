@@ -130,7 +130,17 @@ func Step(ctx context.Context, o Options, so StepOptions) (*incremental.Stepped,
 	s := &stepRun{p: p, cp: cp, desc: desc, step: st, keys: incremental.NewKeys[known](st, knownCodec{o.Inputs})}
 	p.step = s
 	res, err := pass.Run(ctx, pass.Config{Store: o.Store, Now: o.Now}, p)
-	return st.Done(res, s.next, err)
+	sp, err := st.Done(res, s.next, err)
+	if sp != nil {
+		// A stuck dead-letter partition may hide the record exempting any
+		// record this step read, and a later step judges a record read now
+		// from its state, where a dead-letter record read later could no
+		// longer exempt it (only records pending at the second hop are
+		// matched again): the step is reported, every row withheld, and
+		// not committed.
+		sp.Held = s.dlqStuck
+	}
+	return sp, err
 }
 
 // stepRun is a reconcile step's part in the pass (stepMode): what it reads
@@ -146,6 +156,8 @@ type stepRun struct {
 	rebuild  map[kread.TP]bool
 	v        *stepVisitor
 	next     *checkpoint
+	// dlqStuck: a dead-letter partition's LSO stayed below its mark.
+	dlqStuck bool
 }
 
 // plan is, for the tails, the plan of the inputs and repartition topics;
@@ -183,6 +195,9 @@ func (s *stepRun) assemble(ctx context.Context, parts []finding.PartitionFinding
 	o, snap, col, chk, cp, v := s.p.o, s.p.snap, s.p.col, s.p.chk, s.cp, s.v
 	next, counts := nextCheckpoint(o, snap, s.readPlan, cp, col, chk, s.step.Next(checkpointVersion, s.desc, s.p.started))
 	s.next = next
+	for _, pf := range parts {
+		s.dlqStuck = s.dlqStuck || (pf.Kind == finding.StuckLSO && o.DeadLetterTopic != "" && pf.Topic == o.DeadLetterTopic)
+	}
 	res := assemble(ctx, o, snap, col, chk, parts, counts)
 	finding.SortRows(v.resolved, res.Summary.InputOrder)
 	res.Resolved = v.resolved
