@@ -359,12 +359,6 @@ func Reconcile(ctx context.Context, cfg *config.Config, o Options) (*Step, error
 	if IsCompare(cfg) {
 		return reconcileCompare(ctx, cfg, o)
 	}
-	if cfg.Pipeline.DeadLetterTopic != "" {
-		// A step keeps an input record pending at the second hop in its
-		// state and judges it again later; one dead-lettered there since
-		// would be reported lost. Until steps read the queue, say so.
-		return nil, &config.Error{Key: "pipeline.dead_letter_topic", Msg: "reconcile and watch do not read dead-letter queues yet (a record dead-lettered after an earlier step saw it pending would be reported lost); run lossaudit audit, or remove the key to reconcile without it (dead-lettered records are then reported lost)"}
-	}
 	p, err := prepare(ctx, cfg, o)
 	if err != nil {
 		return nil, err

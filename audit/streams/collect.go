@@ -239,7 +239,7 @@ func (c *collector) readInput(ctx context.Context, x int) error {
 			if cl == candidate {
 				fp = fingerprint(rec.Value)
 			}
-			if (cl == candidate || cl == undecodable) && c.dlq.exempt(x, in.Name, rec, ok && rec.Offset < committed, cl == candidate, key, ts, fp) {
+			if (cl == candidate || cl == undecodable) && c.dlq.exempt(x, in.Name, rec, ok && rec.Offset < committed, cl == candidate, false, key, ts, fp) {
 				cl = deadLettered
 			}
 			if cl == candidate {

@@ -41,8 +41,19 @@ type deadLetterQueue struct {
 	unreadable atomic.Int64
 
 	byInput []atomic.Int64
-	mu      sync.Mutex // guards listed, unlisted
-	listed  []finding.DeadLettered
+	// fromState counts, per input, the records a reconcile step exempted
+	// from its state (pending at the second hop in an earlier step): the
+	// earlier step counted them as candidates.
+	fromState []atomic.Int64
+	// step is set in a reconcile step (see resume); prev is what the last
+	// step kept (nil for the baseline) and meta the copy identity of each
+	// indexed record, to carry the ones not yet due.
+	step bool
+	prev *cpDeadLetters
+	meta map[int]dlCopy
+
+	mu     sync.Mutex // guards listed, unlisted
+	listed []finding.DeadLettered
 	// unlisted counts the records past finding.MaxDeadLettered.
 	unlisted int64
 }
@@ -52,7 +63,8 @@ func newDeadLetterQueue(topic string, inputs int) *deadLetterQueue {
 	if topic == "" {
 		return nil
 	}
-	return &deadLetterQueue{topic: topic, copies: map[tailID]int{}, byInput: make([]atomic.Int64, inputs)}
+	return &deadLetterQueue{topic: topic, copies: map[tailID]int{}, byInput: make([]atomic.Int64, inputs),
+		fromState: make([]atomic.Int64, inputs)}
 }
 
 // settle completes the snapshot of the dead-letter topic, after the
@@ -107,17 +119,26 @@ func (q *deadLetterQueue) highWatermarks(ctx context.Context, o Options) (map[in
 // load reads the dead-letter topic (read committed) and indexes its
 // records by the source record each names. Second-hop records (naming a
 // repartition topic's record below the group's committed offset) are
-// indexed by their copy's identity too.
+// indexed by their copy's identity too. A reconcile step first indexes
+// the records the last step carried, then reads each partition from where
+// the last step stopped (see resume).
 func (q *deadLetterQueue) load(ctx context.Context, c *collector) error {
-	if q.missing {
-		q.idx.Seal()
-		return nil
-	}
 	reparts := map[string]int{}
 	for x, in := range c.o.Inputs {
 		reparts[in.RepartitionTopic] = x
 	}
-	rs, total := c.ranges(q.snap, nil)
+	if q.prev != nil {
+		for _, d := range q.prev.Carried {
+			if err := q.add(c, reparts, d.DeadLetterRecord, d.C); err != nil {
+				return fmt.Errorf("audit: dead-letter topic %s: carried record %s[%d]@%d: %w", q.topic, q.topic, d.DLQPartition, d.DLQOffset, err)
+			}
+		}
+	}
+	if q.missing {
+		q.idx.Seal()
+		return nil
+	}
+	rs, total := collect.Ranges(q.snap, q.start(), nil)
 	var mu sync.Mutex
 	err := collect.Read(ctx, c.o.Kafka, collect.Spec{Name: "dead-letter " + q.topic, Ranges: rs, Total: total, Progress: c.o.Progress, Stats: &c.stats}, func(recs []kread.Record) error {
 		q.read.Add(int64(len(recs)))
@@ -129,23 +150,12 @@ func (q *deadLetterQueue) load(ctx context.Context, c *collector) error {
 				continue
 			}
 			dl := detect.DeadLetterRecord{DeadLetterSource: src, DLQPartition: rec.Partition, DLQOffset: rec.Offset}
-			mu.Lock()
-			n, err := q.idx.Add(dl)
-			if err == nil {
-				if x, ok := reparts[src.Topic]; ok && rec.Key != nil && rec.Value != nil {
-					committed, ok := c.snap.group[kread.TP{Topic: src.Topic, Partition: src.Partition}]
-					if ok && src.Offset < committed {
-						key := rec.Key
-						if in := c.o.Inputs[x]; in.DownstreamKey != nil {
-							key = in.DownstreamKey(key)
-						}
-						id := newTailID(uint8(x), key, rec.Timestamp, fingerprint(rec.Value))
-						if _, dup := q.copies[id]; !dup {
-							q.copies[id] = n
-						}
-					}
-				}
+			var cp *dlCopy
+			if rec.Key != nil && rec.Value != nil {
+				cp = &dlCopy{Key: rec.Key, TS: rec.Timestamp, FP: fingerprint(rec.Value)}
 			}
+			mu.Lock()
+			err = q.add(c, reparts, dl, cp)
 			mu.Unlock()
 			if err != nil {
 				return fmt.Errorf("%s[%d]@%d: %w", rec.Topic, rec.Partition, rec.Offset, err)
@@ -160,11 +170,160 @@ func (q *deadLetterQueue) load(ctx context.Context, c *collector) error {
 	return nil
 }
 
+// dlCopy is the copy a dead-letter record carries of the record it names:
+// its raw key, timestamp and value fingerprint.
+type dlCopy struct {
+	Key []byte `json:"key"`
+	TS  int64  `json:"ts"`
+	FP  uint64 `json:"fp"`
+}
+
+// add indexes one dead-letter record (cp is its copy, nil when its key or
+// value is null). Callers serialize.
+func (q *deadLetterQueue) add(c *collector, reparts map[string]int, dl detect.DeadLetterRecord, cp *dlCopy) error {
+	n, err := q.idx.Add(dl)
+	if err != nil {
+		return err
+	}
+	if q.step && cp != nil {
+		if q.meta == nil {
+			q.meta = map[int]dlCopy{}
+		}
+		if _, dup := q.meta[n]; !dup {
+			q.meta[n] = *cp
+		}
+	}
+	x, ok := reparts[dl.Topic]
+	if !ok || cp == nil {
+		return nil
+	}
+	committed, ok := c.snap.group[kread.TP{Topic: dl.Topic, Partition: dl.Partition}]
+	if !ok || dl.Offset >= committed {
+		return nil
+	}
+	key := cp.Key
+	if in := c.o.Inputs[x]; in.DownstreamKey != nil {
+		key = in.DownstreamKey(key)
+	}
+	id := newTailID(uint8(x), key, cp.TS, cp.FP)
+	if _, dup := q.copies[id]; !dup {
+		q.copies[id] = n
+	}
+	return nil
+}
+
+// resume makes q a reconcile step's, after the checkpoint cp of the last
+// step (nil for the baseline).
+func (q *deadLetterQueue) resume(cp *checkpoint) {
+	if q == nil {
+		return
+	}
+	q.step = true
+	if cp != nil {
+		q.prev = cp.DeadLetters
+	}
+}
+
+// start returns where a step reads each dead-letter partition from: where
+// the last step stopped (its LSO), or the log start when the last step read
+// another topic or none, or when the partition's high watermark is below
+// that position (truncated, or the topic recreated). Records the retention
+// deleted before any step read them are not read: they exempt nothing (the
+// records they name are reported lost, as by an audit). An audit reads
+// every partition from its log start (nil).
+func (q *deadLetterQueue) start() map[int32]int64 {
+	if q.prev == nil || q.prev.Topic != q.topic {
+		return nil
+	}
+	out := map[int32]int64{}
+	for _, p := range q.prev.Parts {
+		if of, ok := q.snap.Offsets[p.Partition]; ok && p.Next <= of.HighWatermark {
+			out[p.Partition] = p.Next
+		}
+	}
+	return out
+}
+
+// cpDeadLetters is what a reconcile step keeps of the dead-letter queue
+// for the next one.
+//
+// Invariant: after a committed step, every committed dead-letter record
+// that could still exempt a record a later step judges is either above
+// Parts' positions (the next step reads it) or in Carried. Proof: a
+// dead-letter record is committed in the transaction that commits the
+// consumed offset past the record it names, so once a step reads a group
+// offset past that record, the dead-letter record is below the high
+// watermark the step settles the queue at afterwards, and the step reads
+// it. A record named below the committed offset of its partition is
+// judged by this step or was by an earlier one: an input record is read
+// by the step whose committed offset passes it, a repartition copy's
+// input record was read no later (the copy is written in the transaction
+// that commits the input offset past it) and, if its copy was pending
+// then, is in the key's state, judged again in every step (stepVisitor).
+// So a dead-letter record naming a record below the committed offset has
+// done its work after this step; one naming a record at or above it
+// (written after the group offsets were read, or by a handler that did
+// not skip the record) is carried until a step sees it below.
+type cpDeadLetters struct {
+	Topic string `json:"topic"`
+	// Parts are the positions the next step reads each partition from.
+	Parts []cpDLQPart `json:"partitions"`
+	// Carried are the records read that named a record not yet
+	// processed (at or above the committed offset of its partition).
+	Carried []cpDeadLetter `json:"carried,omitempty"`
+}
+
+// cpDLQPart is where the next step reads a dead-letter partition from.
+type cpDLQPart struct {
+	Partition int32 `json:"partition"`
+	Next      int64 `json:"next"`
+}
+
+// cpDeadLetter is a carried dead-letter record.
+type cpDeadLetter struct {
+	detect.DeadLetterRecord
+	C *dlCopy `json:"copy,omitempty"`
+}
+
+// checkpoint returns what the step keeps of the queue for the next one.
+func (q *deadLetterQueue) checkpoint(o Options, snap *pipelineSnapshot) *cpDeadLetters {
+	if q == nil {
+		return nil
+	}
+	out := &cpDeadLetters{Topic: q.topic}
+	if !q.missing {
+		for _, p := range q.snap.Parts {
+			out.Parts = append(out.Parts, cpDLQPart{Partition: p, Next: q.snap.Offsets[p].LSO})
+		}
+	}
+	named := map[string]bool{}
+	for _, in := range o.Inputs {
+		named[in.Topic], named[in.RepartitionTopic] = true, true
+	}
+	for i := range q.idx.Len() {
+		r := q.idx.Record(i)
+		if !named[r.Topic] {
+			continue // names no record of this pipeline: exempts nothing, ever
+		}
+		if c, ok := snap.group[kread.TP{Topic: r.Topic, Partition: r.Partition}]; ok && r.Offset < c {
+			continue // its record is judged (see the invariant)
+		}
+		r.Message = clip(r.Message, 300) // as listed: the state stays small
+		d := cpDeadLetter{DeadLetterRecord: r}
+		if m, ok := q.meta[i]; ok {
+			d.C = &m
+		}
+		out.Carried = append(out.Carried, d)
+	}
+	return out
+}
+
 // exempt reports whether input x's record rec (its selected key, the
 // timestamp the application sees and its value fingerprint, when a
 // candidate) was dead-lettered, and lists it if so. processed says whether
-// its offset is below the group's committed offset.
-func (q *deadLetterQueue) exempt(x int, name string, rec *kread.Record, processed, candidate bool, key []byte, ts int64, fp uint64) bool {
+// its offset is below the group's committed offset; fromState that a
+// reconcile step judges it from its state (an earlier step read it).
+func (q *deadLetterQueue) exempt(x int, name string, rec *kread.Record, processed, candidate, fromState bool, key []byte, ts int64, fp uint64) bool {
 	if q == nil || !processed {
 		return false
 	}
@@ -181,6 +340,9 @@ func (q *deadLetterQueue) exempt(x int, name string, rec *kread.Record, processe
 		return false
 	}
 	q.byInput[x].Add(1)
+	if fromState {
+		q.fromState[x].Add(1)
+	}
 	d := finding.DeadLettered{Input: name, Topic: rec.Topic, Partition: rec.Partition, Offset: rec.Offset, Timestamp: rec.Timestamp,
 		DLQPartition: dl.DLQPartition, DLQOffset: dl.DLQOffset, Exception: dl.Exception, Message: clip(dl.Message, 300)}
 	if via {

@@ -31,6 +31,9 @@ type checkpoint struct {
 	To     time.Time `json:"window_to"`
 	Parts  []cpPart  `json:"partitions"`
 	Inputs []cpInput `json:"inputs"`
+	// DeadLetters is what the step kept of the dead-letter queue (nil
+	// without one).
+	DeadLetters *cpDeadLetters `json:"dead_letters,omitempty"`
 }
 
 // cpPart is one partition in a checkpoint: what the step's snapshot saw
@@ -112,9 +115,6 @@ func Step(ctx context.Context, o Options, so StepOptions) (*incremental.Stepped,
 	if so.State == nil {
 		return nil, errors.New("reconcile: no state store")
 	}
-	if o.DeadLetterTopic != "" {
-		return nil, errors.New("reconcile: dead-letter queues are read by audits only")
-	}
 	desc := describePipeline(o, so.Describe)
 	var last checkpoint
 	st, err := incremental.Begin(so.State, checkpointVersion, &last, desc)
@@ -130,7 +130,17 @@ func Step(ctx context.Context, o Options, so StepOptions) (*incremental.Stepped,
 	s := &stepRun{p: p, cp: cp, desc: desc, step: st, keys: incremental.NewKeys[known](st, knownCodec{o.Inputs})}
 	p.step = s
 	res, err := pass.Run(ctx, pass.Config{Store: o.Store, Now: o.Now}, p)
-	return st.Done(res, s.next, err)
+	sp, err := st.Done(res, s.next, err)
+	if sp != nil {
+		// A stuck dead-letter partition may hide the record exempting any
+		// record this step read, and a later step judges a record read now
+		// from its state, where a dead-letter record read later could no
+		// longer exempt it (only records pending at the second hop are
+		// matched again): the step is reported, every row withheld, and
+		// not committed.
+		sp.Held = s.dlqStuck
+	}
+	return sp, err
 }
 
 // stepRun is a reconcile step's part in the pass (stepMode): what it reads
@@ -146,6 +156,8 @@ type stepRun struct {
 	rebuild  map[kread.TP]bool
 	v        *stepVisitor
 	next     *checkpoint
+	// dlqStuck: a dead-letter partition's LSO stayed below its mark.
+	dlqStuck bool
 }
 
 // plan is, for the tails, the plan of the inputs and repartition topics;
@@ -154,6 +166,7 @@ func (s *stepRun) plan(complete bool) *readPlan {
 	plan, rebuild := planStep(s.p.o, s.p.snap, s.cp)
 	if complete {
 		s.readPlan, s.rebuild = plan, rebuild
+		s.p.col.dlq.resume(s.cp) // read after the plan is complete
 	}
 	return plan
 }
@@ -169,7 +182,7 @@ func (s *stepRun) touch() error { return touchKeys(s.p.o, s.keys, s.p.w, s.rebui
 
 func (s *stepRun) visitor() keyVisitor {
 	o := s.p.o
-	s.v = &stepVisitor{o: o, snap: s.p.snap, keys: s.keys, now: s.p.started.UnixMilli(),
+	s.v = &stepVisitor{o: o, snap: s.p.snap, keys: s.keys, now: s.p.started.UnixMilli(), dlq: s.p.col.dlq,
 		rebuild: s.rebuild, windowed: !o.From.IsZero()}
 	return s.v
 }
@@ -182,6 +195,9 @@ func (s *stepRun) assemble(ctx context.Context, parts []finding.PartitionFinding
 	o, snap, col, chk, cp, v := s.p.o, s.p.snap, s.p.col, s.p.chk, s.cp, s.v
 	next, counts := nextCheckpoint(o, snap, s.readPlan, cp, col, chk, s.step.Next(checkpointVersion, s.desc, s.p.started))
 	s.next = next
+	for _, pf := range parts {
+		s.dlqStuck = s.dlqStuck || (pf.Kind == finding.StuckLSO && o.DeadLetterTopic != "" && pf.Topic == o.DeadLetterTopic)
+	}
 	res := assemble(ctx, o, snap, col, chk, parts, counts)
 	finding.SortRows(v.resolved, res.Summary.InputOrder)
 	res.Resolved = v.resolved
@@ -334,6 +350,10 @@ func nextCheckpoint(o Options, snap *pipelineSnapshot, plan *readPlan, cp *check
 		c := col.counts[x].counts()
 		ci.Read += c.Scanned
 		ci.Candidates += c.Audited
+		if col.dlq != nil {
+			// Counted as candidates while pending, dead-lettered since.
+			ci.Candidates -= col.dlq.fromState[x].Load()
+		}
 		ci.OutsideWindow += c.OutsideWindow
 		ci.NullValue += c.NullValue
 		ci.DecodeErrors += c.DecodeErrors
@@ -346,6 +366,7 @@ func nextCheckpoint(o Options, snap *pipelineSnapshot, plan *readPlan, cp *check
 		}
 	}
 	add(engine.RoleOutput, snap.output, func(_ int32, of kread.Offsets) int64 { return of.LSO })
+	next.DeadLetters = col.dlq.checkpoint(o, snap)
 	return next, counts
 }
 

@@ -22,6 +22,9 @@ type stepVisitor struct {
 	now      int64 // the step's start, Unix ms: first_seen of new findings
 	windowed bool
 	rebuild  map[kread.TP]bool
+	// dlq is the dead-letter queue (nil without one): it exempts the
+	// records pending in the state that were dead-lettered since.
+	dlq *deadLetterQueue
 
 	// The key being judged: its state before the step, whether it was
 	// marked and its encoded value.
@@ -71,6 +74,9 @@ func (v *stepVisitor) known(key []byte, ev *detect.KeyEvidence) error {
 			}
 		}
 		for _, r := range in.pending {
+			if v.deadLettered(x, key, r) {
+				continue // no longer kept: the next state drops it
+			}
 			ev.AddCandidate(x, r)
 		}
 		if in.has {
@@ -86,6 +92,18 @@ func (v *stepVisitor) known(key []byte, ev *detect.KeyEvidence) error {
 		ev.Output.Add(v.cur.output)
 	}
 	return nil
+}
+
+// deadLettered reports whether input x's record r, pending at the second
+// hop in an earlier step, was dead-lettered since (its copy, processed
+// now, is named by the dead-letter queue), and lists it if so.
+func (v *stepVisitor) deadLettered(x int, key []byte, r detect.InputRecord) bool {
+	if v.dlq == nil {
+		return false
+	}
+	in := v.o.Inputs[x]
+	rec := kread.Record{Topic: in.Topic, Partition: r.Partition, Offset: r.Offset, Timestamp: r.TS}
+	return v.dlq.exempt(x, in.Name, &rec, true, true, true, key, r.TS, r.FP)
 }
 
 func (v *stepVisitor) judged(ev *detect.KeyEvidence, rows []finding.Row, held []heldRow) ([]finding.Row, error) {

@@ -137,12 +137,21 @@ type Stepped struct {
 	// Result lists the findings open after the step (Rows, with
 	// FirstSeen) and those it resolved (Resolved).
 	Result *finding.Result
-	tx     *state.Txn
-	cp     []byte
+	// Held says the step must not be committed: what it read cannot be
+	// judged for good yet (a mode's reason). Commit then aborts it, and the
+	// next step starts again from the previous checkpoint.
+	Held bool
+	tx   *state.Txn
+	cp   []byte
 }
 
-// Commit makes the step's state and checkpoint the store's, atomically.
+// Commit makes the step's state and checkpoint the store's, atomically;
+// a held step is aborted instead.
 func (s *Stepped) Commit() error {
+	if s.Held {
+		s.tx.Abort()
+		return nil
+	}
 	if err := s.tx.Commit(s.cp); err != nil {
 		return fmt.Errorf("reconcile: %w", err)
 	}
