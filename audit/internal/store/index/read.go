@@ -144,6 +144,7 @@ func (w *Writer) split(p *part, r *spillReader, level int, count bool, tmp []ent
 		}
 		return subs[i].write(h, k, v, g)
 	}
+	p.file()
 	for _, e := range p.ents {
 		if err := put(e.h, p.key(e), p.val(e), e.group); err != nil {
 			return tmp, err

@@ -196,6 +196,7 @@ func (w *Writer) spillPart(pt *partition) error {
 	pt.p = nil
 	w.used.Add(-pt.acct.Swap(0))
 	w.spilled.Add(1)
+	p.file()
 	for _, e := range p.ents {
 		if err := sf.write(e.h, p.key(e), p.val(e), e.group); err != nil {
 			return err
