@@ -48,6 +48,18 @@ func (p *part) bytes() int64 {
 	return int64(cap(p.buf)) + int64(cap(p.ents)+cap(p.staged))*entSize + int64(cap(p.table))*8
 }
 
+// size is the memory the part's entries use (not its capacity).
+func (p *part) size() int64 {
+	return int64(len(p.buf)) + int64(len(p.ents)+len(p.staged))*entSize + int64(p.firsts)*16
+}
+
+// reset empties the part, keeping its capacity.
+func (p *part) reset() {
+	p.buf, p.ents, p.staged = p.buf[:0], p.ents[:0], p.staged[:0]
+	clear(p.table)
+	p.firsts = 0
+}
+
 // add adds an entry about key (of hash h); group < 0 for Add, the group's
 // length within fields for AddFirst.
 func (p *part) add(h uint64, key []byte, tag byte, group int, fields, val []byte) error {

@@ -142,7 +142,7 @@ func (w *Writer) split(p *part, r *spillReader, level int, count bool, tmp []ent
 			}
 			subs[i] = sf
 		}
-		return subs[i].write(h, k, v, g)
+		return subs[i].write(k, v, g)
 	}
 	p.file()
 	for _, e := range p.ents {

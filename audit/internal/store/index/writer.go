@@ -55,11 +55,12 @@ func storeMax(a *atomic.Int64, v int64) {
 // partition is one top-level partition: in memory (p) until it spills,
 // then a file every later entry of it is appended to.
 type partition struct {
-	mu    sync.Mutex
-	p     *part
-	acct  atomic.Int64 // p's bytes as counted in Writer.used
-	spill *spillFile
-	_     [40]byte // keeps the mutexes of neighbours off one cache line
+	mu      sync.Mutex
+	p       *part
+	acct    atomic.Int64 // p's bytes as counted in Writer.used
+	spilled atomic.Bool  // spill is set
+	spill   *spillFile
+	_       [40]byte // keeps the mutexes of neighbours off one cache line
 }
 
 // NewWriter starts a writer. Evidence of any earlier writer is dropped.
@@ -129,17 +130,15 @@ func (w *Writer) add(key []byte, tag byte, group int, fields, val []byte) error 
 		pt.mu.Unlock()
 		return w.closed()
 	}
-	if pt.spill != nil {
-		err := pt.spill.add(h, key, tag, group, fields, val)
-		pt.mu.Unlock()
-		if err != nil {
-			return w.fail(err)
-		}
-		return nil
-	}
 	if err := pt.p.add(h, key, tag, group, fields, val); err != nil {
 		pt.mu.Unlock()
 		return w.fail(err)
+	}
+	if pt.spill != nil && pt.p.size() > w.budget/(4*parts) {
+		if err := pt.drain(); err != nil {
+			pt.mu.Unlock()
+			return w.fail(err)
+		}
 	}
 	d := pt.p.bytes() - pt.acct.Load()
 	pt.acct.Add(d)
@@ -165,7 +164,7 @@ func (w *Writer) spillDownTo(target int64) error {
 	for w.used.Load() > target {
 		best, size := -1, int64(0)
 		for i := range w.parts {
-			if a := w.parts[i].acct.Load(); a > size {
+			if a := w.parts[i].acct.Load(); a > size && !w.parts[i].spilled.Load() {
 				best, size = i, a
 			}
 		}
@@ -179,8 +178,9 @@ func (w *Writer) spillDownTo(target int64) error {
 	return nil
 }
 
-// spillPart writes a partition's entries to a new spill file, which takes
-// every later entry of it, and frees its memory.
+// spillPart writes a partition's entries to a new spill file and frees
+// its memory. From then on the partition aggregates what arrives in a
+// small part of the budget and appends it to the file when that fills.
 func (w *Writer) spillPart(pt *partition) error {
 	pt.mu.Lock()
 	defer pt.mu.Unlock()
@@ -192,16 +192,27 @@ func (w *Writer) spillPart(pt *partition) error {
 		return err
 	}
 	pt.spill = sf
-	p := pt.p
-	pt.p = nil
-	w.used.Add(-pt.acct.Swap(0))
+	pt.spilled.Store(true)
 	w.spilled.Add(1)
+	if err := pt.drain(); err != nil {
+		return err
+	}
+	pt.p = &part{}
+	w.used.Add(-pt.acct.Swap(0))
+	return nil
+}
+
+// drain appends the spilled partition's entries in memory to its file and
+// empties its part, keeping the part's capacity.
+func (pt *partition) drain() error {
+	p := pt.p
 	p.file()
 	for _, e := range p.ents {
-		if err := sf.write(e.h, p.key(e), p.val(e), e.group); err != nil {
+		if err := pt.spill.write(p.key(e), p.val(e), e.group); err != nil {
 			return err
 		}
 	}
+	p.reset()
 	return nil
 }
 
@@ -228,7 +239,13 @@ func (w *Writer) Flush() error {
 	for i := range w.parts {
 		pt := &w.parts[i]
 		if pt.spill != nil {
-			if err := pt.spill.close(); err != nil {
+			err := pt.drain()
+			if err == nil {
+				err = pt.spill.close()
+			}
+			pt.p = nil
+			w.used.Add(-pt.acct.Swap(0))
+			if err != nil {
 				w.fail(err)
 				w.removeSpills()
 				return err
@@ -276,7 +293,6 @@ type spillFile struct {
 	path string
 	f    *os.File
 	bw   *bufio.Writer
-	scr  []byte // one entry's stored key being encoded
 	hdr  [binary.MaxVarintLen64]byte
 }
 
@@ -288,17 +304,7 @@ func createSpill(path string) (*spillFile, error) {
 	return &spillFile{path: path, f: f, bw: bufio.NewWriterSize(f, 32<<10)}, nil
 }
 
-func (sf *spillFile) add(h uint64, key []byte, tag byte, group int, fields, val []byte) error {
-	sf.scr = appendHead(sf.scr[:0], h, key, tag)
-	sf.scr = append(sf.scr, fields...)
-	g := uint32(0)
-	if group >= 0 {
-		g = uint32(len(sf.scr) - len(fields) + group)
-	}
-	return sf.write(h, sf.scr, val, g)
-}
-
-func (sf *spillFile) write(_ uint64, k, v []byte, g uint32) error {
+func (sf *spillFile) write(k, v []byte, g uint32) error {
 	hdr := sf.hdr[:]
 	sf.bw.Write(hdr[:binary.PutUvarint(hdr, uint64(len(k)))])
 	sf.bw.Write(k)
