@@ -58,8 +58,7 @@ func (s *Store) EachKey(fn func(key []byte, c *Cursor) error) error {
 	if w == nil {
 		return nil
 	}
-	count := !w.walked.Load()
-	var tmp []ent
+	st := &settler{w: w, count: !w.walked.Load(), fn: fn}
 	for i := range w.parts {
 		pt := &w.parts[i]
 		if pt.spill == nil {
@@ -71,16 +70,24 @@ func (s *Store) EachKey(fn func(key []byte, c *Cursor) error) error {
 			}
 			continue
 		}
-		var err error
-		tmp, err = w.settle(pt.spill.path, 1, count, tmp, fn)
-		if err != nil {
+		if err := st.settle(pt.spill.path, 1); err != nil {
 			return err
 		}
 	}
-	if count {
+	if st.count {
 		w.walked.Store(true)
 	}
 	return nil
+}
+
+// settler aggregates and walks spilled partitions, one at a time, in one
+// part whose memory it reuses.
+type settler struct {
+	w     *Writer
+	count bool // count the entries (the first walk)
+	tmp   []ent
+	p     part
+	fn    func(key []byte, c *Cursor) error
 }
 
 // settle aggregates the spilled entries in path (a partition at level
@@ -89,14 +96,16 @@ func (s *Store) EachKey(fn func(key []byte, c *Cursor) error) error {
 // rest of the file are split by the next bits of the hash into files of
 // their own, settled in order; past the hash's last bits it stops
 // splitting.
-func (w *Writer) settle(path string, level int, count bool, tmp []ent, fn func(key []byte, c *Cursor) error) ([]ent, error) {
+func (st *settler) settle(path string, level int) error {
+	w := st.w
 	f, err := os.Open(path)
 	if err != nil {
-		return tmp, fmt.Errorf("index: reading spill: %w", err)
+		return fmt.Errorf("index: reading spill: %w", err)
 	}
 	defer f.Close()
 	r := &spillReader{path: path, r: bufio.NewReaderSize(f, 64<<10)}
-	p := &part{}
+	p := &st.p
+	p.reset()
 	limit := w.budget / 2
 	canSplit := (level+1)*partBits <= 64
 	full := false
@@ -104,26 +113,27 @@ func (w *Writer) settle(path string, level int, count bool, tmp []ent, fn func(k
 		if err := p.addStored(r.h, r.k, r.v, r.g); err != nil {
 			return false, fmt.Errorf("index: reading spill %s: %w", path, err)
 		}
-		full = canSplit && p.bytes() > limit
+		full = canSplit && p.size() > limit
 		return !full, nil
 	})
 	if err != nil {
-		return tmp, err
+		return err
 	}
 	if full {
-		return w.split(p, r, level, count, tmp, fn)
+		return st.split(r, level)
 	}
 	storeMax(&w.peakSettled, p.bytes())
-	tmp = p.sort(tmp)
-	if count {
+	st.tmp = p.sort(st.tmp)
+	if st.count {
 		w.stored.Add(int64(len(p.ents)))
 	}
-	return tmp, walk(p, fn)
+	return walk(p, st.fn)
 }
 
 // split writes p and the rest of r into one file per next partBits of the
 // hash and settles each, in hash order.
-func (w *Writer) split(p *part, r *spillReader, level int, count bool, tmp []ent, fn func(key []byte, c *Cursor) error) ([]ent, error) {
+func (st *settler) split(r *spillReader, level int) error {
+	w, p := st.w, &st.p
 	shift := 64 - uint((level+1)*partBits)
 	var subs [parts]*spillFile
 	defer func() {
@@ -147,27 +157,26 @@ func (w *Writer) split(p *part, r *spillReader, level int, count bool, tmp []ent
 	p.file()
 	for _, e := range p.ents {
 		if err := put(e.h, p.key(e), p.val(e), e.group); err != nil {
-			return tmp, err
+			return err
 		}
 	}
-	*p = part{} // free it before the parts are settled
+	p.reset() // reused by the parts
 	if err := r.each(func() (bool, error) { return true, put(r.h, r.k, r.v, r.g) }); err != nil {
-		return tmp, err
+		return err
 	}
 	for _, sf := range subs {
 		if sf == nil {
 			continue
 		}
 		if err := sf.close(); err != nil {
-			return tmp, err
+			return err
 		}
-		var err error
-		if tmp, err = w.settle(sf.path, level+1, count, tmp, fn); err != nil {
-			return tmp, err
+		if err := st.settle(sf.path, level+1); err != nil {
+			return err
 		}
 		sf.remove()
 	}
-	return tmp, nil
+	return nil
 }
 
 // walk calls fn for every key of a sorted part.
