@@ -1,15 +1,25 @@
 // Package index is lossaudit's on-disk evidence store: entries about keys,
 // written in any order and read back grouped by key. It stores and orders;
 // what an entry means is its caller's business (a tag byte, sortable fields
-// and a value). Memory stays bounded however many keys there are: entries
-// are collected in a chunk of fixed size, sorted and written out as a run
-// file when it fills (an external merge sort), and EachKey reads all runs back
-// in one merged, ordered pass, key by key.
+// and a value).
 //
-// An earlier version kept the entries in Badger; with one entry per record
-// read, its memtable inserts (a skiplist search per entry) cost more CPU
-// than reading the data from Kafka. The evidence is written once and read
-// once in order, which is what a sort does best.
+// Evidence is aggregated per key, not sorted record by record: entries
+// are kept in memory in partitions by key hash, and an entry added with
+// AddFirst replaces the one of its group it sorts before (one hash probe
+// per record), so a key updated a thousand times costs one entry. Memory
+// is bounded by a budget whatever the number of keys: when the partitions
+// in memory reach it, the largest ones spill to disk and every later entry
+// of theirs is appended to their file; after the read, EachKey aggregates
+// the spilled partitions one at a time (splitting one further by the next
+// hash bits when even that does not fit) and walks every partition in
+// hash order, sorting only the aggregated entries of one partition at a
+// time.
+//
+// Earlier versions kept the entries in Badger (a skiplist insert per
+// record, more CPU than reading the data from Kafka), then sorted every
+// record's entry in chunks and merged the sorted runs (an O(n log n) sort
+// with byte compares, half the audit's CPU, for answers that are maxima
+// per key).
 package index
 
 import (
@@ -18,6 +28,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 )
@@ -25,24 +36,33 @@ import (
 // Store is an open index directory. It is safe for concurrent use; Close
 // must be called exactly once.
 type Store struct {
-	dir   string
-	lock  *os.File
-	chunk int64
-	runs  []string     // sorted run files of the last completed writer
-	seq   atomic.Int64 // run file counter
+	dir    string
+	lock   *os.File
+	budget int64
+	seq    atomic.Int64 // spill file counter
+
+	mu   sync.Mutex
+	last *Writer // the last flushed writer: what EachKey walks
 }
 
 // Options tune the store; the zero value is sensible.
 type Options struct {
-	// ChunkBytes is the memory for collecting and sorting entries before
-	// they are written out as one sorted run (default 24 MiB). Up to three
-	// chunks can be in memory at once (one filling, one waiting, one being
-	// written).
-	ChunkBytes int64
+	// MemoryBytes is the memory budget of the evidence while it is
+	// collected (default 96 MiB): the partitions held in memory, their
+	// hash tables included. Beyond it partitions spill to disk. EachKey
+	// holds at most about as much: what stayed in memory (at most half of
+	// it once anything spilled) and one spilled partition at a time.
+	MemoryBytes int64
 }
 
+// DefaultMemoryBytes is the memory budget when Options.MemoryBytes is 0.
+const DefaultMemoryBytes = 96 << 20
+
 const (
-	lockName  = "LOCK"
+	lockName    = "LOCK"
+	spillPrefix = "spill-"
+	spillSuffix = ".part"
+	// Files of earlier versions (sorted runs), cleared like spills.
 	runPrefix = "run-"
 	runSuffix = ".sorted"
 )
@@ -56,8 +76,8 @@ func Open(dir string, o Options) (*Store, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("index: creating store directory %s: %w", dir, err)
 	}
-	if o.ChunkBytes <= 0 {
-		o.ChunkBytes = 24 << 20
+	if o.MemoryBytes <= 0 {
+		o.MemoryBytes = DefaultMemoryBytes
 	}
 	f, err := os.OpenFile(filepath.Join(dir, lockName), os.O_CREATE|os.O_RDWR, 0o644)
 	if err != nil {
@@ -70,8 +90,8 @@ func Open(dir string, o Options) (*Store, error) {
 		}
 		return nil, fmt.Errorf("index: locking store directory %s: %w", dir, err)
 	}
-	s := &Store{dir: dir, lock: f, chunk: o.ChunkBytes}
-	// Runs of an earlier, interrupted or completed run are stale.
+	s := &Store{dir: dir, lock: f, budget: o.MemoryBytes}
+	// Spills of an earlier, interrupted or completed run are stale.
 	if err := s.Reset(); err != nil {
 		s.Close()
 		return nil, err
@@ -92,21 +112,25 @@ func (s *Store) Close() error {
 
 // Reset drops the evidence of the previous run.
 func (s *Store) Reset() error {
+	s.mu.Lock()
+	s.last = nil
+	s.mu.Unlock()
 	ents, err := os.ReadDir(s.dir)
 	if err != nil {
 		return fmt.Errorf("index: clearing previous run in %s: %w", s.dir, err)
 	}
 	for _, e := range ents {
-		if n := e.Name(); strings.HasPrefix(n, runPrefix) && strings.HasSuffix(n, runSuffix) {
+		n := e.Name()
+		if (strings.HasPrefix(n, spillPrefix) && strings.HasSuffix(n, spillSuffix)) ||
+			(strings.HasPrefix(n, runPrefix) && strings.HasSuffix(n, runSuffix)) {
 			if err := os.Remove(filepath.Join(s.dir, n)); err != nil {
 				return fmt.Errorf("index: clearing previous run in %s: %w", s.dir, err)
 			}
 		}
 	}
-	s.runs = nil
 	return nil
 }
 
-func (s *Store) newRunPath() string {
-	return filepath.Join(s.dir, fmt.Sprintf("%s%06d%s", runPrefix, s.seq.Add(1), runSuffix))
+func (s *Store) newSpillPath() string {
+	return filepath.Join(s.dir, fmt.Sprintf("%s%06d%s", spillPrefix, s.seq.Add(1), spillSuffix))
 }

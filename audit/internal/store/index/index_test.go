@@ -93,7 +93,7 @@ func TestScanGroupsEntriesByKeyInTagAndFieldOrder(t *testing.T) {
 }
 
 func TestScanLetsTheCallerSkipEntries(t *testing.T) {
-	s := openTemp(t, Options{ChunkBytes: 64})
+	s := openTemp(t, Options{MemoryBytes: 64})
 	w := s.NewWriter()
 	for i := range 200 {
 		if err := w.Add(fmt.Appendf(nil, "k%d", i%20), byte(i%3), fmt.Appendf(nil, "%03d", i), nil); err != nil {
@@ -172,7 +172,7 @@ func TestOpenTwiceIsAClearError(t *testing.T) {
 // practice (a record may carry a megabyte key) next to short ones, through
 // chunks smaller than one key: every key comes back whole.
 func TestHugeKeys(t *testing.T) {
-	s := openTemp(t, Options{ChunkBytes: 4096})
+	s := openTemp(t, Options{MemoryBytes: 4096})
 	w := s.NewWriter()
 	sizes := []int{0, 1, 1<<16 - 1, 1 << 16, 100_000, 1 << 20}
 	for _, n := range sizes {
@@ -206,9 +206,9 @@ func TestHugeKeys(t *testing.T) {
 	}
 }
 
-// TestManyRunsMatchOneRun writes the same entries through tiny chunks
-// (hundreds of runs, merged in several passes) and through one chunk, in
-// different orders and from several goroutines: the scans must agree
+// TestManyRunsMatchOneRun writes the same entries through a tiny budget
+// (every partition spilled, and split again when settled) and in memory,
+// in different orders and from several goroutines: the scans must agree
 // entry for entry.
 func TestManyRunsMatchOneRun(t *testing.T) {
 	write := func(s *Store, reverse bool, workers int) {
@@ -244,10 +244,13 @@ func TestManyRunsMatchOneRun(t *testing.T) {
 	}
 	one := openTemp(t, Options{})
 	write(one, false, 1)
-	many := openTemp(t, Options{ChunkBytes: 512})
+	many := openTemp(t, Options{MemoryBytes: 512})
 	write(many, true, 4)
-	if len(many.runs) > maxRunsMerged || len(one.runs) != 1 {
-		t.Errorf("runs: %d (tiny chunks), %d (one chunk)", len(many.runs), len(one.runs))
+	if n := many.last.spilled.Load(); n < parts-2 {
+		t.Errorf("a tiny budget spilled %d partitions, want (almost) all %d", n, parts)
+	}
+	if n := one.last.spilled.Load(); n != 0 {
+		t.Errorf("the default budget spilled %d partitions, want none", n)
 	}
 	a, b := scanAll(t, one), scanAll(t, many)
 	if len(a) != 700 {
@@ -264,9 +267,9 @@ func TestManyRunsMatchOneRun(t *testing.T) {
 }
 
 // TestAddFirstKeepsTheFirstOfEachGroup: entries added with AddFirst, in
-// any order and through chunks of any size, scan back with the same first
-// entry per (key, tag, group) as when every one of them is kept, and a
-// chunk holds at most one entry per group.
+// any order and through budgets of any size (in memory, spilled, spilled
+// and split), scan back with the same first entry per (key, tag, group) as
+// when every one of them is kept, and exactly one entry per group.
 func TestAddFirstKeepsTheFirstOfEachGroup(t *testing.T) {
 	type e struct {
 		key    string
@@ -312,7 +315,7 @@ func TestAddFirstKeepsTheFirstOfEachGroup(t *testing.T) {
 	}
 	want, nAll := firsts(plain)
 	for _, chunk := range []int64{1 << 20, 64 << 10, 2 << 10} {
-		s := openTemp(t, Options{ChunkBytes: chunk})
+		s := openTemp(t, Options{MemoryBytes: chunk})
 		w := s.NewWriter()
 		for _, i := range rng.Perm(len(all)) {
 			x := all[i]
@@ -334,9 +337,56 @@ func TestAddFirstKeepsTheFirstOfEachGroup(t *testing.T) {
 		if len(got) != len(want) {
 			t.Errorf("chunk %d: %d groups, want %d", chunk, len(got), len(want))
 		}
-		if chunk == 1<<20 && n != len(want) {
-			t.Errorf("one chunk kept %d entries for %d groups", n, len(want))
+		if n != len(want) || s.last.Entries() != int64(n) {
+			t.Errorf("budget %d: kept %d entries (Entries %d) for %d groups", chunk, n, s.last.Entries(), len(want))
 		}
-		t.Logf("chunk %d: %d entries stored for %d added (%d groups)", chunk, n, nAll, len(want))
+		t.Logf("budget %d: %d entries stored for %d added (%d groups), %d partitions spilled", chunk, n, nAll, len(want), s.last.spilled.Load())
 	}
+}
+
+// TestMemoryStaysWithinTheBudget: with every record a key of its own (no
+// aggregation helps), the partitions in memory never hold more than the
+// budget (plus one partition's growth step) while writing, nor one settled
+// partition more than half of it, and every key comes back once.
+func TestMemoryStaysWithinTheBudget(t *testing.T) {
+	const budget, keys = 256 << 10, 60_000
+	s := openTemp(t, Options{MemoryBytes: budget})
+	w := s.NewWriter()
+	var f [21]byte
+	for i := range keys {
+		binary.BigEndian.PutUint64(f[1:], uint64(i))
+		if err := w.AddFirst(fmt.Appendf(nil, "key-%d", i), 0x10, 1, f[:], []byte("12345678")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n := flushAndCount(t, s, w)
+	if n != keys || w.Entries() != keys {
+		t.Errorf("walked %d entries (Entries %d), want %d", n, w.Entries(), keys)
+	}
+	// A partition's slices grow by doubling: one growth step can overshoot.
+	if p := w.peakUsed.Load(); p > budget+budget/4 {
+		t.Errorf("partitions in memory peaked at %d bytes, budget %d", p, budget)
+	}
+	if p := w.peakSettled.Load(); p > budget/2+budget/4 {
+		t.Errorf("a settled partition held %d bytes, half the budget is %d", p, budget/2)
+	}
+	t.Logf("peak in memory %d, peak settled %d, budget %d, %d partitions spilled", w.peakUsed.Load(), w.peakSettled.Load(), budget, w.spilled.Load())
+}
+
+// flushAndCount flushes w and counts the entries a walk of s sees.
+func flushAndCount(tb testing.TB, s *Store, w *Writer) int {
+	tb.Helper()
+	if err := w.Flush(); err != nil {
+		tb.Fatal(err)
+	}
+	n := 0
+	if err := s.EachKey(func(key []byte, c *Cursor) error {
+		for c.Next() {
+			n++
+		}
+		return nil
+	}); err != nil {
+		tb.Fatal(err)
+	}
+	return n
 }

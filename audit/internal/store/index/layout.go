@@ -3,22 +3,18 @@ package index
 import (
 	"encoding/binary"
 	"fmt"
-
-	"github.com/cespare/xxhash/v2"
 )
 
-// The index is key-major: every entry about one key sorts next to every
-// other entry about it, so a single sequential pass over the sorted entries
-// sees, key after key, everything stored about it. A stored entry key is
+// Every entry about one key is stored with the key: a stored entry key is
 //
 //	hash u64 | keylen u32 | key | tag u8 | fields...
 //
 // with big-endian fixed-width numbers, so byte order is numeric order.
-// hash (xxhash64 of the key) leads so that sorting mostly compares one
-// integer; keys therefore come out in hash order, not key order. Within a
-// key, entries sort by tag, then by the caller's fields bytewise: callers
-// that want an entry first (the newest, say) encode its fields so that it
-// sorts first. The entry's value does not take part in the order.
+// hash (xxhash64 of the key) leads: partitions are its leading bits, and
+// EachKey yields keys in hash order, not key order. Within a key, entries
+// sort by tag, then by the caller's fields bytewise: callers that want an
+// entry first (the newest, say) encode its fields so that it sorts first.
+// The entry's value does not take part in the order.
 
 // headLen is the bytes of a stored entry key before the key itself.
 const headLen = 8 + 4
@@ -34,9 +30,10 @@ func checkKey(key []byte) error {
 	return nil
 }
 
-// appendHead appends the stored entry key prefix for key and tag.
-func appendHead(b []byte, key []byte, tag byte) []byte {
-	b = binary.BigEndian.AppendUint64(b, xxhash.Sum64(key))
+// appendHead appends the stored entry key prefix for key (of hash h) and
+// tag.
+func appendHead(b []byte, h uint64, key []byte, tag byte) []byte {
+	b = binary.BigEndian.AppendUint64(b, h)
 	b = binary.BigEndian.AppendUint32(b, uint32(len(key)))
 	b = append(b, key...)
 	return append(b, tag)

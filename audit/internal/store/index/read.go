@@ -3,7 +3,6 @@ package index
 import (
 	"bufio"
 	"bytes"
-	"container/heap"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -20,41 +19,27 @@ type Entry struct {
 }
 
 // Cursor walks the entries of one key during EachKey, in order: by tag, then
-// by fields bytewise. Entries added twice are yielded twice.
+// by fields bytewise. Entries added twice with Add are yielded twice.
 type Cursor struct {
-	m    *merger
-	cur  []byte // key part (hash, length, key) of the key being walked
-	e    Entry
-	err  error
-	peek bool // the merger's current entry is this key's next, not yet yielded
-	done bool // no more entries for this key
+	p      *part
+	i, end int
+	e      Entry
+	err    error
 }
 
 // Next moves to the key's next entry and reports whether there is one.
 func (c *Cursor) Next() bool {
-	if c.done || c.err != nil {
+	if c.err != nil || c.i >= c.end {
 		return false
 	}
-	if !c.peek {
-		if !c.m.step() {
-			c.err = c.m.err
-			c.done = true
-			return false
-		}
-	}
-	c.peek = false
-	k, v := c.m.k, c.m.v
-	if !bytes.Equal(keyPart(k), c.cur) {
-		c.peek = true // the next key's first entry
-		c.done = true
-		return false
-	}
-	_, tag, fields, ok := splitKey(k)
+	e := c.p.ents[c.i]
+	c.i++
+	_, tag, fields, ok := splitKey(c.p.key(e))
 	if !ok {
-		c.err = fmt.Errorf("index: malformed entry %x", k)
+		c.err = fmt.Errorf("index: malformed entry %x", c.p.key(e))
 		return false
 	}
-	c.e = Entry{Tag: tag, Fields: fields, Value: v}
+	c.e = Entry{Tag: tag, Fields: fields, Value: c.p.val(e)}
 	return true
 }
 
@@ -63,72 +48,219 @@ func (c *Cursor) Entry() Entry { return c.e }
 
 // EachKey calls fn once per key in the index, in an order fixed by the keys'
 // hashes (not by the keys), with a cursor over the key's entries. fn need
-// not walk every entry; the rest are skipped. EachKey reads the sorted runs
-// sequentially and holds only the current entry in memory. key is valid
-// only during the call.
+// not walk every entry; the rest are skipped. EachKey holds the partitions
+// that stayed in memory and one spilled partition at a time, aggregated.
+// key is valid only during the call.
 func (s *Store) EachKey(fn func(key []byte, c *Cursor) error) error {
-	m, err := openMerge(s.runs)
+	s.mu.Lock()
+	w := s.last
+	s.mu.Unlock()
+	if w == nil {
+		return nil
+	}
+	st := &settler{w: w, count: !w.walked.Load(), fn: fn}
+	for i := range w.parts {
+		pt := &w.parts[i]
+		if pt.spill == nil {
+			if pt.p == nil {
+				return errors.New("index: the evidence was cancelled")
+			}
+			if err := walk(pt.p, fn); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := st.settle(pt.spill.path, 1); err != nil {
+			return err
+		}
+	}
+	if st.count {
+		w.walked.Store(true)
+	}
+	return nil
+}
+
+// settler aggregates and walks spilled partitions, one at a time, in one
+// part whose memory it reuses.
+type settler struct {
+	w     *Writer
+	count bool // count the entries (the first walk)
+	tmp   []ent
+	p     part
+	fn    func(key []byte, c *Cursor) error
+}
+
+// settle aggregates the spilled entries in path (a partition at level
+// level: its keys share the hash's first level×partBits bits) and walks
+// them. When they outgrow half the budget, what is read so far and the
+// rest of the file are split by the next bits of the hash into files of
+// their own, settled in order; past the hash's last bits it stops
+// splitting.
+func (st *settler) settle(path string, level int) error {
+	w := st.w
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("index: reading spill: %w", err)
+	}
+	defer f.Close()
+	r := &spillReader{path: path, r: bufio.NewReaderSize(f, 64<<10)}
+	p := &st.p
+	p.reset()
+	limit := w.budget / 2
+	canSplit := (level+1)*partBits <= 64
+	full := false
+	err = r.each(func() (bool, error) {
+		if err := p.addStored(r.h, r.k, r.v, r.g); err != nil {
+			return false, fmt.Errorf("index: reading spill %s: %w", path, err)
+		}
+		full = canSplit && p.size() > limit
+		return !full, nil
+	})
 	if err != nil {
 		return err
 	}
-	defer m.close()
-	c := &Cursor{m: m}
-	var key []byte
-	if !m.step() {
-		return m.err
+	if full {
+		return st.split(r, level)
 	}
-	for {
-		kp := keyPart(m.k)
-		if kp == nil {
-			return fmt.Errorf("index: malformed entry %x", m.k)
+	storeMax(&w.peakSettled, p.bytes())
+	st.tmp = p.sort(st.tmp)
+	if st.count {
+		w.stored.Add(int64(len(p.ents)))
+	}
+	return walk(p, st.fn)
+}
+
+// split writes p and the rest of r into one file per next partBits of the
+// hash and settles each, in hash order.
+func (st *settler) split(r *spillReader, level int) error {
+	w, p := st.w, &st.p
+	shift := 64 - uint((level+1)*partBits)
+	var subs [parts]*spillFile
+	defer func() {
+		for _, sf := range subs {
+			if sf != nil {
+				sf.remove()
+			}
 		}
-		c.cur = append(c.cur[:0], kp...)
-		key = append(key[:0], kp[headLen:]...)
-		c.peek, c.done, c.err = true, false, nil
-		if err := fn(key, c); err != nil {
+	}()
+	put := func(h uint64, k, v []byte, g uint32) error {
+		i := (h >> shift) & (parts - 1)
+		if subs[i] == nil {
+			sf, err := createSpill(w.s.newSpillPath())
+			if err != nil {
+				return err
+			}
+			subs[i] = sf
+		}
+		return subs[i].write(k, v, g)
+	}
+	p.file()
+	for _, e := range p.ents {
+		if err := put(e.h, p.key(e), p.val(e), e.group); err != nil {
 			return err
 		}
-		for c.Next() {
+	}
+	p.reset() // reused by the parts
+	if err := r.each(func() (bool, error) { return true, put(r.h, r.k, r.v, r.g) }); err != nil {
+		return err
+	}
+	for _, sf := range subs {
+		if sf == nil {
+			continue
+		}
+		if err := sf.close(); err != nil {
+			return err
+		}
+		if err := st.settle(sf.path, level+1); err != nil {
+			return err
+		}
+		sf.remove()
+	}
+	return nil
+}
+
+// walk calls fn for every key of a sorted part.
+func walk(p *part, fn func(key []byte, c *Cursor) error) error {
+	c := &Cursor{p: p}
+	for i := 0; i < len(p.ents); {
+		kp := keyPart(p.key(p.ents[i]))
+		if kp == nil {
+			return fmt.Errorf("index: malformed entry %x", p.key(p.ents[i]))
+		}
+		j := i + 1
+		for j < len(p.ents) && p.ents[j].h == p.ents[i].h && bytes.Equal(keyPart(p.key(p.ents[j])), kp) {
+			j++
+		}
+		c.i, c.end, c.err = i, j, nil
+		if err := fn(kp[headLen:], c); err != nil {
+			return err
 		}
 		if c.err != nil {
 			return c.err
 		}
-		if !c.peek {
-			return nil // the merge is exhausted
+		i = j
+	}
+	return nil
+}
+
+// spillReader reads a spill file entry by entry.
+type spillReader struct {
+	path string
+	r    *bufio.Reader
+	h    uint64
+	k, v []byte
+	g    uint32
+}
+
+// each calls fn for every remaining entry (in sr.h, k, v and g) until fn
+// says to stop or fails.
+func (sr *spillReader) each(fn func() (more bool, err error)) error {
+	for {
+		ok, err := sr.next()
+		if err != nil || !ok {
+			return err
+		}
+		if more, err := fn(); err != nil || !more {
+			return err
 		}
 	}
 }
 
-// runReader reads one run file entry by entry.
-type runReader struct {
-	f    *os.File
-	r    *bufio.Reader
-	k, v []byte
-}
-
-func (rr *runReader) advance() (bool, error) {
+func (sr *spillReader) next() (bool, error) {
 	read := func(dst []byte) ([]byte, error) {
-		n, err := binary.ReadUvarint(rr.r)
+		n, err := binary.ReadUvarint(sr.r)
 		if err != nil {
 			return nil, err
+		}
+		if n > maxPartBytes {
+			return nil, fmt.Errorf("entry of %d bytes", n)
 		}
 		if uint64(cap(dst)) < n {
 			dst = make([]byte, n, max(n, 64))
 		}
 		dst = dst[:n]
-		_, err = io.ReadFull(rr.r, dst)
+		_, err = io.ReadFull(sr.r, dst)
 		return dst, err
 	}
 	var err error
-	if rr.k, err = read(rr.k); err != nil {
+	if sr.k, err = read(sr.k); err != nil {
 		if errors.Is(err, io.EOF) {
 			return false, nil
 		}
-		return false, fmt.Errorf("index: reading run %s: %w", rr.f.Name(), err)
+		return false, fmt.Errorf("index: reading spill %s: %w", sr.path, err)
 	}
-	if rr.v, err = read(rr.v); err != nil {
-		return false, fmt.Errorf("index: reading run %s: %w", rr.f.Name(), noEOF(err))
+	if len(sr.k) < headLen {
+		return false, fmt.Errorf("index: reading spill %s: malformed entry %x", sr.path, sr.k)
 	}
+	sr.h = binary.BigEndian.Uint64(sr.k)
+	if sr.v, err = read(sr.v); err != nil {
+		return false, fmt.Errorf("index: reading spill %s: %w", sr.path, noEOF(err))
+	}
+	g, err := binary.ReadUvarint(sr.r)
+	if err != nil {
+		return false, fmt.Errorf("index: reading spill %s: %w", sr.path, noEOF(err))
+	}
+	sr.g = uint32(g)
 	return true, nil
 }
 
@@ -137,94 +269,4 @@ func noEOF(err error) error {
 		return io.ErrUnexpectedEOF
 	}
 	return err
-}
-
-// merger yields the entries of several sorted runs in order.
-type merger struct {
-	k, v []byte // the entry step moved to
-	err  error
-	h    runHeap
-	last *runReader // the reader whose entry was returned last
-	all  []*runReader
-}
-
-type runHeap []*runReader
-
-func (h runHeap) Len() int { return len(h) }
-func (h runHeap) Less(i, j int) bool {
-	// Entry keys start with the key's hash: compare it as an integer first.
-	a, b := h[i].k, h[j].k
-	if len(a) >= 8 && len(b) >= 8 {
-		if x, y := binary.BigEndian.Uint64(a), binary.BigEndian.Uint64(b); x != y {
-			return x < y
-		}
-	}
-	return bytes.Compare(a, b) < 0
-}
-func (h runHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *runHeap) Push(x any)   { *h = append(*h, x.(*runReader)) }
-func (h *runHeap) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return x
-}
-
-func openMerge(runs []string) (*merger, error) {
-	m := &merger{}
-	for _, p := range runs {
-		f, err := os.Open(p)
-		if err != nil {
-			m.close()
-			return nil, fmt.Errorf("index: opening run: %w", err)
-		}
-		rr := &runReader{f: f, r: bufio.NewReaderSize(f, 64<<10)}
-		m.all = append(m.all, rr)
-		ok, err := rr.advance()
-		if err != nil {
-			m.close()
-			return nil, err
-		}
-		if ok {
-			m.h = append(m.h, rr)
-		}
-	}
-	heap.Init(&m.h)
-	return m, nil
-}
-
-// step moves to the smallest remaining entry, available in m.k and m.v
-// until the following call; false at the end or on error (m.err).
-func (m *merger) step() bool {
-	k, v, ok, err := m.next()
-	m.k, m.v, m.err = k, v, err
-	return ok
-}
-
-// next returns the smallest remaining entry; its slices are valid until
-// the following call.
-func (m *merger) next() (k, v []byte, ok bool, err error) {
-	if m.last != nil {
-		more, err := m.last.advance()
-		if err != nil {
-			return nil, nil, false, err
-		}
-		if more {
-			heap.Fix(&m.h, 0)
-		} else {
-			heap.Pop(&m.h)
-		}
-		m.last = nil
-	}
-	if len(m.h) == 0 {
-		return nil, nil, false, nil
-	}
-	m.last = m.h[0]
-	return m.last.k, m.last.v, true, nil
-}
-
-func (m *merger) close() {
-	for _, rr := range m.all {
-		rr.f.Close()
-	}
 }

@@ -2,141 +2,89 @@ package index
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
-	"slices"
 	"sync"
 	"sync/atomic"
+
+	"github.com/cespare/xxhash/v2"
 )
 
+// partBits is how many bits of a key's hash choose its partition, at
+// the top level and at every level of splitting a spilled one.
+const partBits = 7
+
+const parts = 1 << partBits
+
 // Writer collects evidence into the store. Its methods are safe for
-// concurrent use; Flush must be called once at the end, and its error (or
-// the first error of any write) decides whether the evidence is complete.
+// concurrent use (writers of different partitions do not wait for each
+// other); Flush must be called once at the end, and its error (or the first
+// error of any write) decides whether the evidence is complete.
 type Writer struct {
-	s *Store
+	s      *Store
+	budget int64
+	parts  [parts]partition
+	used   atomic.Int64 // bytes of the partitions in memory
+	done   atomic.Bool
 
-	mu    sync.Mutex // guards cur, spare, err, runs
-	cur   *chunk
-	spare *chunk // a written chunk, kept for reuse
+	spillMu sync.Mutex // one spill decision at a time
+
+	errMu sync.Mutex
 	err   error
-	runs  []string
-	done  bool
 
-	stored atomic.Int64 // entries written to run files
+	stored  atomic.Int64 // entries after aggregation, counted as partitions are settled
+	spilled atomic.Int32 // partitions spilled
+	walked  atomic.Bool  // a walk counted the spilled partitions' entries
 
-	spill   sync.Mutex // one chunk is sorted and written at a time
-	sortTmp []ent      // the radix sort's buffer; guarded by spill
+	// peakUsed and peakSettled are the most the partitions in memory held
+	// while writing, and the most one settled partition held (for tests).
+	peakUsed, peakSettled atomic.Int64
 }
 
-// chunk is a batch of entries in memory: encoded back to back in buf.
-type chunk struct {
-	buf  []byte
-	ents []ent
+func storeMax(a *atomic.Int64, v int64) {
+	for {
+		o := a.Load()
+		if v <= o || a.CompareAndSwap(o, v) {
+			return
+		}
+	}
 }
 
-// ent locates one entry of a chunk; h is the entry's leading hash, so
-// most comparisons while sorting look at one integer. group is, for an
-// entry added with AddFirst, the length of its stored key up to the end of
-// its group bytes (hash, length, key, tag, group); 0 otherwise.
-type ent struct {
-	h          uint64
-	off        uint32
-	klen, vlen uint32
-	group      uint32
+// partition is one top-level partition: in memory (p) until it spills,
+// then a file every later entry of it is appended to.
+type partition struct {
+	mu      sync.Mutex
+	p       *part
+	acct    atomic.Int64 // p's bytes as counted in Writer.used
+	spilled atomic.Bool  // spill is set
+	spill   *spillFile
+	_       [40]byte // keeps the mutexes of neighbours off one cache line
 }
-
-func (c *chunk) key(e ent) []byte { return c.buf[e.off : e.off+e.klen] }
-func (c *chunk) val(e ent) []byte { return c.buf[e.off+e.klen : e.off+e.klen+e.vlen] }
 
 // NewWriter starts a writer. Evidence of any earlier writer is dropped.
 func (s *Store) NewWriter() *Writer {
-	return &Writer{s: s, cur: &chunk{}}
-}
-
-// maxRunsMerged bounds the run files merged at once (open files and read
-// buffers); more runs are first merged into fewer.
-const maxRunsMerged = 128
-
-// Flush writes out everything pending and ends the writer; a later EachKey
-// reads what it wrote.
-func (w *Writer) Flush() error {
-	w.mu.Lock()
-	if w.done {
-		w.mu.Unlock()
-		return errors.New("index: writer already flushed or cancelled")
+	w := &Writer{s: s, budget: s.budget}
+	for i := range w.parts {
+		w.parts[i].p = &part{}
 	}
-	w.done = true
-	c := w.cur
-	w.cur, w.spare = nil, nil
-	w.mu.Unlock()
-	if len(c.ents) > 0 {
-		w.write(c)
-	}
-	w.spill.Lock()
-	defer w.spill.Unlock()
-	w.mu.Lock()
-	err := w.err
-	w.mu.Unlock()
-	if err != nil {
-		w.removeRuns()
-		return err
-	}
-	runs := w.runs
-	for len(runs) > maxRunsMerged {
-		merged, err := w.s.mergeRuns(runs[:maxRunsMerged])
-		if err != nil {
-			w.runs = runs
-			w.removeRuns()
-			return err
-		}
-		runs = append(runs[maxRunsMerged:], merged)
-	}
-	w.s.runs = runs
-	return nil
-}
-
-// Entries returns how many entries the writer has written out so far (all
-// of them once Flush returned): after coalescing (AddFirst), before any
-// merge of runs.
-func (w *Writer) Entries() int64 { return w.stored.Load() }
-
-// Cancel abandons the writer after an error.
-func (w *Writer) Cancel() {
-	w.mu.Lock()
-	w.done = true
-	w.cur, w.spare = nil, nil
-	w.mu.Unlock()
-	w.spill.Lock()
-	w.removeRuns()
-	w.spill.Unlock()
-}
-
-func (w *Writer) removeRuns() {
-	for _, r := range w.runs {
-		_ = os.Remove(r)
-	}
-	w.runs = nil
+	return w
 }
 
 // Add stores one entry about key: its tag and fields (which order the
 // entries of a key, see the package notes) and its value. The slices are
-// copied.
+// copied. Every entry added is kept (the record-level evidence).
 func (w *Writer) Add(key []byte, tag byte, fields, val []byte) error {
 	return w.add(key, tag, -1, fields, val)
 }
 
 // AddFirst is Add for entries of which only one per group matters: among
 // the entries of key and tag whose fields start with the same group bytes,
-// only the one whose fields sort first is needed (callers encode "newest"
-// so that it sorts first). When the chunk it is collected in is sorted,
-// only that one is written out, so a key updated a thousand times within a
-// chunk costs one entry on disk, not a thousand; it costs nothing while
-// collecting. Chunks are not merged with each other: an EachKey may still see
-// several entries of a group, never more than one per chunk, the
-// first-sorting one among them.
+// only the one whose fields sort first is kept (callers encode "newest"
+// so that it sorts first). The group's entry is aggregated as entries
+// arrive, in one hash probe: EachKey sees exactly one entry per group, the
+// first-sorting one of all that were added (of equal fields, any one).
 func (w *Writer) AddFirst(key []byte, tag byte, group int, fields, val []byte) error {
 	if group < 0 || group > len(fields) {
 		return fmt.Errorf("index: group of %d bytes in fields of %d", group, len(fields))
@@ -144,172 +92,249 @@ func (w *Writer) AddFirst(key []byte, tag byte, group int, fields, val []byte) e
 	return w.add(key, tag, group, fields, val)
 }
 
-// add appends one entry; group >= 0 marks an AddFirst entry.
+func (w *Writer) fail(err error) error {
+	w.errMu.Lock()
+	defer w.errMu.Unlock()
+	if w.err == nil {
+		w.err = err
+	}
+	return w.err
+}
+
+func (w *Writer) failed() error {
+	w.errMu.Lock()
+	defer w.errMu.Unlock()
+	return w.err
+}
+
+// closed is the error of a write after Flush or Cancel.
+func (w *Writer) closed() error {
+	if err := w.failed(); err != nil {
+		return err
+	}
+	return errors.New("index: write after Flush or Cancel")
+}
+
+// add files one entry; group >= 0 marks an AddFirst entry.
 func (w *Writer) add(key []byte, tag byte, group int, fields, val []byte) error {
 	if err := checkKey(key); err != nil {
 		return err
 	}
-	w.mu.Lock()
-	if w.err != nil || w.done {
-		err := w.err
-		w.mu.Unlock()
-		if err == nil {
-			err = errors.New("index: write after Flush or Cancel")
-		}
-		return err
+	if w.done.Load() {
+		return w.closed()
 	}
-	c := w.cur
-	off := len(c.buf)
-	c.buf = appendHead(c.buf, key, tag)
-	c.buf = append(c.buf, fields...)
-	klen := len(c.buf) - off
-	c.buf = append(c.buf, val...)
-	e := ent{h: binary.BigEndian.Uint64(c.buf[off:]), off: uint32(off), klen: uint32(klen), vlen: uint32(len(val))}
-	if group >= 0 {
-		e.group = uint32(klen - len(fields) + group)
+	h := xxhash.Sum64(key)
+	pt := &w.parts[h>>(64-partBits)]
+	pt.mu.Lock()
+	if w.done.Load() { // Flush or Cancel began meanwhile
+		pt.mu.Unlock()
+		return w.closed()
 	}
-	c.ents = append(c.ents, e)
-	var full *chunk
-	if int64(len(c.buf)) >= w.s.chunk || len(c.buf) > 1<<31 {
-		full = c
-		if w.spare != nil {
-			w.cur, w.spare = w.spare, nil
-		} else {
-			w.cur = &chunk{buf: make([]byte, 0, cap(c.buf)), ents: make([]ent, 0, cap(c.ents))}
+	if err := pt.p.add(h, key, tag, group, fields, val); err != nil {
+		pt.mu.Unlock()
+		return w.fail(err)
+	}
+	if pt.spill != nil && pt.p.size() > w.budget/(4*parts) {
+		if err := pt.drain(); err != nil {
+			pt.mu.Unlock()
+			return w.fail(err)
 		}
 	}
-	w.mu.Unlock()
-	if full != nil {
-		w.write(full)
-		w.mu.Lock()
-		err := w.err
-		if w.spare == nil && !w.done {
-			full.buf, full.ents = full.buf[:0], full.ents[:0]
-			w.spare = full
+	d := pt.p.bytes() - pt.acct.Load()
+	pt.acct.Add(d)
+	pt.mu.Unlock()
+	if d == 0 {
+		return nil
+	}
+	u := w.used.Add(d)
+	storeMax(&w.peakUsed, u)
+	if u > w.budget {
+		if err := w.spillDownTo(w.budget - w.budget/8); err != nil {
+			return w.fail(err)
 		}
-		w.mu.Unlock()
-		return err
 	}
 	return nil
 }
 
-// write sorts a chunk and writes it as a run file.
-func (w *Writer) write(c *chunk) {
-	w.spill.Lock()
-	defer w.spill.Unlock()
-	w.mu.Lock()
-	failed := w.err != nil
-	w.mu.Unlock()
-	if failed {
-		return
-	}
-	// By hash first (integer compares only), then each run of equal hashes
-	// (one key's entries, or a rare collision) by the bytes.
-	if cap(w.sortTmp) < len(c.ents) {
-		w.sortTmp = make([]ent, len(c.ents))
-	}
-	radixSortByHash(c.ents, w.sortTmp[:len(c.ents)])
-	for i := 0; i < len(c.ents); {
-		j := i + 1
-		for j < len(c.ents) && c.ents[j].h == c.ents[i].h {
-			j++
-		}
-		if j-i > 1 {
-			slices.SortFunc(c.ents[i:j], func(a, b ent) int { return bytes.Compare(c.key(a)[8:], c.key(b)[8:]) })
-		}
-		i = j
-	}
-	path := w.s.newRunPath()
-	err := writeRun(path, func(emit func(k, v []byte) error) error {
-		// Sorted, the entries of an AddFirst group are adjacent, the one
-		// that sorts first first: write it, skip the rest.
-		var group []byte
-		for _, e := range c.ents {
-			k := c.key(e)
-			if e.group > 0 {
-				if group != nil && bytes.Equal(k[:e.group], group) {
-					continue
-				}
-				group = k[:e.group]
-			} else {
-				group = nil
+// spillDownTo spills the largest partitions in memory until they hold at
+// most target bytes.
+func (w *Writer) spillDownTo(target int64) error {
+	w.spillMu.Lock()
+	defer w.spillMu.Unlock()
+	for w.used.Load() > target {
+		best, size := -1, int64(0)
+		for i := range w.parts {
+			if a := w.parts[i].acct.Load(); a > size && !w.parts[i].spilled.Load() {
+				best, size = i, a
 			}
-			if err := emit(k, c.val(e)); err != nil {
-				return err
-			}
-			w.stored.Add(1)
 		}
-		return nil
-	})
-	if err != nil {
-		_ = os.Remove(path)
-		w.mu.Lock()
-		if w.err == nil {
-			w.err = err
+		if best < 0 {
+			return nil
 		}
-		w.mu.Unlock()
-		return
-	}
-	w.runs = append(w.runs, path)
-}
-
-// writeRun writes a run file: uvarint key length, key, uvarint value
-// length, value, in the order fill emits them (sorted).
-func writeRun(path string, fill func(emit func(k, v []byte) error) error) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return fmt.Errorf("index: writing run: %w", err)
-	}
-	bw := bufio.NewWriterSize(f, 256<<10)
-	var hdr [binary.MaxVarintLen64]byte
-	err = fill(func(k, v []byte) error {
-		n := binary.PutUvarint(hdr[:], uint64(len(k)))
-		if _, err := bw.Write(hdr[:n]); err != nil {
+		if err := w.spillPart(&w.parts[best]); err != nil {
 			return err
 		}
-		bw.Write(k)
-		n = binary.PutUvarint(hdr[:], uint64(len(v)))
-		bw.Write(hdr[:n])
-		_, err := bw.Write(v)
-		return err
-	})
-	if err == nil {
-		err = bw.Flush()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("index: writing run %s: %w", path, err)
 	}
 	return nil
 }
 
-// mergeRuns merges sorted runs into one new run and removes them.
-func (s *Store) mergeRuns(runs []string) (string, error) {
-	path := s.newRunPath()
-	m, err := openMerge(runs)
-	if err != nil {
-		return "", err
+// spillPart writes a partition's entries to a new spill file and frees
+// its memory. From then on the partition aggregates what arrives in a
+// small part of the budget and appends it to the file when that fills.
+func (w *Writer) spillPart(pt *partition) error {
+	pt.mu.Lock()
+	defer pt.mu.Unlock()
+	if pt.p == nil || pt.spill != nil {
+		return nil
 	}
-	err = writeRun(path, func(emit func(k, v []byte) error) error {
-		for {
-			k, v, ok, err := m.next()
-			if err != nil || !ok {
-				return err
-			}
-			if err := emit(k, v); err != nil {
-				return err
-			}
+	sf, err := createSpill(w.s.newSpillPath())
+	if err != nil {
+		return err
+	}
+	pt.spill = sf
+	pt.spilled.Store(true)
+	w.spilled.Add(1)
+	if err := pt.drain(); err != nil {
+		return err
+	}
+	pt.p = &part{}
+	w.used.Add(-pt.acct.Swap(0))
+	return nil
+}
+
+// drain appends the spilled partition's entries in memory to its file and
+// empties its part, keeping the part's capacity.
+func (pt *partition) drain() error {
+	p := pt.p
+	p.file()
+	for _, e := range p.ents {
+		if err := pt.spill.write(p.key(e), p.val(e), e.group); err != nil {
+			return err
 		}
-	})
-	m.close()
+	}
+	p.reset()
+	return nil
+}
+
+// Flush ends the writer: what stayed in memory is ordered for the walk
+// (and, when anything spilled, the partitions in memory beyond half the
+// budget spill too, so that the walk holds no more than the budget). A
+// later EachKey walks what it wrote.
+func (w *Writer) Flush() error {
+	if w.done.Swap(true) {
+		return errors.New("index: writer already flushed or cancelled")
+	}
+	if err := w.failed(); err != nil {
+		w.removeSpills()
+		return err
+	}
+	if w.spilled.Load() > 0 {
+		if err := w.spillDownTo(w.budget / 2); err != nil {
+			w.fail(err)
+			w.removeSpills()
+			return err
+		}
+	}
+	var tmp []ent
+	for i := range w.parts {
+		pt := &w.parts[i]
+		if pt.spill != nil {
+			err := pt.drain()
+			if err == nil {
+				err = pt.spill.close()
+			}
+			pt.p = nil
+			w.used.Add(-pt.acct.Swap(0))
+			if err != nil {
+				w.fail(err)
+				w.removeSpills()
+				return err
+			}
+			continue
+		}
+		pt.mu.Lock()
+		tmp = pt.p.sort(tmp)
+		w.stored.Add(int64(len(pt.p.ents)))
+		pt.mu.Unlock()
+	}
+	w.s.mu.Lock()
+	w.s.last = w
+	w.s.mu.Unlock()
+	return nil
+}
+
+// Entries returns how many entries the writer's evidence holds after
+// aggregation (one per AddFirst group, every Add): those in memory once
+// Flush returned, the spilled ones once an EachKey has walked them.
+func (w *Writer) Entries() int64 { return w.stored.Load() }
+
+// Cancel abandons the writer after an error.
+func (w *Writer) Cancel() {
+	w.done.Store(true)
+	w.removeSpills()
+}
+
+func (w *Writer) removeSpills() {
+	for i := range w.parts {
+		pt := &w.parts[i]
+		pt.mu.Lock()
+		if pt.spill != nil {
+			pt.spill.remove()
+		}
+		pt.p = nil
+		pt.mu.Unlock()
+	}
+}
+
+// spillFile is a partition's entries on disk, appended in arrival order:
+// uvarint stored-key length, stored key, uvarint value length, value,
+// uvarint group length (0 for Add).
+type spillFile struct {
+	path string
+	f    *os.File
+	bw   *bufio.Writer
+	hdr  [binary.MaxVarintLen64]byte
+}
+
+func createSpill(path string) (*spillFile, error) {
+	f, err := os.Create(path)
 	if err != nil {
-		_ = os.Remove(path)
-		return "", err
+		return nil, fmt.Errorf("index: spilling evidence: %w", err)
 	}
-	for _, r := range runs {
-		_ = os.Remove(r)
+	return &spillFile{path: path, f: f, bw: bufio.NewWriterSize(f, 32<<10)}, nil
+}
+
+func (sf *spillFile) write(k, v []byte, g uint32) error {
+	hdr := sf.hdr[:]
+	sf.bw.Write(hdr[:binary.PutUvarint(hdr, uint64(len(k)))])
+	sf.bw.Write(k)
+	sf.bw.Write(hdr[:binary.PutUvarint(hdr, uint64(len(v)))])
+	sf.bw.Write(v)
+	if _, err := sf.bw.Write(hdr[:binary.PutUvarint(hdr, uint64(g))]); err != nil {
+		return fmt.Errorf("index: writing spill %s: %w", sf.path, err)
 	}
-	return path, nil
+	return nil
+}
+
+func (sf *spillFile) close() error {
+	if sf.f == nil {
+		return nil
+	}
+	err := sf.bw.Flush()
+	if cerr := sf.f.Close(); err == nil {
+		err = cerr
+	}
+	sf.f = nil
+	if err != nil {
+		return fmt.Errorf("index: writing spill %s: %w", sf.path, err)
+	}
+	return nil
+}
+
+func (sf *spillFile) remove() {
+	if sf.f != nil {
+		sf.f.Close()
+		sf.f = nil
+	}
+	_ = os.Remove(sf.path)
 }
