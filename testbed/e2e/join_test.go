@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -30,7 +31,7 @@ var joinStore = regexp.MustCompile(`Sink: \S+ \(topic: (\S+)-repartition\)`)
 // TestTableJoinTypes runs the testbed's join application (selectKey ->
 // groupByKey -> reduce per input, then a chain of two KTable-KTable joins)
 // with inner joins and with outer joins on real brokers, on one cluster with
-// distinct application ids and topics, each clean and with the joined
+// distinct application ids and topics, all four runs at once, each clean and with the joined
 // results of chosen keys dropped before the output (DROP_BEFORE_OUTPUT).
 // Three keys are written to input c only: an inner join has no result for
 // them, an outer join has one whose a and b are null. Once each application
@@ -59,15 +60,18 @@ func TestTableJoinTypes(t *testing.T) {
 		{join: "outer"},
 		{join: "outer", drop: []string{"cust-003", "cust-011", "only-c-1"}},
 	}
-	t.Run("runs", func(t *testing.T) {
-		for _, tc := range cases {
-			name := tc.join + map[bool]string{true: "-clean", false: "-lossy"}[len(tc.drop) == 0]
-			t.Run(name, func(t *testing.T) {
-				t.Parallel()
-				joinScenario(ctx, t, c, adm, "join-"+name, tc.join, tc.drop)
-			})
-		}
-	})
+	// All four at once, not t.Parallel: -parallel (GOMAXPROCS, 2 in CI)
+	// would run them two by two, and most of a run is waiting.
+	var wg sync.WaitGroup
+	for _, tc := range cases {
+		name := tc.join + map[bool]string{true: "-clean", false: "-lossy"}[len(tc.drop) == 0]
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			t.Run(name, func(t *testing.T) { joinScenario(ctx, t, c, adm, "join-"+name, tc.join, tc.drop) })
+		}()
+	}
+	wg.Wait()
 }
 
 // joinScenario runs the join application with joinType as group on its own
