@@ -33,8 +33,10 @@ var joinStore = regexp.MustCompile(`Sink: \S+ \(topic: (\S+)-repartition\)`)
 // with inner joins and with outer joins on real brokers, on one cluster with
 // distinct application ids and topics, all four runs at once, each clean and with the joined
 // results of chosen keys dropped before the output (DROP_BEFORE_OUTPUT).
-// Three keys are written to input c only: an inner join has no result for
-// them, an outer join has one whose a and b are null. Once each application
+// Three keys are written to input a only and three to input c only: an
+// inner join has no result for them (audited as a left join, the a-only
+// keys would be owed one), an outer join has one whose other sides are null
+// (audited as a left join, the c-only keys would not be checked). Once each application
 // has committed all its input at both hops and stopped, the truth is read
 // from the changelogs and the output with franz-go (a key is owed a result
 // when the join type says so, at least as new as the tables it joins), and
@@ -56,9 +58,9 @@ func TestTableJoinTypes(t *testing.T) {
 		drop []string
 	}{
 		{join: "inner"},
-		{join: "inner", drop: []string{"cust-003", "cust-011", "only-c-1"}},
+		{join: "inner", drop: []string{"cust-003", "cust-011", "only-a-1", "only-c-1"}},
 		{join: "outer"},
-		{join: "outer", drop: []string{"cust-003", "cust-011", "only-c-1"}},
+		{join: "outer", drop: []string{"cust-003", "cust-011", "only-a-1", "only-c-1"}},
 	}
 	// All four at once, not t.Parallel: -parallel (GOMAXPROCS, 2 in CI)
 	// would run them two by two, and most of a run is waiting.
@@ -80,9 +82,12 @@ func TestTableJoinTypes(t *testing.T) {
 func joinScenario(ctx context.Context, t *testing.T, c *kafka.Cluster, adm *kafka.Admin, group, joinType string, drop []string) {
 	inputs := [3]string{group + "-a", group + "-b", group + "-c"}
 	out, schemas := group+"-out", group+"-schemas"
-	unread := [2]string{group + "-unread-a", group + "-unread-b"} // the c-only load's other two inputs, read by nothing
-	specs := []kafka.TopicSpec{{Name: out, Partitions: 3}, {Name: schemas, Partitions: 1, Configs: map[string]string{"cleanup.policy": "compact"}},
-		{Name: unread[0], Partitions: 1}, {Name: unread[1], Partitions: 1}}
+	// The other two inputs of the loads into a alone and c alone, read by nothing.
+	unread := [4]string{group + "-unread-0", group + "-unread-1", group + "-unread-2", group + "-unread-3"}
+	specs := []kafka.TopicSpec{{Name: out, Partitions: 3}, {Name: schemas, Partitions: 1, Configs: map[string]string{"cleanup.policy": "compact"}}}
+	for _, u := range unread {
+		specs = append(specs, kafka.TopicSpec{Name: u, Partitions: 1})
+	}
 	for _, in := range inputs {
 		specs = append(specs, kafka.TopicSpec{Name: in, Partitions: 3})
 	}
@@ -110,11 +115,14 @@ func joinScenario(ctx context.Context, t *testing.T, c *kafka.Cluster, adm *kafk
 		t.Fatal(err)
 	}
 	phase("running")
-	// Every customer in all three inputs, then three keys in c only.
+	// Every customer in all three inputs, then three keys in a only and
+	// three in c only.
 	loads := []loadgen.Config{
 		{Brokers: c.Bootstrap(), Topics: inputs, SchemasTopic: schemas, Customers: 30, Records: 300, Rate: 150},
-		{Brokers: c.Bootstrap(), Topics: [3]string{unread[0], unread[1], inputs[2]}, SchemasTopic: schemas, Customers: 1,
-			ExtraCustomers: []string{"only-c-0", "only-c-1", "only-c-2"}, Records: 8, Rate: -1, Seed: 2},
+		{Brokers: c.Bootstrap(), Topics: [3]string{inputs[0], unread[0], unread[1]}, SchemasTopic: schemas, Customers: 1,
+			ExtraCustomers: []string{"only-a-0", "only-a-1", "only-a-2"}, Records: 8, Rate: -1, Seed: 2},
+		{Brokers: c.Bootstrap(), Topics: [3]string{unread[2], unread[3], inputs[2]}, SchemasTopic: schemas, Customers: 1,
+			ExtraCustomers: []string{"only-c-0", "only-c-1", "only-c-2"}, Records: 8, Rate: -1, Seed: 3},
 	}
 	for _, lc := range loads {
 		gen, err := loadgen.New(ctx, lc)
