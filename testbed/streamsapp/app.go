@@ -142,7 +142,10 @@ type Options struct {
 	Dir              string              // working dir: state/, app.log, topology.txt, ground-truth.jsonl; required
 	DropBeforeStore  map[string][]string // input name (a|b|c) -> selected keys whose updates are dropped before the store
 	DropBeforeOutput []string            // selected keys whose joined results are dropped before OUTPUT
-	Heap             string              // JVM -Xmx; default "512m"
+	// JoinType is the KTable-KTable join of both links of the chain
+	// (JOIN_TYPE): "inner", "left" or "outer"; "" is left.
+	JoinType string
+	Heap     string // JVM -Xmx; default "512m"
 	// SessionTimeout, when set, is the consumers' session.timeout.ms (the
 	// default 45 s delays the restart of a killed instance by as much).
 	SessionTimeout time.Duration
@@ -285,6 +288,7 @@ func (a *App) env() []string {
 		"SCHEMAS_TOPIC="+a.o.SchemasTopic,
 		"DROP_BEFORE_STORE="+strings.Join(dbs, ";"),
 		"DROP_BEFORE_OUTPUT="+strings.Join(a.o.DropBeforeOutput, ","),
+		"JOIN_TYPE="+a.o.JoinType,
 		"CONSUMER_SESSION_TIMEOUT_MS="+map[bool]string{true: "", false: millis(a.o.SessionTimeout)}[a.o.GroupProtocol == "streams"],
 		"REPARTITION_PURGE_INTERVAL_MS="+millis(a.o.PurgeInterval),
 		"TOPOLOGY="+a.topology(),

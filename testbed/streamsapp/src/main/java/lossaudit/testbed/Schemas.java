@@ -24,11 +24,19 @@ final class Schemas {
     static final Schema B = new Schema.Parser().parse(PROFILE_B);
     static final Schema C = new Schema.Parser().parse(PAYMENT_C);
 
-    /** OUTPUT: the left-joined values, b and c nullable. */
-    static final Schema JOINED = new Schema.Parser().parse(
-            "{\"type\":\"record\",\"name\":\"Joined\",\"namespace\":\"lossaudit.testbed\",\"fields\":["
-            + "{\"name\":\"customerId\",\"type\":\"string\"},"
-            + "{\"name\":\"a\",\"type\":" + ORDER_A + "},"
-            + "{\"name\":\"b\",\"type\":[\"null\"," + PROFILE_B + "],\"default\":null},"
-            + "{\"name\":\"c\",\"type\":[\"null\"," + PAYMENT_C + "],\"default\":null}]}");
+    /** OUTPUT: the left- or inner-joined values, b and c nullable. */
+    static final Schema JOINED = joined("Joined", ORDER_A);
+
+    /** OUTPUT of the outer joins (JOIN_TYPE=outer): a, b and c all nullable. */
+    static final Schema JOINED_OUTER = joined("JoinedOuter", "[\"null\"," + ORDER_A + "],\"default\":null");
+
+    /** The joined record named name whose field a has the type (and default) aType. */
+    private static Schema joined(String name, String aType) {
+        return new Schema.Parser().parse(
+                "{\"type\":\"record\",\"name\":\"" + name + "\",\"namespace\":\"lossaudit.testbed\",\"fields\":["
+                + "{\"name\":\"customerId\",\"type\":\"string\"},"
+                + "{\"name\":\"a\",\"type\":" + aType + "},"
+                + "{\"name\":\"b\",\"type\":[\"null\"," + PROFILE_B + "],\"default\":null},"
+                + "{\"name\":\"c\",\"type\":[\"null\"," + PAYMENT_C + "],\"default\":null}]}");
+    }
 }

@@ -38,6 +38,9 @@ import org.apache.kafka.streams.processor.StreamPartitioner;
  * The Kafka Streams application of the audited pipeline (docs/topology.md):
  * A, B, C --selectKey(customerId)--> groupByKey --> reduce --> tA, tB, tC;
  * tA.leftJoin(tB).leftJoin(tC).toStream().to(OUTPUT).
+ * JOIN_TYPE (inner, left or outer; default left) picks the KTable-KTable join
+ * of both links of the chain: join, leftJoin or outerJoin (whose results may
+ * lack a, so they are written with Schemas.JOINED_OUTER).
  *
  * <p>Configuration comes from system properties or, failing that, environment
  * variables of the same name: BOOTSTRAP_SERVERS, APPLICATION_ID, INPUT_TOPICS
@@ -129,7 +132,18 @@ public final class StreamsApp {
         return j;
     }
 
-    static Topology build(Registry registry, GroundTruth truth, List<String> inputs, String output,
+    /** The outer-joined value: any of a, b and c may be null; customerId is the first present one's. */
+    static GenericRecord joinedOuter(GenericRecord a, GenericRecord b, GenericRecord c) {
+        GenericData.Record j = new GenericData.Record(Schemas.JOINED_OUTER);
+        GenericRecord first = a != null ? a : b != null ? b : c;
+        j.put("customerId", String.valueOf(first.get("customerId")));
+        j.put("a", a);
+        j.put("b", b);
+        j.put("c", c);
+        return j;
+    }
+
+    static Topology build(Registry registry, GroundTruth truth, List<String> inputs, String output, String joinType,
                           Map<String, Set<String>> dropBeforeStore, Set<String> dropBeforeOutput, String tombstoneNote,
                           String failSelectNote, String failReduceNote) {
         StreamsBuilder builder = new StreamsBuilder();
@@ -159,9 +173,29 @@ public final class StreamsApp {
                     .reduce(newest, Materialized.with(Serdes.String(), serde));
         }
         AvroSerde outSerde = new AvroSerde(registry, "output", Set.of(), truth);
-        tables[0]
-                .leftJoin(tables[1], (a, b) -> joined(a, b, null))
-                .leftJoin(tables[2], (j, c) -> joined((GenericRecord) j.get("a"), (GenericRecord) j.get("b"), c))
+        KTable<String, GenericRecord> out;
+        switch (joinType) {
+            case "left":
+                out = tables[0]
+                        .leftJoin(tables[1], (a, b) -> joined(a, b, null))
+                        .leftJoin(tables[2], (j, c) -> joined((GenericRecord) j.get("a"), (GenericRecord) j.get("b"), c));
+                break;
+            case "inner":
+                out = tables[0]
+                        .join(tables[1], (a, b) -> joined(a, b, null))
+                        .join(tables[2], (j, c) -> joined((GenericRecord) j.get("a"), (GenericRecord) j.get("b"), c));
+                break;
+            case "outer":
+                // Either side may be absent: the result's a is nullable (Schemas.JOINED_OUTER).
+                out = tables[0]
+                        .outerJoin(tables[1], (a, b) -> joinedOuter(a, b, null))
+                        .outerJoin(tables[2], (j, c) -> joinedOuter(j == null ? null : (GenericRecord) j.get("a"),
+                                j == null ? null : (GenericRecord) j.get("b"), c));
+                break;
+            default:
+                throw new IllegalArgumentException("JOIN_TYPE: want inner, left or outer, got " + joinType);
+        }
+        out
                 .toStream()
                 .to(output, Produced.with(Serdes.String(), outSerde)
                         .withStreamPartitioner(new DropBeforeOutput(truth, dropBeforeOutput, output)));
@@ -286,7 +320,7 @@ public final class StreamsApp {
 
         Topology topology = countMode ? count(inputs.get(0), output, parseKeys(cfg("DROP_COUNT", "")))
                 : copyMode ? copy(inputs.get(0), output)
-                : build(registry, truth, inputs, output, dropBeforeStore, dropBeforeOutput, tombstoneNote,
+                : build(registry, truth, inputs, output, cfg("JOIN_TYPE", "left"), dropBeforeStore, dropBeforeOutput, tombstoneNote,
                         cfg("FAIL_SELECT_NOTE", null), cfg("FAIL_REDUCE_NOTE", null));
         String described = topology.describe().toString();
         System.out.println(described);
