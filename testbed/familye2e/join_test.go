@@ -1,4 +1,4 @@
-package e2e
+package familye2e
 
 import (
 	"context"
@@ -28,7 +28,7 @@ import (
 // "<store>-repartition" (generated names).
 var joinStore = regexp.MustCompile(`Sink: \S+ \(topic: (\S+)-repartition\)`)
 
-// TestTableJoinTypes runs the testbed's join application (selectKey ->
+// tableJoinTypes runs the testbed's join application (selectKey ->
 // groupByKey -> reduce per input, then a chain of two KTable-KTable joins)
 // with inner joins and with outer joins on real brokers, on one cluster with
 // distinct application ids and topics, all four runs at once, each clean and with the joined
@@ -43,16 +43,9 @@ var joinStore = regexp.MustCompile(`Sink: \S+ \(topic: (\S+)-repartition\)`)
 // lossaudit audit, with pipeline.join declared, must report exactly the keys
 // the truth finds missing: none for the clean runs, the injected ones (those
 // a result is owed for) for the others.
-func TestTableJoinTypes(t *testing.T) {
-	Skip(t)
-	c := kafka.StartForTest(t, 3)
+func tableJoinTypes(t *testing.T, c *kafka.Cluster, adm *kafka.Admin) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	t.Cleanup(cancel)
-	adm, err := kafka.NewAdmin(c.Bootstrap())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(adm.Close)
 	cases := []struct {
 		join string
 		drop []string
@@ -168,7 +161,7 @@ func joinScenario(ctx context.Context, t *testing.T, c *kafka.Cluster, adm *kafk
 
 	cfgFile := filepath.Join(dir, "audit.yaml")
 	var y strings.Builder
-	fmt.Fprintf(&y, "kafka:\n  brokers: [%s]\n", quoteJoin(c.Bootstrap()))
+	fmt.Fprintf(&y, "kafka:\n  brokers: [%s]\n", quoteList(c.Bootstrap()))
 	fmt.Fprintf(&y, "schema:\n  schemas_topic: %q\n", schemas)
 	fmt.Fprintf(&y, "pipeline:\n  application_id: %q\n  topology_file: %q\n  output: %q\n  join: %s\n  reduce: plain\n  inputs:\n", group, sa.TopologyFile(), out, joinType)
 	for i, in := range inputs {

@@ -1,4 +1,4 @@
-package e2e
+package familye2e
 
 import (
 	"context"
@@ -28,7 +28,7 @@ var (
 	countRepartition = regexp.MustCompile(`Sink: \S+ \(topic: (\S+-repartition)\)`)
 )
 
-// TestCountByNewKey runs the count-by-a-new-key application of the
+// countByNewKey runs the count-by-a-new-key application of the
 // testbed (selectKey -> groupByKey -> count -> toStream -> mapValues ->
 // to) on real brokers twice, on one cluster with distinct application ids
 // and topics: clean, and losing the first update of two keys inside the
@@ -39,17 +39,10 @@ var (
 // undercount of one lost update per injected key for the other. Then, on
 // the same cluster, a third instance runs while all three brokers are
 // killed mid-load and restarted: nothing is lost, and the audit must say so.
-func TestCountByNewKey(t *testing.T) {
-	Skip(t)
-	c := kafka.StartForTest(t, 3)
+func countByNewKey(t *testing.T, c *kafka.Cluster, adm *kafka.Admin) {
 	// Cleanups, not defers: they run after the parallel subtests.
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	t.Cleanup(cancel)
-	adm, err := kafka.NewAdmin(c.Bootstrap())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(adm.Close)
 	cases := []struct {
 		name string
 		drop []string

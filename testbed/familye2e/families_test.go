@@ -1,0 +1,45 @@
+// Package familye2e runs the Kafka Streams operator families beyond the
+// selectKey -> reduce -> leftJoin family (a count by a new key; KTable
+// inner and outer joins) against real brokers: one cluster for the package,
+// each scenario with its own application id and topics. It is a package of
+// its own so that `go test ./...` runs it beside testbed/e2e.
+package familye2e
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lossaudit/lossaudit/testbed/kafka"
+)
+
+// TestOperatorFamilies starts one 3-node cluster and runs, on it, the join
+// types (four applications at once), then the count by a new key (whose
+// last phase kills and restarts every broker, so it comes last).
+func TestOperatorFamilies(t *testing.T) {
+	kafka.SkipUnlessAvailable(t)
+	c := kafka.StartForTest(t, 3)
+	adm, err := kafka.NewAdmin(c.Bootstrap())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(adm.Close)
+	t.Run("TableJoinTypes", func(t *testing.T) { tableJoinTypes(t, c, adm) })
+	t.Run("CountByNewKey", func(t *testing.T) { countByNewKey(t, c, adm) })
+}
+
+// truthTimeout bounds one read of the truth from the topics.
+const truthTimeout = 2 * time.Minute
+
+// quoteList writes ss as a YAML flow list's items: each quoted.
+func quoteList(ss []string) string {
+	var b strings.Builder
+	for i, s := range ss {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%q", s)
+	}
+	return b.String()
+}
