@@ -1,14 +1,9 @@
 package app_test
 
 import (
-	"context"
-	"os"
 	"path/filepath"
-	"strconv"
 	"testing"
 	"time"
-
-	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/lossaudit/lossaudit/audit/app"
 	"github.com/lossaudit/lossaudit/audit/demo/copysim"
@@ -30,18 +25,8 @@ import (
 //
 // LOSSAUDIT_PROPERTY_SEEDS sets the number of seeds (default 24).
 func TestPropertyCompareEqualsInjected(t *testing.T) {
-	seeds := 24
-	if s, err := strconv.Atoi(os.Getenv("LOSSAUDIT_PROPERTY_SEEDS")); err == nil && s > 0 {
-		seeds = s
-	}
-	cluster, err := kfake.NewCluster(kfake.NumBrokers(3))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cluster.Close()
-	brokers := cluster.ListenAddrs()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
+	seeds := propertySeeds(1, 1)
+	brokers, ctx := propertyCluster(t, 10*time.Minute)
 
 	seen := map[string]int{}
 	for seed := int64(1); seed <= int64(seeds); seed++ {

@@ -5,12 +5,9 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"strconv"
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/lossaudit/lossaudit/audit/app"
 	"github.com/lossaudit/lossaudit/audit/demo/sim"
@@ -42,18 +39,8 @@ const simUnprocessedAfter = 100 * 365 * 24 * time.Hour
 //
 // LOSSAUDIT_PROPERTY_SEEDS sets the number of seeds (default 24).
 func TestPropertyAuditEqualsInjectedLoss(t *testing.T) {
-	seeds := 24
-	if s, err := strconv.Atoi(os.Getenv("LOSSAUDIT_PROPERTY_SEEDS")); err == nil && s > 0 {
-		seeds = s
-	}
-	cluster, err := kfake.NewCluster(kfake.NumBrokers(3))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cluster.Close()
-	brokers := cluster.ListenAddrs()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
+	seeds := propertySeeds(1, 1)
+	brokers, ctx := propertyCluster(t, 10*time.Minute)
 
 	// What the seeds exercised: the property must not hold vacuously.
 	seen := map[string]int{}

@@ -3,15 +3,12 @@ package app_test
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/lossaudit/lossaudit/audit/app"
 	"github.com/lossaudit/lossaudit/audit/demo/copysim"
@@ -102,18 +99,8 @@ func compareWithFull(step, full *finding.Result) []string {
 // LOSSAUDIT_PROPERTY_SEEDS sets the number of seeds (default 24; this
 // test runs a third of them, at least 4).
 func TestPropertyReconcileCompareEqualsFullCompare(t *testing.T) {
-	seeds := 8
-	if s, err := strconv.Atoi(os.Getenv("LOSSAUDIT_PROPERTY_SEEDS")); err == nil && s > 0 {
-		seeds = max(4, s/3)
-	}
-	cluster, err := kfake.NewCluster(kfake.NumBrokers(3))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cluster.Close()
-	brokers := cluster.ListenAddrs()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
+	seeds := propertySeeds(3, 4)
+	brokers, ctx := propertyCluster(t, 10*time.Minute)
 	seen := map[string]int{}
 	for seed := int64(201); seed < 201+int64(seeds); seed++ {
 		sc := copysim.RandomScenario(seed)

@@ -4,15 +4,12 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/lossaudit/lossaudit/audit/app"
 	"github.com/lossaudit/lossaudit/audit/demo/sim"
@@ -164,18 +161,8 @@ func hasPending(res *finding.Result) bool {
 // LOSSAUDIT_PROPERTY_SEEDS sets the number of seeds (default 24; this
 // test runs a third of them, at least 4).
 func TestPropertyReconcileEqualsFullAudit(t *testing.T) {
-	seeds := 8
-	if s, err := strconv.Atoi(os.Getenv("LOSSAUDIT_PROPERTY_SEEDS")); err == nil && s > 0 {
-		seeds = max(4, s/3)
-	}
-	cluster, err := kfake.NewCluster(kfake.NumBrokers(3))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cluster.Close()
-	brokers := cluster.ListenAddrs()
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
-	defer cancel()
+	seeds := propertySeeds(3, 4)
+	brokers, ctx := propertyCluster(t, 15*time.Minute)
 	seen := map[string]int{}
 	for seed := int64(101); seed < 101+int64(seeds); seed++ {
 		sc := sim.RandomScenario(seed)
