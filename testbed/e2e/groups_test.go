@@ -3,6 +3,10 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -14,9 +18,11 @@ import (
 	"github.com/lossaudit/lossaudit/audit/app"
 	"github.com/lossaudit/lossaudit/audit/finding"
 	"github.com/lossaudit/lossaudit/audit/kread"
+	"github.com/lossaudit/lossaudit/audit/streams/topology"
 	"github.com/lossaudit/lossaudit/testbed/kafka"
 	"github.com/lossaudit/lossaudit/testbed/loadgen"
 	"github.com/lossaudit/lossaudit/testbed/poll"
+	"github.com/lossaudit/lossaudit/testbed/testbedenv"
 )
 
 // TestStreamsGroupPoisonPill runs the pipeline as a KIP-1071 streams group
@@ -112,6 +118,7 @@ func TestStreamsGroupPoisonPill(t *testing.T) {
 	if c, _ := env.Admin.GroupOffsets(ctx, ApplicationID, []string{Inputs[0]}); c[Inputs[0]][0] != pill {
 		t.Fatalf("the application committed past the pill during the audit (%d, pill %d): the phase proves nothing", c[Inputs[0]][0], pill)
 	}
+	namesFromGroup(t, ctx, res)
 
 	// Stopped on it: killed (no commit past the pill), then started with the
 	// default LogAndFail handler and SHUTDOWN_CLIENT, it fails on the pill
@@ -196,6 +203,61 @@ func TestStreamsGroupPoisonPill(t *testing.T) {
 	}
 	if len(ar.Rows) != 0 {
 		t.Errorf("signatures: %d loss rows, want none", len(ar.Rows))
+	}
+}
+
+// namesFromGroup continues TestStreamsGroupPoisonPill while the
+// application runs: without pipeline.topology_file, `lossaudit topology`
+// takes every input's repartition and changelog topics from the streams
+// group (StreamsGroupDescribe), the same names the topology file gives,
+// and an audit resolved that way finds nothing, as the one with the file
+// did. (Every audit of the test with the file also checks the file against
+// the group: a disagreement would stop it.)
+func namesFromGroup(t *testing.T, ctx context.Context, res *Result) {
+	bin, err := lossauditBin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	cfgFile := filepath.Join(dir, "audit.yaml")
+	if err := os.WriteFile(cfgFile, []byte(AuditYAML(res.Env.Cluster.Bootstrap(), "", filepath.Join(dir, "store"))), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.CommandContext(ctx, bin, "topology", "-c", cfgFile)
+	cmd.Env = testbedenv.Strip(os.Environ())
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("lossaudit topology without a topology file: %v\n%s", err, out)
+	}
+	t.Logf("lossaudit topology without a topology file:\n%s", out)
+	for i, in := range loadgen.InputNames[:len(Inputs)] {
+		st := res.Stages[in]
+		for _, want := range []string{
+			fmt.Sprintf(`(?m)^%s\s+repartition\s+streams group\s+ok\s+%s$`, in, regexp.QuoteMeta(st.Repartition)),
+			fmt.Sprintf(`(?m)^%s\s+changelog\s+streams group\s+ok\s+%s$`, in, regexp.QuoteMeta(st.Changelog)),
+		} {
+			if !regexp.MustCompile(want).Match(out) {
+				t.Errorf("input %s (%s): no line matching %s", in, Inputs[i], want)
+			}
+		}
+	}
+	cfg := *res.Config
+	cfg.Pipeline.TopologyFile = ""
+	cfg.Store.Dir = filepath.Join(dir, "store")
+	ar, m, err := app.Run(ctx, &cfg, app.Options{})
+	if err != nil {
+		t.Fatalf("names from the group: audit: %v", err)
+	}
+	if m.Group == nil {
+		t.Errorf("names from the group: the model has no streams group")
+	}
+	for _, s := range m.Stages {
+		if s.Origins.RepartitionTopic != topology.FromGroup || s.Origins.ChangelogTopic != topology.FromGroup {
+			t.Errorf("names from the group: input %s origins %+v", s.Input.Name, s.Origins)
+		}
+	}
+	if len(ar.Rows) != 0 || len(ar.Summary.Partitions) != 0 {
+		t.Errorf("names from the group: %d loss rows, partition findings %+v; want none", len(ar.Rows), ar.Summary.Partitions)
 	}
 }
 
