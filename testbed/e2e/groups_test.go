@@ -214,6 +214,8 @@ func TestStreamsGroupPoisonPill(t *testing.T) {
 // did. (Every audit of the test with the file also checks the file against
 // the group: a disagreement would stop it.)
 func namesFromGroup(t *testing.T, ctx context.Context, res *Result) {
+	start := time.Now()
+	defer func() { t.Logf("names from the group: %v", time.Since(start).Round(time.Second)) }()
 	bin, err := lossauditBin()
 	if err != nil {
 		t.Fatal(err)
