@@ -39,13 +39,9 @@ func applyStreamsProperties(c *Config, explicit map[string]bool) error {
 	if bytes.IndexByte(data, 0) >= 0 {
 		return &Error{File: path, Msg: "is not a text file of key=value lines; " + key + " names the Kafka Streams application's properties file"}
 	}
-	props, lines, err := parseProperties(latin1(data))
+	props, lines, err := parsePropertiesFile(path, latin1(data))
 	if err != nil {
-		var pe *propertyError
-		if errors.As(err, &pe) {
-			return &Error{File: path, Line: pe.line, Msg: pe.err.Error()}
-		}
-		return &Error{File: path, Msg: err.Error()}
+		return err
 	}
 	take := func(prop string, dst *string) error {
 		v, ok := props[prop]
