@@ -113,6 +113,18 @@ func (g *GroupTopology) topics() (repartition, changelog map[string]bool) {
 	return repartition, changelog
 }
 
+// patternSubscribed reports whether a subtopology reads no listed topic:
+// one that subscribes by pattern (StreamsGroupDescribe lists no
+// pattern), whose topics the group cannot tell.
+func (g *GroupTopology) patternSubscribed() bool {
+	for _, s := range g.Subtopologies {
+		if len(s.SourceTopics) == 0 && len(s.RepartitionSourceTopics) == 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // sourceTopics lists the user topics the group reads.
 func (g *GroupTopology) sourceTopics() []string {
 	var out []string
@@ -158,6 +170,10 @@ func (m *Model) fromGroup(ctx context.Context, p Spec, src GroupSource) error {
 		s := &m.Stages[i]
 		name := fmt.Sprintf("pipeline.inputs[%d]", i)
 		n := g.namesFor(app, s.Input.Topic)
+		if n.readers == 0 && g.patternSubscribed() {
+			m.Warnings = append(m.Warnings, fmt.Sprintf("input %s: no subtopology of %s lists topic %q, and one lists no source topic (subscribed by pattern?): no names taken from the group for it or checked against it", s.Input.Name, g, s.Input.Topic))
+			continue
+		}
 		if n.readers == 0 {
 			return &Error{Key: name + ".topic", Msg: fmt.Sprintf("input %s: %s reads no topic %q (its source topics: %s): is it the application's input, and pipeline.application_id its application.id?",
 				s.Input.Name, g, s.Input.Topic, listOrNone(g.sourceTopics()))}

@@ -31,6 +31,9 @@ func TestBuildFromGroup(t *testing.T) {
 	named := abcGroup(rp("ga"), rp(st09), rp(st16), cl(st02), cl(st09), cl("other"))
 	noC := abcGroup(rp(st02), rp(st09), rp(st16), cl(st02), cl(st09), cl(st16))
 	noC.Subtopologies = noC.Subtopologies[:3]
+	// C read by a pattern: its subtopology lists no source topic.
+	patternC := abcGroup(rp(st02), rp(st09), rp(st16), cl(st02), cl(st09), cl(st16))
+	patternC.Subtopologies[3].SourceTopics = nil
 	topics := []string{"topicA", "topicB", "topicC", "joined", rp(st02), cl(st02), rp(st09), cl(st09), rp(st16), cl(st16), rp("ga"), cl("other")}
 	schemas := map[string][]string{"topicA": {cl(st02)}, "topicB": {cl(st09)}, "topicC": {cl(st16), cl("other")}}
 	fromGroup := Origins{FromGroup, FromChangelog, FromGroup}
@@ -62,6 +65,11 @@ func TestBuildFromGroup(t *testing.T) {
 			key: "pipeline.topology_file", msg: `input c (topic topicC): testdata/order-abc-4.4.0.txt gives the changelog topic "app-` + st16 + `-changelog", but streams group app (topology epoch 1) has no such changelog topic`},
 		{name: "input the group does not read", group: noC,
 			key: "pipeline.inputs[2].topic", msg: `input c: streams group app (topology epoch 1) reads no topic "topicC" (its source topics: topicA, topicB)`},
+		{name: "an input read by a pattern: by discovery", group: patternC, listed: true,
+			inputs: func(in []InputSpec) { in[2].ChangelogTopic = cl(st16) },
+			rp:     [3]string{rp(st02), rp(st09), rp(st16)}, cl: [3]string{cl(st02), cl(st09), cl(st16)},
+			origins: [3]Origins{fromGroup, fromGroup, {FromDiscovery, FromChangelog, FromOverride}},
+			warning: `input c: no subtopology of streams group app (topology epoch 1) lists topic "topicC", and one lists no source topic (subscribed by pattern?): no names taken from the group for it or checked against it`},
 		{name: "Grouped.as and another store name: the rest by discovery", group: named, listed: true,
 			rp: [3]string{rp("ga"), rp(st09), rp(st16)}, cl: [3]string{cl(st02), cl(st09), ""},
 			key: "pipeline.inputs[2].changelog_topic", msg: "2 changelog topics match it"},
