@@ -19,8 +19,8 @@ const (
 // applyStreamsProperties reads the application's properties file named by
 // pipeline.streams_properties. Its errors.dead.letter.queue.topic.name
 // (Kafka Streams 4.2+, KIP-1034) gives pipeline.dead_letter_topic and its
-// application.id pipeline.application_id when they are not set (keys in
-// explicit were set by the YAML file, the environment or a flag); set to
+// application.id pipeline.application_id when they are not set or empty
+// (keys in explicit were set by the YAML file, the environment or a flag); set to
 // another value, they contradict the application and are an error naming
 // both. The file is decoded as ISO-8859-1, as Java's
 // Properties.load(InputStream) (Kafka's Utils.loadProps) reads it. Errors
@@ -59,7 +59,7 @@ func applyStreamsProperties(c *Config, explicit map[string]bool) error {
 		if err := checkTopicChars(v); err != nil {
 			return at("%q %v", v, err)
 		}
-		if explicit[c.keyOf(dst)] {
+		if explicit[c.keyOf(dst)] && *dst != "" {
 			if *dst != v {
 				return errorf(c.keyOf(dst), "is %q, but the application's properties file %s sets %s=%q on line %d: the audit would not be of that application's configuration; remove one of them",
 					*dst, path, prop, v, lines[prop])

@@ -40,6 +40,8 @@ func TestStreamsProperties(t *testing.T) {
 		{name: "no dead-letter queue", props: "application.id=orders\n" + dlq + "=  \n", wantApp: "orders"},
 		{name: "the YAML file's values win when they agree", props: "application.id=orders\n" + dlq + "=orders-dlq\n",
 			yaml: "  application_id: orders\n  dead_letter_topic: orders-dlq\n", wantDLQ: "orders-dlq", wantApp: "orders"},
+		{name: "an empty value is unset", props: "application.id=orders\n" + dlq + "=orders-dlq\n",
+			yaml: "  application_id: \"\"\n  dead_letter_topic: \"\"\n", wantDLQ: "orders-dlq", wantApp: "orders"},
 		{name: "the configuration contradicts the application", props: "application.id=orders\n" + jaas + dlq + "=orders-dlq\n",
 			yaml: "  dead_letter_topic: other-dlq\n", key: "pipeline.dead_letter_topic",
 			want: `%Y%:4: pipeline.dead_letter_topic: is "other-dlq", but the application's properties file %P% sets errors.dead.letter.queue.topic.name="orders-dlq" on line 3: the audit would not be of that application's configuration; remove one of them`},
