@@ -422,13 +422,18 @@ func CheckTopology(cfg *config.Config) error {
 }
 
 // Model derives the pipeline model of cfg, listing topics with lister and
-// matching discovered changelogs with match (nil: no evidence). Problems
+// matching discovered changelogs with match (nil: no evidence); a lister
+// that describes streams groups (kread.Client) also gives names from the
+// application's streams group and checks the topology file against it. Problems
 // the user can fix are *config.Error; a node the audit does not support is
 // a *topology.UnsupportedError, which the CLI reports with exit code 2.
 func Model(ctx context.Context, cfg *config.Config, lister topology.TopicLister, match topology.Matcher) (*topology.Model, error) {
 	var opts []topology.Option
 	if match != nil {
 		opts = append(opts, topology.WithMatcher(match))
+	}
+	if g, ok := lister.(streamsTopologer); ok {
+		opts = append(opts, topology.WithGroup(GroupSource(g)))
 	}
 	m, err := topology.Build(ctx, Spec(cfg), lister, opts...)
 	var pe *topology.Error

@@ -330,6 +330,11 @@ func (a *App) SetDeadLetters(topic string, skipProcessingErrors bool, failSelect
 	a.o.FailSelectNote, a.o.FailReduceNote = failSelectNote, failReduceNote
 }
 
+// SetDropBeforeStore changes, for the next start, the selected keys whose
+// updates are dropped before the store (Options.DropBeforeStore: input name
+// to keys): the injected loss.
+func (a *App) SetDropBeforeStore(keys map[string][]string) { a.o.DropBeforeStore = keys }
+
 // SetGuarantee changes processing.guarantee and commit.interval.ms for the
 // next start (as a rollback that switches exactly-once off does).
 func (a *App) SetGuarantee(guarantee string, commitInterval time.Duration) {

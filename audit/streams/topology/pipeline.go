@@ -124,6 +124,9 @@ type Model struct {
 	// Warnings are non-fatal observations (an override that contradicts
 	// the topology file, an input without repartition topic).
 	Warnings []string
+	// Group is the streams group's topology the names were taken from or
+	// checked against (WithGroup), nil when none.
+	Group *GroupTopology
 }
 
 // TopicLister lists the topics of the cluster; kread.Client satisfies it.
@@ -141,6 +144,7 @@ type Option func(*options)
 
 type options struct {
 	matcher Matcher
+	group   GroupSource
 }
 
 // WithMatcher supplies the evidence used to assign discovered changelog
@@ -155,7 +159,8 @@ func ChangelogName(app, store string) string { return app + "-" + store + "-chan
 
 // Build derives the model from spec. Precedence, field by field: an explicit
 // override in pipeline.inputs[i]; for the changelog, one derived from an
-// overridden store; then pipeline.topology_file; then discovery among the
+// overridden store; then pipeline.topology_file; then the streams group
+// (WithGroup, which the file is checked against); then discovery among the
 // topics of topics (may be nil when nothing needs discovering). Problems the
 // user can fix in the specification are *Error; failures to list topics or
 // of the matcher are wrapped errors.
@@ -201,6 +206,11 @@ func Build(ctx context.Context, p Spec, topics TopicLister, opts ...Option) (*Mo
 	}
 	if m.Output == "" {
 		return nil, &Error{Key: "pipeline.output", Msg: "is empty and no topology_file names the join output"}
+	}
+	if o.group != nil {
+		if err := m.fromGroup(ctx, p, o.group); err != nil {
+			return nil, err
+		}
 	}
 	if m.incomplete() {
 		if err := m.discover(ctx, topics, o.matcher); err != nil {
