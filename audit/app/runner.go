@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/lossaudit/lossaudit/audit/compare"
 	"github.com/lossaudit/lossaudit/audit/finding"
 	"github.com/lossaudit/lossaudit/audit/internal/engine"
 	"github.com/lossaudit/lossaudit/audit/internal/engine/incremental"
@@ -194,6 +195,9 @@ type prepared struct {
 	reg    *schema.Registry
 	model  *topology.Model
 	opts   streams.Options
+	// stream is the check of a per-record stream stage (stream.go), nil
+	// for the table family.
+	stream *compare.Options
 	closes []func() error
 }
 
@@ -224,6 +228,14 @@ func prepare(ctx context.Context, cfg *config.Config, o Options) (_ *prepared, e
 	}
 	if p.model, err = Model(ctx, cfg, p.client, SchemaMatcher(p.client, p.reg)); err != nil {
 		return nil, err
+	}
+	if p.model.Stream != nil {
+		if o.Warnings != nil {
+			for _, w := range p.model.Warnings {
+				fmt.Fprintf(o.Warnings, "warning: %s\n", w)
+			}
+		}
+		return p, p.prepareStream(cfg, o)
 	}
 	if err = checkChangelogPolicies(ctx, p.client, p.model, o.Warnings); err != nil {
 		return nil, err
@@ -290,6 +302,13 @@ func Run(ctx context.Context, cfg *config.Config, o Options) (*finding.Result, *
 		return nil, nil, err
 	}
 	defer p.close()
+	if p.stream != nil {
+		res, err := compare.Run(ctx, *p.stream)
+		if err != nil {
+			return nil, nil, streamRunError(p, err)
+		}
+		return res, p.model, nil
+	}
 	hist, err := history.Open(filepath.Join(cfg.Store.Dir, "history"))
 	if err != nil {
 		return nil, nil, err
@@ -362,6 +381,10 @@ func Reconcile(ctx context.Context, cfg *config.Config, o Options) (*Step, error
 	p, err := prepare(ctx, cfg, o)
 	if err != nil {
 		return nil, err
+	}
+	if p.stream != nil {
+		p.close()
+		return nil, &config.Error{Key: "pipeline.topology_file", Msg: "describes a per-record stream stage, which reconcile and watch do not check yet: run lossaudit audit"}
 	}
 	st, err := state.Open(filepath.Join(cfg.Store.Dir, StateDir), state.Options{Hook: o.StateHook})
 	if err != nil {

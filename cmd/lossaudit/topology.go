@@ -110,6 +110,10 @@ func runTopology(ctx context.Context, cfg *config.Config, lister topology.TopicL
 
 	var rows []topicRow
 	for i, s := range m.Stages {
+		if m.Stream != nil {
+			rows = append(rows, streamRows(m, i)...)
+			continue
+		}
 		in := s.Input.Name
 		base := fmt.Sprintf("pipeline.inputs[%d].", i)
 		userKey := func(o topology.Origin, field string) string {
@@ -139,6 +143,9 @@ func runTopology(ctx context.Context, cfg *config.Config, lister topology.TopicL
 		joinWord = " join "
 	case topology.JoinOuter:
 		joinWord = " outerJoin "
+	}
+	if m.Stream != nil {
+		joinWord = " merge " // a per-record stream stage: no KTable joins
 	}
 	for i, s := range m.Stages {
 		if i > 0 {

@@ -160,6 +160,13 @@ type Options struct {
 	// no schemas); DropCount lists keys whose first update the count loses.
 	Count     bool
 	DropCount []string
+	// Stage, when set, runs a per-record stream stage instead
+	// (StreamStages.java): "enrich" (Inputs[0] leftJoin the table of
+	// Inputs[1]) or "passthrough" (Inputs[0] and Inputs[1], mapValues,
+	// merged); DropValues lists input values whose records are lost
+	// before Output.
+	Stage      string
+	DropValues []string
 	// ProcessingGuarantee is processing.guarantee (default exactly_once_v2);
 	// CommitInterval, when set, commit.interval.ms. Both may change between
 	// starts.
@@ -293,6 +300,7 @@ func (a *App) env() []string {
 		"REPARTITION_PURGE_INTERVAL_MS="+millis(a.o.PurgeInterval),
 		"TOPOLOGY="+a.topology(),
 		"DROP_COUNT="+strings.Join(a.o.DropCount, ","),
+		"DROP_VALUES="+strings.Join(a.o.DropValues, ","),
 		"PROCESSING_GUARANTEE="+a.o.ProcessingGuarantee,
 		"COMMIT_INTERVAL_MS="+millis(a.o.CommitInterval),
 		"GROUP_PROTOCOL="+a.o.GroupProtocol,
@@ -309,6 +317,8 @@ func (a *App) env() []string {
 // topology is the TOPOLOGY the application runs.
 func (a *App) topology() string {
 	switch {
+	case a.o.Stage != "":
+		return a.o.Stage
 	case a.o.Count:
 		return "count"
 	case a.o.Copy:

@@ -105,6 +105,10 @@ const (
 	// key its table holds as a value at least as new as the table's
 	// input; detect.OutputLeftJoin with one input.
 	RuleOutputTable Rule = "output-to-stream"
+	// RuleOutputPerRecord: a per-record stream stage's output holds the
+	// (key, timestamp) of every processed input record, as many times as
+	// the inputs hold it (missing, duplicated); detect.StreamCopies.
+	RuleOutputPerRecord Rule = "output-per-record"
 )
 
 // ruleText is what each rule checks, as `lossaudit topology` prints it.
@@ -117,6 +121,7 @@ var ruleText = map[Rule]string{
 	RuleOutputInnerJoin: "each key every table holds as a value is in the output at least as new as every input's newest processed update",
 	RuleOutputOuterJoin: "each key a table holds as a value is in the output at least as new as that table's newest processed update",
 	RuleOutputTable:     "each key the table holds as a value is in the output at least as new as its newest processed update",
+	RuleOutputPerRecord: "the output holds the key and timestamp of every processed input record, once per record (else missing; more copies than input records: duplicated)",
 }
 
 // Describe is what the rule checks, in words.
@@ -177,6 +182,9 @@ func (g *Graph) Stage(id string) *GraphStage {
 
 // Graph returns the model's stage graph.
 func (m *Model) Graph() *Graph {
+	if m.Stream != nil {
+		return m.streamGraph()
+	}
 	g := &Graph{}
 	outRule, join := RuleOutputLeftJoin, "leftJoin"
 	switch {

@@ -127,6 +127,10 @@ type Model struct {
 	// Group is the streams group's topology the names were taken from or
 	// checked against (WithGroup), nil when none.
 	Group *GroupTopology
+	// Stream, when not nil, says the inputs reach the output through a
+	// per-record stream stage (stream.go): the Stages then name only
+	// their inputs.
+	Stream *StreamPath
 }
 
 // TopicLister lists the topics of the cluster; kread.Client satisfies it.
@@ -207,6 +211,9 @@ func Build(ctx context.Context, p Spec, topics TopicLister, opts ...Option) (*Mo
 	if m.Output == "" {
 		return nil, &Error{Key: "pipeline.output", Msg: "is empty and no topology_file names the join output"}
 	}
+	if m.Stream != nil {
+		return m, nil // a per-record stream stage has no store to discover
+	}
 	if o.group != nil {
 		if err := m.fromGroup(ctx, p, o.group); err != nil {
 			return nil, err
@@ -242,6 +249,7 @@ func deriveFile(p Spec) (*Derivation, error) {
 		inputs[i] = in.Topic
 	}
 	d, err := top.Derive(p.ApplicationID, inputs, p.Output, Declarations{Nodes: p.Nodes, Join: p.Join, Reduce: p.Reduce})
+	d, err = top.orStream(p.ApplicationID, inputs, p.Output, Declarations{Nodes: p.Nodes, Join: p.Join, Reduce: p.Reduce}, d, err)
 	var ue *UnsupportedError
 	var de *DeclarationError
 	var je *JoinUndeclaredError
@@ -331,6 +339,9 @@ func (m *Model) fromTopology(p Spec) error {
 	d, err := deriveFile(p)
 	if err != nil {
 		return err
+	}
+	if d.Stream != nil {
+		return m.fromStream(p, d.Stream)
 	}
 	stages, out := d.Stages, d.Output
 	m.Warnings = append(m.Warnings, d.Warnings...)
