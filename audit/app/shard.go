@@ -60,10 +60,10 @@ func Shard(ctx context.Context, cfg *config.Config, o Options, so ShardOptions) 
 		Wait: so.Wait, Poll: so.Poll, Log: so.Log, Hook: so.Hook}, ao)
 	if err != nil {
 		if streams.IsUnsupportedSharding(err) {
-			return nil, nil, nil, &config.Error{Key: "shards", Msg: err.Error()}
+			return nil, nil, nil, &config.Error{Flag: "shards", Msg: err.Error()}
 		}
 		if me, ok := err.(*shard.MismatchError); ok {
-			return nil, nil, nil, &config.Error{Key: "shard-dir", Msg: me.Error()}
+			return nil, nil, nil, &config.Error{Flag: "shard-dir", Msg: me.Error()}
 		}
 		return nil, nil, nil, runError(p.model, err)
 	}
