@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -17,6 +18,7 @@ import (
 	"github.com/lossaudit/lossaudit/audit/demo/sim"
 	"github.com/lossaudit/lossaudit/audit/finding"
 	"github.com/lossaudit/lossaudit/audit/report"
+	"github.com/lossaudit/lossaudit/audit/shard"
 	"github.com/lossaudit/lossaudit/config"
 )
 
@@ -256,4 +258,62 @@ func TestShardedAuditKilledAndRetried(t *testing.T) {
 		}
 	}
 	sameReports(t, tr, res, single)
+}
+
+// TestShardedAuditMeasure measures a sharded audit of a larger simulated
+// pipeline (LOSSAUDIT_SHARD_MEASURE=records per input, e.g. 200000; skipped
+// without it): per shard, the records read and the entries and bytes
+// shuffled, and the wall time of a single audit and of 1, 2 and 4 shards
+// run at once on this machine. The reports must still be equal.
+func TestShardedAuditMeasure(t *testing.T) {
+	n, _ := strconv.Atoi(os.Getenv("LOSSAUDIT_SHARD_MEASURE"))
+	if n <= 0 {
+		t.Skip("LOSSAUDIT_SHARD_MEASURE (records per input) is not set")
+	}
+	brokers, ctx := propertyCluster(t, 60*time.Minute)
+	sc := sim.RandomScenario(54)
+	sc.AppID, sc.TopicPrefix, sc.Output = "measure", "measure-topic", "measure-joined"
+	sc.Partitions, sc.Keys, sc.RecordsPerInput, sc.Rounds = 8, n/10, n, 20
+	dir := t.TempDir()
+	began := time.Now()
+	tr, cfg, single := simAudit(ctx, t, brokers, sc, dir)
+	t.Logf("simulated and audited %d records per input in %s; the single audit: %s, %d records read, %d entries",
+		n, time.Since(began).Round(time.Millisecond), single.Summary.Finished.Sub(single.Summary.Started).Round(time.Millisecond),
+		single.Summary.Index.RecordsRead, single.Summary.Index.Entries)
+	for _, shards := range []int{1, 2, 4} {
+		var mu sync.Mutex
+		stats := make([]*shard.Stats, shards)
+		var res *finding.Result
+		var wg sync.WaitGroup
+		began := time.Now()
+		for i := 0; i < shards; i++ {
+			wg.Add(1)
+			go func(i int) {
+				defer wg.Done()
+				c := *cfg
+				c.Store.Dir = filepath.Join(dir, fmt.Sprintf("m%d-store-%d", shards, i))
+				r, _, st, err := app.Shard(ctx, &c, app.Options{}, app.ShardOptions{Dir: filepath.Join(dir, fmt.Sprintf("m%d", shards)), Shards: shards, Index: i, Poll: 20 * time.Millisecond})
+				if err != nil {
+					t.Errorf("shard %d of %d: %v", i, shards, err)
+					return
+				}
+				mu.Lock()
+				defer mu.Unlock()
+				stats[i] = st
+				if i == 0 {
+					res = r
+				}
+			}(i)
+		}
+		wg.Wait()
+		if t.Failed() {
+			return
+		}
+		t.Logf("%d shards: %s wall time", shards, time.Since(began).Round(time.Millisecond))
+		for i, st := range stats {
+			t.Logf("  shard %d: input records %d, changelog+output records %d, shuffled %d entries %d bytes, reduce index %d entries (repartition records read by index 0: %d)",
+				i, st.MapRecords, st.ReduceRecords, st.ShuffledEntries, st.ShuffledBytes, st.ReduceEntries, st.SnapshotRecords)
+		}
+		sameReports(t, tr, res, single)
+	}
 }
