@@ -11,6 +11,7 @@ package shard
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -226,7 +227,16 @@ func loadOrTake(ctx context.Context, so Options, o streams.Options, attempt stri
 		return nil, err
 	}
 	m := &manifest{Version: formatVersion, RunID: run, Shards: so.Shards, Config: so.Config, Created: created, Snapshot: snap}
-	if err := writeAtomic(path, attempt, m); err != nil {
+	if err := createAtomic(path, attempt, m); errors.Is(err, os.ErrExist) {
+		// Another index 0 (a duplicate pod) wrote its manifest first: the
+		// run is that one, this snapshot is dropped.
+		m = &manifest{}
+		if err := readGob(path, m); err != nil {
+			return nil, err
+		}
+		so.logf("shard 0 of %d: another index 0 wrote the manifest of run %s first: joined it", so.Shards, m.RunID)
+		return m, check(so, m, path)
+	} else if err != nil {
 		return nil, err
 	}
 	so.logf("shard 0 of %d: snapshot taken, manifest of run %s written (%d task partitions)", so.Shards, run, snap.TaskParts)

@@ -43,6 +43,17 @@ func syncDir(dir string) error {
 // fsynced, renamed over path, the directory fsynced. Readers see the whole
 // file or none.
 func writeAtomic(path, attempt string, v any) error {
+	return write(path, attempt, v, false)
+}
+
+// createAtomic is writeAtomic for a file that must not be replaced: the
+// complete file is linked to path, which fails with os.ErrExist when
+// another process created it first.
+func createAtomic(path, attempt string, v any) error {
+	return write(path, attempt, v, true)
+}
+
+func write(path, attempt string, v any, create bool) error {
 	tmp := path + ".tmp-" + attempt
 	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
 	if err != nil {
@@ -59,7 +70,10 @@ func writeAtomic(path, attempt string, v any) error {
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
-	if err == nil {
+	if err == nil && create {
+		err = os.Link(tmp, path)
+		os.Remove(tmp)
+	} else if err == nil {
 		err = os.Rename(tmp, path)
 	}
 	if err != nil {
