@@ -2,11 +2,18 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
+
+	"github.com/lossaudit/lossaudit/testbed/testbedenv"
 )
 
 // TestShardedAuditCommand runs `lossaudit audit --shards 2` as two
@@ -81,4 +88,122 @@ func TestShardedAuditCommand(t *testing.T) {
 			}
 		})
 	}
+}
+
+// normalJSON is a JSON report without what differs between two audits of
+// the same snapshot: when they ran, the phases' timings, and which decode
+// errors were read first (only their number is kept).
+func normalJSON(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v map[string]any
+	if err := json.Unmarshal(b, &v); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	for _, k := range []string{"started", "finished", "timings"} {
+		delete(v, k)
+	}
+	if ds, ok := v["decode_error_samples"].([]any); ok {
+		v["decode_error_samples"] = len(ds)
+	}
+	out, err := json.MarshalIndent(v, "", " ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(out)
+}
+
+// TestShardedAuditProcesses runs a sharded audit as three lossaudit
+// processes, each told its index by JOB_COMPLETION_INDEX as an Indexed
+// Job's pods are: index 1 is killed (SIGKILL) at its first map entry and
+// index 2 once its map output is complete but not marked, and each is run
+// again; the reports index 0 writes equal a single audit's (timings
+// aside). The peak RSS of every process is logged.
+func TestShardedAuditProcesses(t *testing.T) {
+	clearEnv(t)
+	f := fixture(t)
+	cfg := f.yaml(t, nil)
+	dir := t.TempDir()
+	bin, err := lossauditBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func(label string, env []string, args ...string) (int, syscall.Signal, string) {
+		cmd := exec.Command(bin, append([]string{"audit", "-q", "-c", cfg}, args...)...)
+		cmd.Env = append(testbedenv.Strip(os.Environ()), env...)
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		err := cmd.Run()
+		if cmd.ProcessState == nil {
+			t.Fatalf("%s: %v", label, err)
+		}
+		if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+			t.Logf("%s: peak RSS %d MiB", label, ru.Maxrss>>10)
+		}
+		code, sig := processExit(t, err)
+		return code, sig, stderr.String()
+	}
+	report := func(name string) []string {
+		return []string{"--csv", filepath.Join(dir, name+".csv"), "--json", filepath.Join(dir, name+".json")}
+	}
+	if code, sig, stderr := run("single audit", nil, append(report("single"), "--store-dir", filepath.Join(dir, "single"))...); code != 0 || sig != 0 {
+		t.Fatalf("single audit: exit %d signal %v\n%s", code, sig, stderr)
+	}
+	crash := map[int]string{1: "shard-map-entry", 2: "shard-map-written"}
+	var wg sync.WaitGroup
+	msgs := make([]string, 3)
+	for i := 0; i < 3; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			env := []string{fmt.Sprintf("JOB_COMPLETION_INDEX=%d", i)}
+			args := append(report("sharded"), "--shards", "3", "--shard-dir", filepath.Join(dir, "shards"), "--store-dir", filepath.Join(dir, fmt.Sprintf("s%d", i)))
+			if at := crash[i]; at != "" {
+				code, sig, stderr := run(fmt.Sprintf("shard %d killed at %s", i, at), append(env, "LOSSAUDIT_TESTBED_CRASH_AT="+at), args...)
+				if sig != syscall.SIGKILL {
+					msgs[i] = fmt.Sprintf("shard %d with a crash at %s: exit %d signal %v, want SIGKILL\n%s", i, at, code, sig, stderr)
+					return
+				}
+			}
+			if code, sig, stderr := run(fmt.Sprintf("shard %d", i), env, args...); code != 0 || sig != 0 {
+				msgs[i] = fmt.Sprintf("shard %d: exit %d signal %v\n%s", i, code, sig, stderr)
+			}
+		}(i)
+	}
+	wg.Wait()
+	for _, m := range msgs {
+		if m != "" {
+			t.Fatal(m)
+		}
+	}
+	want, _ := os.ReadFile(filepath.Join(dir, "single.csv"))
+	got, err := os.ReadFile(filepath.Join(dir, "sharded.csv"))
+	if err != nil || !bytes.Equal(got, want) {
+		t.Errorf("the sharded CSV (%v) differs from the single audit's:\n got %s\nwant %s", err, got, want)
+	}
+	if g, w := normalJSON(t, filepath.Join(dir, "sharded.json")), normalJSON(t, filepath.Join(dir, "single.json")); g != w {
+		t.Errorf("the sharded JSON differs from the single audit's:\n got %s\nwant %s", g, w)
+	}
+}
+
+// processExit returns the exit code of a child process that ended with
+// err, or -1 and the signal that killed it.
+func processExit(t *testing.T, err error) (int, syscall.Signal) {
+	t.Helper()
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+		return 0, 0
+	case errors.As(err, &ee):
+		ws := ee.Sys().(syscall.WaitStatus)
+		if ws.Signaled() {
+			return -1, ws.Signal()
+		}
+		return ws.ExitStatus(), 0
+	}
+	t.Fatal(err)
+	return 0, 0
 }
