@@ -2,17 +2,23 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 
+	"github.com/twmb/franz-go/pkg/kfake"
+
+	"github.com/lossaudit/lossaudit/audit/demo/sim"
 	"github.com/lossaudit/lossaudit/testbed/testbedenv"
 )
 
@@ -132,19 +138,8 @@ func TestShardedAuditProcesses(t *testing.T) {
 		t.Fatal(err)
 	}
 	run := func(label string, env []string, args ...string) (int, syscall.Signal, string) {
-		cmd := exec.Command(bin, append([]string{"audit", "-q", "-c", cfg}, args...)...)
-		cmd.Env = append(testbedenv.Strip(os.Environ()), env...)
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		err := cmd.Run()
-		if cmd.ProcessState == nil {
-			t.Fatalf("%s: %v", label, err)
-		}
-		if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-			t.Logf("%s: peak RSS %d MiB", label, ru.Maxrss>>10)
-		}
-		code, sig := processExit(t, err)
-		return code, sig, stderr.String()
+		code, sig, stderr, _ := runAudit(t, bin, label, cfg, env, args...)
+		return code, sig, stderr
 	}
 	report := func(name string) []string {
 		return []string{"--csv", filepath.Join(dir, name+".csv"), "--json", filepath.Join(dir, name+".json")}
@@ -206,4 +201,95 @@ func processExit(t *testing.T, err error) (int, syscall.Signal) {
 	}
 	t.Fatal(err)
 	return 0, 0
+}
+
+// runAudit runs `lossaudit audit -q -c cfg args...` as a child process with
+// env added and returns its exit code (or the signal that killed it), its
+// stderr and its wall time; its peak RSS is logged under label.
+func runAudit(t *testing.T, bin, label, cfg string, env []string, args ...string) (int, syscall.Signal, string, time.Duration) {
+	t.Helper()
+	cmd := exec.Command(bin, append([]string{"audit", "-q", "-c", cfg}, args...)...)
+	cmd.Env = append(testbedenv.Strip(os.Environ()), env...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	began := time.Now()
+	err := cmd.Run()
+	took := time.Since(began)
+	if cmd.ProcessState == nil {
+		t.Fatalf("%s: %v", label, err)
+	}
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		t.Logf("%s: %s, peak RSS %d MiB", label, took.Round(time.Millisecond), ru.Maxrss>>10)
+	}
+	code, sig := processExit(t, err)
+	return code, sig, stderr.String(), took
+}
+
+// TestShardedAuditProcessesMeasure (LOSSAUDIT_SHARD_MEASURE=records per
+// input; skipped without) audits a larger simulated pipeline once in one
+// process and as 1, 2 and 4 processes at once: the wall time of each run
+// and the peak RSS of every process are logged, and the reports must be
+// equal.
+func TestShardedAuditProcessesMeasure(t *testing.T) {
+	n, _ := strconv.Atoi(os.Getenv("LOSSAUDIT_SHARD_MEASURE"))
+	if n <= 0 {
+		t.Skip("LOSSAUDIT_SHARD_MEASURE (records per input) is not set")
+	}
+	clearEnv(t)
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cluster.Close()
+	sc := sim.RandomScenario(54)
+	sc.AppID, sc.TopicPrefix, sc.Output = "pmeasure", "pmeasure-topic", "pmeasure-joined"
+	sc.Partitions, sc.Keys, sc.RecordsPerInput, sc.Rounds = 8, n/10, n, 20
+	truth, err := sim.Run(context.Background(), cluster.ListenAddrs(), sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &pipelineFixture{brokers: cluster.ListenAddrs(), truth: truth}
+	cfg := f.yaml(t, nil)
+	dir := t.TempDir()
+	bin, err := lossauditBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	report := func(name string) []string {
+		return []string{"--csv", filepath.Join(dir, name+".csv"), "--json", filepath.Join(dir, name+".json")}
+	}
+	if code, sig, stderr, _ := runAudit(t, bin, "single audit", cfg, nil, append(report("single"), "--store-dir", filepath.Join(dir, "single"))...); sig != 0 || code > 1 {
+		t.Fatalf("single audit: exit %d signal %v\n%s", code, sig, stderr)
+	}
+	want := normalJSON(t, filepath.Join(dir, "single.json"))
+	for _, shards := range []int{1, 2, 4} {
+		var wg sync.WaitGroup
+		msgs := make([]string, shards)
+		began := time.Now()
+		for i := 0; i < shards; i++ {
+			wg.Add(1)
+			go func(i int) {
+				defer wg.Done()
+				name := fmt.Sprintf("n%d", shards)
+				code, sig, stderr, _ := runAudit(t, bin, fmt.Sprintf("%d shards, index %d", shards, i), cfg, []string{fmt.Sprintf("JOB_COMPLETION_INDEX=%d", i)},
+					append(report(name), "--shards", strconv.Itoa(shards), "--shard-dir", filepath.Join(dir, name), "--store-dir", filepath.Join(dir, fmt.Sprintf("%s-s%d", name, i)))...)
+				if sig != 0 || code > 1 || (i > 0 && code != 0) {
+					msgs[i] = fmt.Sprintf("%d shards, index %d: exit %d signal %v\n%s", shards, i, code, sig, stderr)
+				}
+				if i == 1 || shards == 1 {
+					t.Logf("%d shards, index %d: %s", shards, i, strings.TrimSpace(stderr))
+				}
+			}(i)
+		}
+		wg.Wait()
+		t.Logf("%d shards: %s wall time", shards, time.Since(began).Round(time.Millisecond))
+		for _, m := range msgs {
+			if m != "" {
+				t.Fatal(m)
+			}
+		}
+		if got := normalJSON(t, filepath.Join(dir, fmt.Sprintf("n%d.json", shards))); got != want {
+			t.Errorf("%d shards: the JSON differs from the single audit's", shards)
+		}
+	}
 }
