@@ -47,6 +47,9 @@ func Shard(ctx context.Context, cfg *config.Config, o Options, so ShardOptions) 
 		return nil, nil, nil, err
 	}
 	defer p.close()
+	if p.model.Stream != nil {
+		return nil, nil, nil, &config.Error{Flag: "shards", Msg: "a per-record stream stage (docs/topology.md#per-record-stream-stages) is not sharded yet: run lossaudit audit without --shards"}
+	}
 	ao := p.opts
 	if so.Index == 0 {
 		hist, err := history.Open(filepath.Join(cfg.Store.Dir, "history"))

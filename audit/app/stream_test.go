@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -152,6 +153,12 @@ func TestStreamStage(t *testing.T) {
 			}
 			if g := strings.Join(counts, "; "); g != tt.counts {
 				t.Errorf("counts %q, want %q", g, tt.counts)
+			}
+			// A stream stage is not sharded: refused before anything is written.
+			_, _, _, err = app.Shard(ctx, cfg, app.Options{}, app.ShardOptions{Dir: t.TempDir(), Shards: 2})
+			var ce *config.Error
+			if !errors.As(err, &ce) || ce.Flag != "shards" || !strings.Contains(ce.Msg, "stream stage") {
+				t.Errorf("sharded stream stage: %v, want a config error on --shards naming the stream stage", err)
 			}
 		})
 	}
