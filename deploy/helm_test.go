@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lossaudit/lossaudit/testbed/testbedenv"
+
 	"go.yaml.in/yaml/v3"
 
 	"github.com/lossaudit/lossaudit/config"
@@ -451,7 +453,7 @@ func checkLoads(t *testing.T, auditYAML string) {
 	if err := os.WriteFile(f, []byte(auditYAML), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := config.Load(config.LoadOptions{File: f})
+	cfg, err := config.Load(config.LoadOptions{File: f, IgnoreEnv: testbedenv.Is})
 	if err == nil {
 		err = cfg.ValidateWatch()
 	}
