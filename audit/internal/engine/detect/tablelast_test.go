@@ -9,7 +9,9 @@ import (
 func TestTableLast(t *testing.T) {
 	last := TableRecord{Partition: 1, Offset: 10, TS: 500}
 	val := func(off, ts int64) TableRecord { return TableRecord{Partition: 1, Offset: off, TS: ts} }
-	tomb := func(off, ts int64) TableRecord { return TableRecord{Partition: 1, Offset: off, TS: ts, Tombstone: true} }
+	tomb := func(off, ts int64) TableRecord {
+		return TableRecord{Partition: 1, Offset: off, TS: ts, Tombstone: true}
+	}
 	cases := []struct {
 		name  string
 		last  TableRecord
