@@ -65,6 +65,9 @@ const (
 	// TSMax carries the maximum of the record's and the state's timestamps
 	// (a reduce, an aggregate, a KTable-KTable join).
 	TSMax TSCarry = "max"
+	// TSLast keeps the timestamp of the key's last record by offset (a
+	// table source: an out-of-order update replaces a newer value).
+	TSLast TSCarry = "last by offset"
 )
 
 // Rule names the check a stage is held to; its detector is named in the
@@ -105,6 +108,14 @@ const (
 	// key its table holds as a value at least as new as the table's
 	// input; detect.OutputLeftJoin with one input.
 	RuleOutputTable Rule = "output-to-stream"
+	// RuleTableLast: a table source's table (builder.table, toTable)
+	// holds each key's last processed record by offset, or a later one;
+	// detect.TableLast.
+	RuleTableLast Rule = "table-last"
+	// RuleTableIsInput: a table source restored from its input topic
+	// (the source-topic optimization) has no changelog of its own: the
+	// table is its input, nothing to check between them.
+	RuleTableIsInput Rule = "table-is-input"
 )
 
 // ruleText is what each rule checks, as `lossaudit topology` prints it.
@@ -117,6 +128,8 @@ var ruleText = map[Rule]string{
 	RuleOutputInnerJoin: "each key every table holds as a value is in the output at least as new as every input's newest processed update",
 	RuleOutputOuterJoin: "each key a table holds as a value is in the output at least as new as that table's newest processed update",
 	RuleOutputTable:     "each key the table holds as a value is in the output at least as new as its newest processed update",
+	RuleTableLast:       "the changelog's last record of each key by offset is the input's last processed record of the key or a later one, matched by timestamp and tombstone (else missing or stale)",
+	RuleTableIsInput:    "the input topic is the table's changelog (topology.optimization=all): nothing is checked between them; its last processed record by offset is what the output is checked against",
 }
 
 // Describe is what the rule checks, in words.
@@ -194,6 +207,10 @@ func (m *Model) Graph() *Graph {
 		keyEdge := Edge{Key: KeyRecord, Card: AtMostOne, TS: TSKept, Via: "selectKey"}
 		if s.Input.Rekey != "" {
 			keyEdge.Key, keyEdge.Field = KeyField, s.Input.Rekey
+		}
+		if IsTableSource(s.Operator) {
+			g.tableSource(s, i, src, join, len(m.Stages))
+			continue
 		}
 		prev := src
 		if s.RepartitionTopic == "" {
