@@ -198,7 +198,9 @@ func supported() string {
 
 // isTableOp says whether an input's path may end in a node of kind k:
 // its table (an aggregate only when declared).
-func isTableOp(k Kind) bool { return k == KindReduce || k == KindCount || k == KindAggregate || IsTableSource(k) }
+func isTableOp(k Kind) bool {
+	return k == KindReduce || k == KindCount || k == KindAggregate || IsTableSource(k)
+}
 
 // KindOrigin says how a node's kind was found.
 type KindOrigin string
