@@ -195,9 +195,9 @@ func tableScenario(ctx context.Context, t *testing.T, c *kafka.Cluster, adm *kaf
 		in[0].ChangelogTopic, changelog = profiles, profiles // the table is restored from its input topic
 	}
 	cfg := &config.Config{
-		Kafka: config.Kafka{Brokers: c.Bootstrap(), FetchMaxBytes: 52428800, PartitionMaxBytes: 1048576, Concurrency: 8, Timeout: 30 * time.Second},
-		Store: config.Store{Dir: filepath.Join(dir, "index")},
-		Audit: config.Audit{SettleTimeout: 30 * time.Second},
+		Kafka:    config.Kafka{Brokers: c.Bootstrap(), FetchMaxBytes: 52428800, PartitionMaxBytes: 1048576, Concurrency: 8, Timeout: 30 * time.Second},
+		Store:    config.Store{Dir: filepath.Join(dir, "index")},
+		Audit:    config.Audit{SettleTimeout: 30 * time.Second},
 		Pipeline: config.Pipeline{ApplicationID: group, TopologyFile: sa.TopologyFile(), Output: out, Join: "left", Reduce: "plain", Inputs: in},
 	}
 	if err := app.CheckTopology(cfg); err != nil {
