@@ -250,7 +250,11 @@ func (t *Topology) Derive(app string, inputTopics []string, output string, decl 
 			ts.RepartitionTopic = internal(h.topic)
 		}
 
-		outs, err := t.terminalTopics(h.n, isLink, readers, kinds, unsupported)
+		follow := unsupported
+		if IsTableSource(ts.Operator) {
+			follow = afterTable(h.n, kinds, unsupported)
+		}
+		outs, err := t.terminalTopics(h.n, isLink, readers, kinds, follow)
 		if err != nil {
 			return nil, err
 		}

@@ -10,8 +10,8 @@ import "fmt"
 func IsTableSource(k Kind) bool { return k == KindTableSource || k == KindToTable }
 
 // tableWithoutStore is why a table source without a store is refused.
-const tableWithoutStore = "it has no state store (describe() lists none): the table is not materialized, so KTableSource forwards every record as it comes and keeps nothing to check; " +
-	"lossaudit audits a table source with its store (materialized, or joined)"
+const tableWithoutStore = "it has no state store (describe() lists none): the table source itself is not materialized, so KTableSource keeps nothing and forwards every record as it comes; " +
+	"lossaudit audits a table source with its own store (materialized, or joined)"
 
 // checkTableSource checks that the table source n, the first node with a
 // store after the input's source src, reads the input topic itself:
@@ -89,4 +89,23 @@ func (g *Graph) tableSource(s Stage, i int, src, join string, n int) {
 		out.TS = TSLast // toStream forwards the table's value with its timestamp
 	}
 	g.Edges = append(g.Edges, out)
+}
+
+// afterTable words the refusal of a node after the table source table
+// (what terminalTopics calls "the input's reduce"): it names the table,
+// and for a table groupBy (KTABLE-SELECT-, then KTABLE-AGGREGATE- or
+// KTABLE-REDUCE- behind a repartition topic) says what it does.
+func afterTable(table *Node, kinds map[string]Classified, unsupported func(*Node, string) error) func(*Node, string) error {
+	return func(n *Node, detail string) error {
+		what := fmt.Sprintf("it follows the input's table (%s %s, store %s)", kinds[table.Name].Kind, table.Name, table.Stores[0])
+		switch kinds[n.Name].Kind {
+		case KindTableSelect, KindTableAggregate:
+			what += "; a table groupBy sends each update as the old value for its old group's subtractor and the new value for its new group's adder (KTableRepartitionMap, then KTableAggregate or KTableReduce), " +
+				"and that aggregation (count, reduce or aggregate of a grouped table) is not audited yet"
+		}
+		if detail != "it follows the input's reduce" {
+			what += "; " + detail
+		}
+		return unsupported(n, what)
+	}
 }

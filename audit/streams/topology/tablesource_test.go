@@ -46,6 +46,8 @@ func TestTableSources(t *testing.T) {
 			key: "pipeline.inputs[0].rekey"},
 		{name: "not materialized", file: "unsupported-table-source-unmaterialized", inputs: []InputSpec{a},
 			node: "KTABLE-SOURCE-0000000002", detail: "it has no state store"},
+		{name: "table groupBy and count", file: "unsupported-table-groupby-count", inputs: []InputSpec{a},
+			node: "KTABLE-SELECT-0000000002", detail: "it follows the input's table (table-source KTABLE-SOURCE-0000000001, store profiles); a table groupBy sends each update"},
 		{name: "toTable after a repartition topic", file: "unsupported-totable-after-repartition", inputs: []InputSpec{a},
 			node: "KSTREAM-TOTABLE-0000000002", detail: "it reads internal topic KSTREAM-TOTABLE-0000000002-repartition, not the input topic"},
 	}

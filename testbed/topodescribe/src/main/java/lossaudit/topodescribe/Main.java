@@ -12,6 +12,7 @@ import java.util.regex.Pattern;
 
 import org.apache.kafka.common.serialization.Serdes;
 import org.apache.kafka.common.utils.Bytes;
+import org.apache.kafka.streams.KeyValue;
 import org.apache.kafka.streams.StreamsBuilder;
 import org.apache.kafka.streams.StreamsConfig;
 import org.apache.kafka.streams.Topology;
@@ -210,6 +211,16 @@ public final class Main {
         variants.put("unsupported-table-source-unmaterialized", () -> {
             StreamsBuilder b = new StreamsBuilder();
             sink(b.table(A, Consumed.with(Serdes.String(), Serdes.String())));
+            return b.build();
+        });
+        // A table groupBy and count: subtractor and adder behind a repartition topic.
+        variants.put("unsupported-table-groupby-count", () -> {
+            StreamsBuilder b = new StreamsBuilder();
+            b.table(A, Consumed.with(Serdes.String(), Serdes.String()),
+                            Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as("profiles"))
+                    .groupBy((k, v) -> KeyValue.pair(v, v), Grouped.with(Serdes.String(), Serdes.String()))
+                    .count()
+                    .toStream().mapValues(v -> String.valueOf(v)).to(OUT, Produced.with(Serdes.String(), Serdes.String()));
             return b.build();
         });
         // toTable after a key change: the table reads a repartition topic.
