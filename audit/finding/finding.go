@@ -140,14 +140,17 @@ func (e *CountEvidence) Lost() int64 { return e.Processed - e.Count }
 // input record of the row is the key's last processed record by offset,
 // and the changelog's last record for the key in the same partition
 // (Changelog, Partition, Offset, at TS, a tombstone or not; Has false when
-// it holds none) is neither that record nor a later one of the key.
+// it holds none) is neither that record nor a later one of the key: when
+// Has, it is the put of the key's earlier input record at InputOffset (of
+// the row's topic and partition).
 type TableEvidence struct {
-	Changelog string
-	Partition int32
-	Has       bool
-	Offset    int64
-	TS        int64
-	Tombstone bool
+	Changelog   string
+	Partition   int32
+	Has         bool
+	Offset      int64
+	TS          int64
+	Tombstone   bool
+	InputOffset int64
 }
 
 // Witness is what the repartition topic holds of a lost update: when Seen,

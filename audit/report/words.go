@@ -45,7 +45,7 @@ func tableDetail(e *finding.TableEvidence) string {
 	if e.Tombstone {
 		what = "a tombstone"
 	}
-	return fmt.Sprintf("changelog %s[%d]@%d ends the key with %s at %s, not the input's last record of it by offset nor a later one: lost before the table", e.Changelog, e.Partition, e.Offset, what, FormatTS(e.TS))
+	return fmt.Sprintf("changelog %s[%d]@%d ends the key with %s at %s, the put of the key's earlier input record at offset %d, not of its last one nor a later one: lost before the table", e.Changelog, e.Partition, e.Offset, what, FormatTS(e.TS), e.InputOffset)
 }
 
 // updates is "1 update" or "n updates".

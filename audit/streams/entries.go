@@ -210,7 +210,7 @@ func apply(ev *detect.KeyEvidence, e index.Entry, x int, f []byte, pending func(
 		default:
 			ev.AddOutput(p, ts, off, tomb)
 		}
-	case tagTableLast, tagTableLater, tagTableChangelog:
+	case tagTableLast, tagTableRecord, tagTableChangelog:
 		return applyTable(ev, e.Tag, x, f, e.Value)
 	case tagChangelogAborted, tagOutputAborted:
 		if len(f) != 8 || len(e.Value) != 4 {

@@ -16,7 +16,7 @@ import (
 // these keep records by partition and offset, not by timestamp.
 const (
 	tagTableLast      byte = 0x20 // x | partition u32 | ^offset u64 -> ts u64 | flags u8: the last processed record that counts, per partition
-	tagTableLater     byte = 0x21 // x | partition u32 | offset u64 -> ts u64 | flags u8: every other record that may be what the table holds
+	tagTableRecord    byte = 0x21 // x | partition u32 | offset u64 -> ts u64 | flags u8: every record read (the key's records before and after the last)
 	tagTableChangelog byte = 0x70 // x | partition u32 | ^offset u64 -> ts u64 | flags u8: the changelog's last committed record, per partition
 )
 
@@ -54,8 +54,8 @@ func applyTable(ev *detect.KeyEvidence, tag byte, x int, f, val []byte) error {
 	case tagTableLast:
 		r.Offset = uninv(uint64(r.Offset))
 		t.AddLast(r)
-	case tagTableLater:
-		t.AddLater(r)
+	case tagTableRecord:
+		t.AddRecord(r)
 	default:
 		r.Offset = uninv(uint64(r.Offset))
 		t.AddChangelog(r)
@@ -65,9 +65,10 @@ func applyTable(ev *detect.KeyEvidence, tag byte, x int, f, val []byte) error {
 
 // readTableInput reads input x, read by a table source. Its records that
 // count (processed, in the window, decodable; a null value is a delete and
-// counts) give each key's last record by offset per partition; every other
-// record may be what the table holds now (processed since the offsets were
-// read, or processed without counting). It reads each partition to its
+// counts) give each key's last record by offset per partition; every
+// record is kept too: one after that last may be what the table holds now
+// (processed since the offsets were read, or processed without counting),
+// one before it witnesses a lost update when the table holds it. It reads each partition to its
 // end as it is now, after the changelog's snapshot settled: the changelog
 // may hold puts of records written after the input's snapshot, and those
 // must be known (they are counted nowhere).
@@ -132,11 +133,12 @@ func (c *collector) readTableInput(ctx context.Context, x int) error {
 			case candidate:
 				tl.note(ts, false)
 			}
-			tag := tagTableLater
 			if cl == candidate {
-				tag = tagTableLast
+				if err := c.w.tableEntry(tagTableLast, uint8(x), key, rec.Partition, rec.Offset, ts, rec.Value == nil, true); err != nil {
+					return fmt.Errorf("indexing %s[%d]@%d: %w", rec.Topic, rec.Partition, rec.Offset, err)
+				}
 			}
-			if err := c.w.tableEntry(tag, uint8(x), key, rec.Partition, rec.Offset, ts, rec.Value == nil, cl == candidate); err != nil {
+			if err := c.w.tableEntry(tagTableRecord, uint8(x), key, rec.Partition, rec.Offset, ts, rec.Value == nil, false); err != nil {
 				return fmt.Errorf("indexing %s[%d]@%d: %w", rec.Topic, rec.Partition, rec.Offset, err)
 			}
 		}

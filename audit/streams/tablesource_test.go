@@ -74,6 +74,18 @@ func TestRunTableSource(t *testing.T) {
 			tp.put(0, "k1", 100, "", true)
 			return nil
 		}},
+		{name: "the application's own timestamps: not judged", load: func(tp *tablePipeline) []string {
+			// A timestamp extractor the audit does not know: every put
+			// carries another timestamp than its record's.
+			in := tp.opt.Inputs[0]
+			for i := range 4 {
+				off := tp.f.add(in.Topic, 0, []byte("k1"), []byte("k1|v"), int64(100+i), kread.Committed)
+				tp.f.group[kread.TP{Topic: in.Topic, Partition: 0}] = off + 1
+				tp.f.add(in.ChangelogTopic, 0, []byte("k1"), []byte("k1|v"), int64(5000+i), kread.Committed)
+				tp.f.add("out", 0, []byte("k1"), []byte("k1|v"), int64(5000+i), kread.Committed)
+			}
+			return nil
+		}},
 		{name: "the first update lost", load: func(tp *tablePipeline) []string {
 			off := tp.put(1, "k3", 100, "v1", true)
 			return []string{fmt.Sprintf("missing changelog a k3 inA[1]@%d", off)}

@@ -409,7 +409,7 @@ func (e *KeyEvidence) tableRow(spec *KeySpec, x int, kc *KeyCounts, row finding.
 	last, _ := t.Evidence()
 	cl, has := t.Changelog[last.Partition]
 	kc.CheckedChangelog++
-	kind, bad := TableLast(last, t.Later[last.Partition], cl, has)
+	kind, bad, witness := TableLast(last, t.Records[last.Partition], cl, has)
 	if !bad {
 		return dst, false
 	}
@@ -420,7 +420,7 @@ func (e *KeyEvidence) tableRow(spec *KeySpec, x int, kc *KeyCounts, row finding.
 	row.Kind, row.Stage = kind, finding.StageChangelog
 	row.ObservedTS, row.HasObserved = cl.TS, has
 	row.Evidence = &finding.TableEvidence{Changelog: spec.Inputs[x].ChangelogTopic, Partition: last.Partition, Has: has,
-		Offset: cl.Offset, TS: cl.TS, Tombstone: cl.Tombstone}
+		Offset: cl.Offset, TS: cl.TS, Tombstone: cl.Tombstone, InputOffset: witness.Offset}
 	row.Key = append([]byte(nil), e.Key...)
 	return append(dst, row), true
 }

@@ -20,12 +20,13 @@ type TableInput struct {
 	// offset that counts (committed, below the group's committed offset,
 	// in the window, a value or a tombstone).
 	Last map[int32]TableRecord
-	// Later holds, per input partition, records of the key that are not
-	// such a record: read at or after the group's committed offset (not
-	// processed when the offsets were read, but possibly since), or
-	// processed without counting (undecodable, outside the window,
-	// dead-lettered). Any of those after Last may be what the table holds.
-	Later map[int32][]TableRecord
+	// Records holds, per input partition, every record of the key read,
+	// whether it counts or not: those after Last (read at or after the
+	// group's committed offset: not processed when the offsets were read,
+	// but possibly since; or processed without counting: undecodable,
+	// outside the window) may be what the table holds; those before it
+	// witness a lost update when the table holds one of them.
+	Records map[int32][]TableRecord
 	// Changelog holds, per changelog partition, the key's last committed
 	// changelog record by offset.
 	Changelog map[int32]TableRecord
@@ -34,7 +35,7 @@ type TableInput struct {
 // reset empties t for the next key.
 func (t *TableInput) reset() {
 	clear(t.Last)
-	clear(t.Later)
+	clear(t.Records)
 	clear(t.Changelog)
 }
 
@@ -49,13 +50,13 @@ func (t *TableInput) AddLast(r TableRecord) {
 	}
 }
 
-// AddLater records a record of the table-source input that does not count
-// but may be what the table holds (see Later).
-func (t *TableInput) AddLater(r TableRecord) {
-	if t.Later == nil {
-		t.Later = map[int32][]TableRecord{}
+// AddRecord records a record of the table-source input, whether it counts
+// or not (see Records).
+func (t *TableInput) AddRecord(r TableRecord) {
+	if t.Records == nil {
+		t.Records = map[int32][]TableRecord{}
 	}
-	t.Later[r.Partition] = append(t.Later[r.Partition], r)
+	t.Records[r.Partition] = append(t.Records[r.Partition], r)
 }
 
 // AddChangelog records a committed changelog record of the table, keeping
@@ -80,9 +81,9 @@ func (t *TableInput) Evidence() (last TableRecord, ok bool) {
 	for _, r := range t.Last {
 		last = r
 	}
-	for p := range t.Later {
+	for p := range t.Records {
 		if p != last.Partition {
-			return TableRecord{}, false // a later record in another partition: another task's store
+			return TableRecord{}, false // records in another partition: another task's store
 		}
 	}
 	return last, true
@@ -94,10 +95,16 @@ func (t *TableInput) Evidence() (last TableRecord, ok bool) {
 // record by offset in its input partition is last, the table's changelog
 // partition of the same number, whose last record by offset for the key is
 // cl (has false when it holds none), must hold last or one of the key's
-// records after it (later: the key's records of that partition that do
-// not count; those before last are ignored). Records match by timestamp
-// and by being a value or a tombstone; an absent key matches a tombstone
-// (a delete whose changelog tombstone was compacted away).
+// records after it (records: the key's records of that partition, all of
+// them). Records match by timestamp and by being a value or a tombstone;
+// an absent key matches a tombstone (a delete whose changelog tombstone
+// was compacted away). A changelog ending with a record that matches
+// none of them is reported only with a witness: stale when it matches a
+// record before last (witness is that record: the table kept it, and lost
+// what followed), missing when it holds nothing and last is a value. One
+// that matches no record of the input is not judged (witnessed false):
+// the application's timestamps are not the records' own (a timestamp
+// extractor), or the input no longer holds the record it came from.
 //
 // Proof: KTableSource#process (kstream/internals/KTableSource.java) puts
 // every record with a non-null key into the store with the record's own
@@ -114,14 +121,14 @@ func (t *TableInput) Evidence() (last TableRecord, ok bool) {
 // offset the changelog holds last's put or a put of a record processed
 // after it, later by offset; the changelog is read after the offsets, and
 // the input is read to its end after the changelog, so every record whose
-// put the changelog can hold is in last or later. The value bytes are not
-// compared: the store writes them with its own serde, which may encode an
-// equal value differently. So a changelog ending with a record that
-// matches none of them lost last's update: absent (last a value) is
-// missing, anything else stale. The max-timestamp rule (TableMax) would
-// be wrong here: a table keeps an out-of-order update whose timestamp is
-// older than the value it replaced.
-func TableLast(last TableRecord, later []TableRecord, cl TableRecord, has bool) (finding.Kind, bool) {
+// put the changelog can hold is in last or the records after it. The
+// value bytes are not compared: the store writes them with its own serde,
+// which may encode an equal value differently. So a changelog ending with
+// an earlier record's put, or with nothing while last is a value, lost
+// last's update. The max-timestamp rule (TableMax) would be wrong here: a
+// table keeps an out-of-order update whose timestamp is older than the
+// value it replaced.
+func TableLast(last TableRecord, records []TableRecord, cl TableRecord, has bool) (kind finding.Kind, bad bool, witness TableRecord) {
 	matches := func(r TableRecord) bool {
 		if !has {
 			return r.Tombstone
@@ -129,15 +136,25 @@ func TableLast(last TableRecord, later []TableRecord, cl TableRecord, has bool) 
 		return r.TS == cl.TS && r.Tombstone == cl.Tombstone
 	}
 	if matches(last) {
-		return "", false
+		return "", false, TableRecord{}
 	}
-	for _, r := range later {
+	for _, r := range records {
 		if r.Offset > last.Offset && matches(r) {
-			return "", false
+			return "", false, TableRecord{}
 		}
 	}
 	if !has {
-		return finding.Missing, true
+		return finding.Missing, true, TableRecord{}
 	}
-	return finding.Stale, true
+	// The newest earlier record it matches is the witness.
+	found := false
+	for _, r := range records {
+		if r.Offset < last.Offset && matches(r) && (!found || r.Offset > witness.Offset) {
+			witness, found = r, true
+		}
+	}
+	if !found {
+		return "", false, TableRecord{}
+	}
+	return finding.Stale, true, witness
 }
