@@ -485,6 +485,11 @@ type PipelineInput struct {
 	ChangelogTopic   string
 	// Count says the input's table is a count (recounted).
 	Count bool
+	// Table says the input is read by a table source (builder.table,
+	// toTable): no repartition topic, its table checked by the last
+	// record by offset; ChangelogTopic is "" when the table is restored
+	// from the input topic.
+	Table bool
 }
 
 // Timeline is a histogram of input records by their timestamp (the one the
