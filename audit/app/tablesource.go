@@ -2,6 +2,8 @@ package app
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/lossaudit/lossaudit/audit/streams/topology"
 	"github.com/lossaudit/lossaudit/config"
@@ -40,4 +42,19 @@ func stepRefusesTables(m *topology.Model) error {
 		}
 	}
 	return nil
+}
+
+// TableChangelogHint is what `lossaudit topology` adds when derived topics
+// are missing: for each builder.table input whose changelog is among
+// missing, that topology.optimization=all restores the table from its
+// input topic and how to declare it; "" otherwise.
+func TableChangelogHint(m *topology.Model, missing []string) string {
+	var b strings.Builder
+	for _, st := range m.Stages {
+		if st.Operator == topology.KindTableSource && slices.Contains(missing, st.ChangelogTopic) {
+			fmt.Fprintf(&b, "; %s is the changelog of input %s's table source: under topology.optimization=all (or reuse.ktable.source.topics) Kafka Streams restores it from its input topic and creates no changelog, so set pipeline.inputs[%d].changelog_topic to %q",
+				st.ChangelogTopic, st.Input.Name, st.Index, st.Input.Topic)
+		}
+	}
+	return b.String()
 }

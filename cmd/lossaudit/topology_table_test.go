@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/lossaudit/lossaudit/config"
@@ -39,6 +40,13 @@ func TestRunTopologyTableSource(t *testing.T) {
 			regexp.MustCompile(`(?m)^  table:a\s+table\s+topicA \(override\) store ` + store + ` \(topology file\) by table-source\n    rule table-is-input: `),
 		}},
 	}
+	t.Run("optimized, undeclared", func(t *testing.T) {
+		var out bytes.Buffer
+		_, err := runTopology(context.Background(), cfg(""), listerFunc(func(context.Context) ([]string, error) { return without(topics, "app-"+store+"-changelog"), nil }), nil, &out)
+		if exitCode(err) != exitFindings || !strings.Contains(err.Error(), `set pipeline.inputs[0].changelog_topic to "topicA"`) {
+			t.Fatalf("exit %d, error %v: want exit 1 saying how to declare the source-topic changelog", exitCode(err), err)
+		}
+	})
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			var out bytes.Buffer
