@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -94,6 +95,39 @@ func TestTableSources(t *testing.T) {
 				}
 				if want := "source:a -> table:a via "; !strings.Contains(buf.String(), want) || !strings.Contains(buf.String(), "timestamp last by offset") {
 					t.Errorf("graph text lacks %q and the last-by-offset edge:\n%s", want, buf.String())
+				}
+			})
+		}
+	}
+}
+
+// TestCogroupRefused: a cogroup of two inputs into one store is refused
+// at its aggregate, naming the node, its kind, its store and what is
+// supported, for either input alone or both (not with a message about a
+// reduce or a store key the user never wrote).
+func TestCogroupRefused(t *testing.T) {
+	a := InputSpec{Name: "a", Topic: "topicA"}
+	b := InputSpec{Name: "b", Topic: "topicB"}
+	for _, v := range versions {
+		for _, tc := range []struct {
+			inputs []InputSpec
+			node   string
+		}{{[]InputSpec{a}, "COGROUPKSTREAM-AGGREGATE-0000000011"}, {[]InputSpec{b}, "COGROUPKSTREAM-AGGREGATE-0000000012"}, {[]InputSpec{a, b}, "COGROUPKSTREAM-AGGREGATE-0000000011"}} {
+			t.Run(fmt.Sprintf("%s-%d", v, len(tc.inputs)), func(t *testing.T) {
+				file := filepath.Join("testdata", "unsupported-cogroup-"+v+".txt")
+				_, err := Build(context.Background(), Spec{ApplicationID: "app", TopologyFile: file, Inputs: tc.inputs, Join: JoinLeft, Reduce: ReducePlain}, nil)
+				var ue *UnsupportedError
+				if !errors.As(err, &ue) || ue.Node != tc.node || ue.Kind != KindCogroup {
+					t.Fatalf("error %v, want %s refused as a cogroup", err, tc.node)
+				}
+				msg := ue.Error()
+				for _, w := range []string{file + ":", "is of kind cogroup", "COGROUPKSTREAM-AGGREGATE-STATE-STORE-0000000004", "supported: "} {
+					if !strings.Contains(msg, w) {
+						t.Errorf("message %q lacks %q", msg, w)
+					}
+				}
+				if strings.Contains(msg, "the reduce") || strings.Contains(msg, ".store") {
+					t.Errorf("message %q speaks of a reduce or a store key", msg)
 				}
 			})
 		}

@@ -213,6 +213,18 @@ public final class Main {
             sink(b.table(A, Consumed.with(Serdes.String(), Serdes.String())));
             return b.build();
         });
+        // A cogroup of two grouped streams into one aggregate (one store for both inputs; two
+        // repartitioned inputs of one cogroup need Grouped names, or the repartition nodes clash).
+        variants.put("unsupported-cogroup", () -> {
+            StreamsBuilder b = new StreamsBuilder();
+            KGroupedStream<String, String> gA = rekeyed(b, A).groupByKey(Grouped.as("by-a"));
+            KGroupedStream<String, String> gB = rekeyed(b, B).groupByKey(Grouped.as("by-b"));
+            gA.<String>cogroup((k, v, agg) -> agg + v)
+                    .cogroup(gB, (k, v, agg) -> agg + v)
+                    .aggregate(() -> "")
+                    .toStream().to(OUT, Produced.with(Serdes.String(), Serdes.String()));
+            return b.build();
+        });
         // A table groupBy and count: subtractor and adder behind a repartition topic.
         variants.put("unsupported-table-groupby-count", () -> {
             StreamsBuilder b = new StreamsBuilder();
