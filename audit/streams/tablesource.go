@@ -117,7 +117,11 @@ func (c *collector) readTableInput(ctx context.Context, x int) error {
 					key = in.DownstreamKey(rec.Key)
 				}
 			}
-			cl := classify(ok && rec.Offset < committed, true, ts, status, c.win)
+			processed := ok && rec.Offset < committed
+			cl := classify(processed, true, ts, status, c.win)
+			if inSnap && (cl == candidate || cl == undecodable) && c.dlq.exempt(x, in.Name, rec, processed, false, false, key, ts, 0) {
+				cl = deadLettered // given up on by the application: never put, kept below as a record only
+			}
 			if !inSnap {
 				cl = pending // written after the snapshot: only what the table may hold
 			} else {

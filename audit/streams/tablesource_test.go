@@ -86,6 +86,14 @@ func TestRunTableSource(t *testing.T) {
 			}
 			return nil
 		}},
+		{name: "a dead-lettered update is not owed", load: func(tp *tablePipeline) []string {
+			tp.f.topic("app-dlq", 1)
+			tp.opt.DeadLetterTopic = "app-dlq"
+			tp.put(0, "k1", 900, "v1", false)
+			off := tp.put(0, "k1", 100, "v2", true) // the application gave up on it
+			tp.f.addDLQ("app-dlq", []byte("k1"), []byte("k1|v2"), 100, dlqHeaders(tp.opt.Inputs[0].Topic, 0, off, "java.lang.IllegalStateException"))
+			return nil
+		}},
 		{name: "the first update lost", load: func(tp *tablePipeline) []string {
 			off := tp.put(1, "k3", 100, "v1", true)
 			return []string{fmt.Sprintf("missing changelog a k3 inA[1]@%d", off)}
