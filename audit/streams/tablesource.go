@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"sync"
 
 	"github.com/lossaudit/lossaudit/audit/internal/engine/collect"
 	"github.com/lossaudit/lossaudit/audit/internal/engine/detect"
@@ -85,6 +86,8 @@ func (c *collector) readTableInput(ctx context.Context, x int) error {
 	snapLSO := c.snap.inputs[x].Offsets
 	rs, total := collect.Ranges(now, start, nil)
 	cnt := &c.counts[x]
+	var nextMu sync.Mutex
+	seenNext := map[int32]bool{} // the record the application reads next, per partition (unwindowed audits)
 	err = collect.Read(ctx, c.o.Kafka, collect.Spec{Name: "input " + in.Topic, Ranges: rs, Total: total, Progress: c.o.Progress, Stats: &c.stats}, func(recs []kread.Record) error {
 		var n [deadLettered + 1]int64
 		var scanned int64
@@ -95,13 +98,24 @@ func (c *collector) readTableInput(ctx context.Context, x int) error {
 			if inSnap {
 				scanned++
 			}
+			committed, ok := c.snap.group[kread.TP{Topic: rec.Topic, Partition: rec.Partition}]
+			next := func(status SelectStatus, serr error) {
+				if ok && rec.Offset >= committed && c.o.From.IsZero() {
+					nextMu.Lock()
+					if !seenNext[rec.Partition] {
+						seenNext[rec.Partition] = true
+						c.noteNext(rec, status, serr)
+					}
+					nextMu.Unlock()
+				}
+			}
 			if rec.Key == nil {
+				next(Selected, nil)
 				if inSnap {
 					n[nullKey]++ // KTableSource drops a null key
 				}
 				continue
 			}
-			committed, ok := c.snap.group[kread.TP{Topic: rec.Topic, Partition: rec.Partition}]
 			key, ts, status, serr := rec.Key, rec.Timestamp, Selected, error(nil)
 			if rec.Value != nil {
 				key, ts, status, serr = in.Select(rec)
@@ -117,6 +131,7 @@ func (c *collector) readTableInput(ctx context.Context, x int) error {
 					key = in.DownstreamKey(rec.Key)
 				}
 			}
+			next(status, serr)
 			processed := ok && rec.Offset < committed
 			cl := classify(processed, true, ts, status, c.win)
 			if inSnap && (cl == candidate || cl == undecodable) && c.dlq.exempt(x, in.Name, rec, processed, false, false, key, ts, 0) {

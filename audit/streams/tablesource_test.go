@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lossaudit/lossaudit/audit/finding"
 	"github.com/lossaudit/lossaudit/audit/kread"
 )
 
@@ -137,5 +138,24 @@ func TestRunTableSource(t *testing.T) {
 				t.Errorf("input a counts %+v, want %s", *a, tc.counts)
 			}
 		})
+	}
+}
+
+// TestRunTableSourcePoisonPill: the record a stopped application would read
+// next on a table source's partition is checked like any input's: one that
+// does not decode is a poison_pill.
+func TestRunTableSourcePoisonPill(t *testing.T) {
+	tp := newTablePipeline(t, false)
+	tp.put(0, "k1", 100, "v1", false)
+	in := tp.opt.Inputs[0]
+	bad := tp.f.add(in.Topic, 0, []byte("k1"), []byte("!undecodable"), 200, kread.Committed) // not processed: the group waits at it
+	tp.f.add(in.Topic, 0, nil, []byte("k1|v"), 300, kread.Committed)
+	res := tp.run(t)
+	if len(res.Rows) != 0 || len(res.Summary.Partitions) != 1 {
+		t.Fatalf("rows %q, partitions %+v; want one poison_pill", rowsString(res.Rows), res.Summary.Partitions)
+	}
+	p := res.Summary.Partitions[0]
+	if ev, _ := p.Evidence.(*finding.PoisonEvidence); p.Topic != in.Topic || p.Partition != 0 || ev == nil || ev.Offset != bad {
+		t.Errorf("partition finding %+v (%+v), want a poison_pill at %s[0]@%d", p, p.Evidence, in.Topic, bad)
 	}
 }
