@@ -244,26 +244,7 @@ func tableScenario(ctx context.Context, t *testing.T, c *kafka.Cluster, adm *kaf
 // nothing is lost between them.
 func tableTruth(ctx context.Context, t *testing.T, c *kafka.Cluster, adm *kafka.Admin, input, changelog string) []string {
 	t.Helper()
-	last := func(topic string) map[string]*kgo.Record {
-		ranges, err := adm.Ranges(ctx, true, topic)
-		if err != nil {
-			t.Fatal(err)
-		}
-		m := map[string]*kgo.Record{}
-		rctx, cancel := context.WithTimeout(ctx, truthTimeout)
-		defer cancel()
-		err = kafka.Consume(rctx, c.Bootstrap(), ranges, true, func(r *kgo.Record) error {
-			if old, ok := m[string(r.Key)]; !ok || r.Offset > old.Offset {
-				m[string(r.Key)] = r
-			}
-			return nil
-		})
-		if err != nil {
-			t.Fatalf("reading %s: %v", topic, err)
-		}
-		return m
-	}
-	ins, tab := last(input), last(changelog)
+	ins, tab := lastByOffset(ctx, t, c, adm, input), lastByOffset(ctx, t, c, adm, changelog)
 	var lost []string
 	for k, r := range ins {
 		cl, ok := tab[k]
