@@ -210,6 +210,8 @@ func apply(ev *detect.KeyEvidence, e index.Entry, x int, f []byte, pending func(
 		default:
 			ev.AddOutput(p, ts, off, tomb)
 		}
+	case tagTableLast, tagTableRecord, tagTableChangelog:
+		return applyTable(ev, e.Tag, x, f, e.Value)
 	case tagChangelogAborted, tagOutputAborted:
 		if len(f) != 8 || len(e.Value) != 4 {
 			return fmt.Errorf("aborted entry of %d+%d bytes", len(f), len(e.Value))

@@ -167,6 +167,13 @@ type Options struct {
 	// before Output.
 	Stage      string
 	DropValues []string
+	// Table runs a table source left-joined with a reduced stream instead
+	// (table(Inputs[0]) leftJoin Inputs[1] --selectKey(value)--> reduce,
+	// toStream, to Output; String serdes, no schemas): table records whose
+	// value starts with "drop:" are skipped (lost). Optimize builds it with
+	// topology.optimization=all (the table restored from its input topic,
+	// no changelog).
+	Table, Optimize bool
 	// ProcessingGuarantee is processing.guarantee (default exactly_once_v2);
 	// CommitInterval, when set, commit.interval.ms. Both may change between
 	// starts.
@@ -299,6 +306,7 @@ func (a *App) env() []string {
 		"CONSUMER_SESSION_TIMEOUT_MS="+map[bool]string{true: "", false: millis(a.o.SessionTimeout)}[a.o.GroupProtocol == "streams"],
 		"REPARTITION_PURGE_INTERVAL_MS="+millis(a.o.PurgeInterval),
 		"TOPOLOGY="+a.topology(),
+		"TOPOLOGY_OPTIMIZATION="+map[bool]string{true: "all", false: ""}[a.o.Optimize],
 		"DROP_COUNT="+strings.Join(a.o.DropCount, ","),
 		"DROP_VALUES="+strings.Join(a.o.DropValues, ","),
 		"PROCESSING_GUARANTEE="+a.o.ProcessingGuarantee,
@@ -323,6 +331,8 @@ func (a *App) topology() string {
 		return "count"
 	case a.o.Copy:
 		return "copy"
+	case a.o.Table:
+		return "table"
 	}
 	return "join"
 }
