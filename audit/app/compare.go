@@ -148,15 +148,18 @@ func reconcileCompare(ctx context.Context, cfg *config.Config, o Options) (*Step
 	if cfg.Compare.Ledger != "" {
 		return nil, &config.Error{Key: "compare.ledger", Msg: "reconcile and watch compare pairs only; a producer ledger is checked by `lossaudit compare`"}
 	}
+	fixed := newFixedCosts(o.Started)
 	opts, release, err := prepareCompare(ctx, cfg, o)
 	if err != nil {
 		return nil, err
 	}
+	fixed.lap("prepare")
 	st, err := state.Open(filepath.Join(cfg.Store.Dir, StateDir), state.Options{Hook: o.StateHook})
 	if err != nil {
 		release()
 		return nil, err
 	}
+	fixed.lap("state")
 	sp, err := compare.Step(ctx, opts, compare.StepOptions{State: st, Describe: describeSink(cfg)})
 	if err != nil {
 		st.Close()
@@ -167,6 +170,7 @@ func reconcileCompare(ctx context.Context, cfg *config.Config, o Options) (*Step
 		}
 		return nil, compareRunError(cfg, err)
 	}
+	fixed.add(sp.Result)
 	return &Step{Result: sp.Result, release: release, st: st, step: sp}, nil
 }
 

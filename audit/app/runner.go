@@ -13,6 +13,7 @@ import (
 	"io"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/lossaudit/lossaudit/audit/compare"
 	"github.com/lossaudit/lossaudit/audit/finding"
@@ -185,6 +186,10 @@ type Options struct {
 	// StateHook is called at the points of a reconcile step's commit (the
 	// test bed kills the process there); nil for none.
 	StateHook state.Hook
+	// Started is when the process started, for a reconcile step's "start"
+	// timing (the time before the step began: the program's start, the
+	// command line, the configuration); zero leaves it out (watch).
+	Started time.Time
 }
 
 // prepared is what every run of the engine is built from: the reader, the
@@ -378,6 +383,7 @@ func Reconcile(ctx context.Context, cfg *config.Config, o Options) (*Step, error
 	if IsCompare(cfg) {
 		return reconcileCompare(ctx, cfg, o)
 	}
+	fixed := newFixedCosts(o.Started)
 	p, err := prepare(ctx, cfg, o)
 	if err != nil {
 		return nil, err
@@ -390,11 +396,13 @@ func Reconcile(ctx context.Context, cfg *config.Config, o Options) (*Step, error
 		p.close()
 		return nil, err
 	}
+	fixed.lap("prepare")
 	st, err := state.Open(filepath.Join(cfg.Store.Dir, StateDir), state.Options{Hook: o.StateHook})
 	if err != nil {
 		p.close()
 		return nil, err
 	}
+	fixed.lap("state")
 	sp, err := streams.Step(ctx, p.opts, streams.StepOptions{State: st, Describe: describeInputs(cfg)})
 	if err != nil {
 		st.Close()
@@ -406,6 +414,7 @@ func Reconcile(ctx context.Context, cfg *config.Config, o Options) (*Step, error
 		return nil, runError(p.model, err)
 	}
 	p.schemaSources(sp.Result)
+	fixed.add(sp.Result)
 	return &Step{Result: sp.Result, Model: p.model, release: p.close, st: st, step: sp}, nil
 }
 

@@ -490,8 +490,11 @@ func writeTimings(b *strings.Builder, s *finding.Summary) {
 }
 
 // timingOrder is the order in which an audit (and a comparison) runs its
-// phases (the Timings keys of streams.Run and compare.Run); Summary.Timings is a map, so the order is restored here.
-var timingOrder = []string{"ledger", "snapshot", "read", "check", "lookup"}
+// phases (the Timings keys of streams.Run and compare.Run), with a
+// reconcile step's own around them (app.Reconcile's start, prepare and
+// state; the command's reports, commit and close); Summary.Timings is a
+// map, so the order is restored here.
+var timingOrder = []string{"start", "prepare", "state", "ledger", "snapshot", "read", "check", "lookup", "reports", "commit", "close"}
 
 // timingNames returns the keys of m: known phases in run order, then the
 // others by name.

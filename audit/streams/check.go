@@ -39,6 +39,8 @@ type heldRow struct {
 type keyVisitor interface {
 	known(key []byte, ev *detect.KeyEvidence) error
 	judged(ev *detect.KeyEvidence, rows []finding.Row, held []heldRow) ([]finding.Row, error)
+	// ahead is told the keys the check visits next (nil for nothing).
+	ahead() index.Ahead
 }
 
 // check streams the index key by key through the core check. Candidates
@@ -86,7 +88,11 @@ func check(o Options, snap *pipelineSnapshot, stuck map[kread.TP]bool, tl *timel
 		res.counted = res.counted || in.Count
 	}
 	ev := detect.NewKeyEvidence(len(o.Inputs))
-	err := o.Store.EachKey(func(key []byte, c *index.Cursor) error {
+	var ahead index.Ahead
+	if v != nil {
+		ahead = v.ahead()
+	}
+	err := o.Store.EachKeyAhead(ahead, func(key []byte, c *index.Cursor) error {
 		var known func() error
 		if v != nil {
 			known = func() error { return v.known(key, ev) }

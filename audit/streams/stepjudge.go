@@ -8,6 +8,7 @@ import (
 	"github.com/lossaudit/lossaudit/audit/finding"
 	"github.com/lossaudit/lossaudit/audit/internal/engine/detect"
 	"github.com/lossaudit/lossaudit/audit/internal/engine/incremental"
+	"github.com/lossaudit/lossaudit/audit/internal/store/index"
 	"github.com/lossaudit/lossaudit/audit/kread"
 )
 
@@ -56,6 +57,10 @@ func (v *stepVisitor) input(name string) int {
 	}
 	return -1
 }
+
+// ahead reads the committed states of the keys the check visits next on
+// a goroutine of its own (incremental.Keys.Ahead): known asks for each.
+func (v *stepVisitor) ahead() index.Ahead { return v.keys.Ahead() }
 
 func (v *stepVisitor) known(key []byte, ev *detect.KeyEvidence) error {
 	v.cur.reset(len(v.o.Inputs))

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"strings"
 	"time"
@@ -132,6 +133,9 @@ type written struct {
 	// res is the result as the reports show it: with report.redact_keys,
 	// its keys are keyed hashes.
 	res *finding.Result
+	// after are the timings of what came after the report files (a
+	// reconcile step's reports, commit and close): the summary adds them.
+	after map[string]time.Duration
 }
 
 // writeReports writes the configured report files (or the CSV to stdout),
@@ -192,7 +196,17 @@ func (w *written) writeMetrics(cfg *config.Config, res *finding.Result, started 
 func (w *written) conclude() error {
 	res := w.res
 	w.opt.Color = colorOK(w.out)
-	if err := report.WriteSummary(w.out, res, w.opt); err != nil {
+	shown := res
+	if len(w.after) > 0 {
+		r := *res
+		r.Summary.Timings = maps.Clone(res.Summary.Timings)
+		if r.Summary.Timings == nil {
+			r.Summary.Timings = map[string]time.Duration{}
+		}
+		maps.Copy(r.Summary.Timings, w.after)
+		shown = &r
+	}
+	if err := report.WriteSummary(w.out, shown, w.opt); err != nil {
 		w.failed = append(w.failed, fmt.Sprintf("printing the summary: %v", err))
 	}
 	return exitStatus(res, w.failed)

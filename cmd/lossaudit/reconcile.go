@@ -43,7 +43,8 @@ func newReconcileCmd(g *globalFlags) *cobra.Command {
 			}
 			fp := failpointsFromEnv(cmd.Context())
 			prog := newProgress(cmd.ErrOrStderr(), quiet)
-			out, err := reconcileStep(cmd.Context(), cfg, app.Options{Progress: fp.progress(prog), Warnings: prog.Log(), StateHook: fp.at},
+			out, err := reconcileStep(cmd.Context(), cfg, app.Options{Progress: fp.progress(prog), Warnings: prog.Log(), StateHook: fp.at,
+				Started: processStart()},
 				cmd.OutOrStdout(), cmd.ErrOrStderr(), fp, prog.Stop)
 			if err != nil {
 				return err
@@ -130,9 +131,15 @@ func reconcileStep(ctx context.Context, cfg *config.Config, o app.Options, stdou
 		}
 		return nil, auditError(err)
 	}
-	defer step.Close()
+	closed := false
+	defer func() {
+		if !closed {
+			step.Close()
+		}
+	}()
 	res := step.Result
 	fp.at("stepped")
+	reporting := time.Now()
 	w := writeReports(stdout, stderr, cfg, res)
 	if len(w.failed) > 0 {
 		w.failed = append(w.failed, "the step was not committed: the next one repeats it")
@@ -142,9 +149,16 @@ func reconcileStep(ctx context.Context, cfg *config.Config, o app.Options, stdou
 	// came meanwhile, so that state and reports agree (a second signal
 	// kills the process, and the next step completes the commit).
 	fp.at("reported")
+	committing := time.Now()
 	if err := step.Commit(); err != nil {
 		return nil, concluded(exitIncomplete, fmt.Errorf("the step's reports were written but its state could not be committed (the next step repeats it): %w", err))
 	}
+	closing := time.Now()
+	closed = true
+	step.Close()
+	// They come after the report files, which cannot hold them: the
+	// summary (printed last) has them.
+	w.after = map[string]time.Duration{"reports": committing.Sub(reporting), "commit": closing.Sub(committing), "close": time.Since(closing)}
 	w.writeMetrics(cfg, res, started)
 	return &stepOutcome{written: w, res: w.res}, nil
 }

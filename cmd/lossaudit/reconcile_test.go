@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -301,6 +302,28 @@ func TestReconcileReportsAndSecondStepAtOnce(t *testing.T) {
 	for _, r := range recs[1:] {
 		if _, err := time.Parse("2006-01-02T15:04:05.000Z", r[11]); err != nil {
 			t.Errorf("first_seen %q: %v", r[11], err)
+		}
+	}
+	// The step's costs: the JSON times the phases up to the reports, the
+	// summary (printed after the commit) also the reports, the commit and
+	// the close.
+	var timed struct {
+		Timings map[string]string `json:"timings"`
+	}
+	if b, err := os.ReadFile(s.json); err != nil || json.Unmarshal(b, &timed) != nil {
+		t.Fatalf("JSON report: %v", err)
+	}
+	for _, phase := range []string{"start", "prepare", "state", "snapshot", "read", "check"} {
+		if _, ok := timed.Timings[phase]; !ok {
+			t.Errorf("the JSON report's timings have no %q: %v", phase, timed.Timings)
+		}
+	}
+	for _, phase := range []string{"reports", "commit", "close"} {
+		if _, ok := timed.Timings[phase]; ok {
+			t.Errorf("the JSON report's timings have %q, which comes after it", phase)
+		}
+		if !regexp.MustCompile(`(?m)^  ` + phase + ` +[0-9]`).MatchString(stdout.String()) {
+			t.Errorf("the summary's timings have no %q:\n%s", phase, stdout.String())
 		}
 	}
 	prom, err := os.ReadFile(filepath.Join(filepath.Dir(s.csv), "lossaudit.prom"))

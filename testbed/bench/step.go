@@ -6,8 +6,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"time"
 )
@@ -22,6 +24,10 @@ type stepCost struct {
 	New, Read map[string]int64
 	// Findings are the rows and partition findings of the two steps.
 	Findings []int
+	// Phases are the step's timings: those of its JSON report, then
+	// those its summary adds (reports, commit, close).
+	Phases     [][2]string
+	lastPhases [][2]string
 }
 
 // newRecords is the sum of New.
@@ -87,6 +93,7 @@ func measureStep(ctx context.Context, o benchOptions, bin, cfgPath string, broke
 	if err != nil {
 		return nil, err
 	}
+	s.Phases = s.lastPhases
 	s.Step.Name = fmt.Sprintf("lossaudit reconcile (step after +%g%%)", 100*o.StepShare)
 	s.Step.Records, s.Step.Bytes = s.readRecords(), 0
 	s.Step.Note = "records: what the step read"
@@ -115,6 +122,7 @@ func runReconcile(ctx context.Context, bin, cfgPath, dir, store string, m *manif
 		RowCount   int               `json:"row_count"`
 		Partitions []json.RawMessage `json:"partition_findings"`
 		Partial    bool              `json:"partial"`
+		Timings    map[string]string `json:"timings"`
 		Step       struct {
 			Read map[string]int64 `json:"read"`
 		} `json:"step"`
@@ -126,7 +134,34 @@ func runReconcile(ctx context.Context, bin, cfgPath, dir, store string, m *manif
 		return res, nil, errors.New("the reconcile step was partial")
 	}
 	s.Findings = append(s.Findings, rj.RowCount+len(rj.Partitions))
+	s.lastPhases = stepPhases(rj.Timings, out.String())
 	return res, rj.Step.Read, nil
+}
+
+// stepOrder is the order of a step's phases (audit/report's timingOrder).
+var stepOrder = []string{"start", "prepare", "state", "snapshot", "read", "check", "lookup", "reports", "commit", "close"}
+
+// summaryPhase is a line of the summary's timings table.
+var summaryPhase = regexp.MustCompile(`(?m)^  (reports|commit|close) +([0-9.]+[a-zµ]+)$`)
+
+// stepPhases returns a step's phases in run order: those of its JSON
+// report's timings, and those only its summary (stdout) has, as they come
+// after the report files.
+func stepPhases(timings map[string]string, stdout string) [][2]string {
+	all := maps.Clone(timings)
+	if all == nil {
+		all = map[string]string{}
+	}
+	for _, m := range summaryPhase.FindAllStringSubmatch(stdout, -1) {
+		all[m[1]] = m[2]
+	}
+	var out [][2]string
+	for _, k := range stepOrder {
+		if v, ok := all[k]; ok {
+			out = append(out, [2]string{k, v})
+		}
+	}
+	return out
 }
 
 // markdown renders the checks of the step against its bounds: it reads
@@ -149,5 +184,13 @@ func (s *stepCost) markdown(full time.Duration) string {
 	}
 	fmt.Fprintf(&b, "| step peak RSS ≤ 512 MiB | %.0f MiB | %v |\n", mib(s.Step.MaxRSS), s.Step.MaxRSS <= 512<<20)
 	fmt.Fprintf(&b, "| baseline peak RSS ≤ 512 MiB | %.0f MiB | %v |\n", mib(s.Baseline.MaxRSS), s.Baseline.MaxRSS <= 512<<20)
+	if len(s.Phases) > 0 {
+		var parts []string
+		for _, p := range s.Phases {
+			parts = append(parts, p[0]+" "+p[1])
+		}
+		fmt.Fprintf(&b, "\nThe step's phases (its JSON report's `timings`; reports, commit and close from its summary): %s; %.2f s wall in all.\n",
+			strings.Join(parts, ", "), s.Step.Wall.Seconds())
+	}
 	return b.String()
 }

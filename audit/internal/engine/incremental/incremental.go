@@ -12,10 +12,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"iter"
 	"time"
 
 	"github.com/lossaudit/lossaudit/audit/finding"
 	"github.com/lossaudit/lossaudit/audit/internal/engine"
+	"github.com/lossaudit/lossaudit/audit/internal/store/index"
 	"github.com/lossaudit/lossaudit/audit/internal/store/state"
 )
 
@@ -72,6 +74,7 @@ type Step struct {
 	Reader   *state.Reader
 	Tx       *state.Txn
 	prev     Header
+	st       *state.Store
 }
 
 // Begin starts a step on st for the configuration described by describe:
@@ -84,7 +87,7 @@ func Begin(st *state.Store, version int, cp Checkpoint, describe string) (*Step,
 	if err != nil {
 		return nil, err
 	}
-	s := &Step{Baseline: b == nil}
+	s := &Step{Baseline: b == nil, st: st}
 	if b != nil {
 		if err := json.Unmarshal(b, cp); err != nil {
 			return nil, fmt.Errorf("reconcile: the checkpoint in %s is damaged: %w", st.Dir(), err)
@@ -176,10 +179,64 @@ type Keys[K any] struct {
 	codec Codec[K]
 	step  *Step
 	enc   []byte
+	// ahead are the states read ahead for the keys Get is asked next, in
+	// order (nil when none are: Get reads the state itself).
+	ahead <-chan readAhead
+}
+
+// readAhead is the committed state of one key, read ahead of Get.
+type readAhead struct {
+	key    []byte
+	val    []byte
+	marked bool
+	err    error
 }
 
 // NewKeys returns the per-key state of step s, kept with codec c.
 func NewKeys[K any](s *Step, c Codec[K]) *Keys[K] { return &Keys[K]{codec: c, step: s} }
+
+// aheadDepth is how many states are read ahead of Get at most.
+const aheadDepth = 512
+
+// Ahead returns what the index walk of the check tells which keys come
+// next (index.Ahead): while the walk visits a partition's keys, their
+// committed states are read on a goroutine of its own, with a reader of
+// its own, at most aheadDepth ahead, so that the check uses a second core
+// instead of waiting for each read. Get must then be asked for exactly
+// those keys, in that order (the check asks once per key it visits); it
+// fails otherwise. Nil for the baseline, which has no state to read.
+func (ks *Keys[K]) Ahead() index.Ahead {
+	if ks.step.Baseline {
+		return nil
+	}
+	return func(keys iter.Seq[[]byte]) func() {
+		ch := make(chan readAhead, aheadDepth)
+		stop, done := make(chan struct{}), make(chan struct{})
+		r := ks.step.st.NewReader()
+		go func() {
+			defer close(done)
+			defer close(ch)
+			defer r.Close()
+			for key := range keys {
+				val, marked, err := r.Get(key)
+				select {
+				case ch <- readAhead{key: bytes.Clone(key), val: val, marked: marked, err: err}:
+				case <-stop:
+					return
+				}
+				if err != nil {
+					return
+				}
+			}
+		}()
+		ks.ahead = ch
+		return func() {
+			close(stop)
+			<-done
+			ks.ahead = nil
+		}
+	}
+}
 
 // Get reads key's committed state into k (left as it is when the key has
 // none, and always for the baseline) and returns its encoding and whether
@@ -188,7 +245,19 @@ func (ks *Keys[K]) Get(key []byte, k *K) (old []byte, marked bool, err error) {
 	if ks.step.Baseline {
 		return nil, false, nil
 	}
-	val, marked, err := ks.step.Reader.Get(key)
+	var val []byte
+	if ks.ahead != nil {
+		a, ok := <-ks.ahead
+		switch {
+		case !ok:
+			return nil, false, fmt.Errorf("reconcile: the state of key %s was not read ahead", engine.KeyRef(key))
+		case !bytes.Equal(a.key, key):
+			return nil, false, fmt.Errorf("reconcile: the state read ahead was key %s's, not %s's", engine.KeyRef(a.key), engine.KeyRef(key))
+		}
+		val, marked, err = a.val, a.marked, a.err
+	} else {
+		val, marked, err = ks.step.Reader.Get(key)
+	}
 	if err != nil {
 		return nil, false, err
 	}

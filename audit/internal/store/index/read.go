@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
 	"os"
 )
 
@@ -52,20 +53,34 @@ func (c *Cursor) Entry() Entry { return c.e }
 // that stayed in memory and one spilled partition at a time, aggregated.
 // key is valid only during the call.
 func (s *Store) EachKey(fn func(key []byte, c *Cursor) error) error {
+	return s.EachKeyAhead(nil, fn)
+}
+
+// Ahead is told the keys EachKeyAhead is about to visit, one partition at
+// a time, before it visits them: keys yields them in the order fn will
+// see them (each valid only during the yield; keys may be ranged over on
+// another goroutine). The done it returns is called when the walk of
+// those keys has ended, also when it stopped early; keys must not be used
+// after done returns.
+type Ahead func(keys iter.Seq[[]byte]) (done func())
+
+// EachKeyAhead is EachKey telling ahead (nil for nothing) which keys come
+// next, so that it can fetch what fn will need of them meanwhile.
+func (s *Store) EachKeyAhead(ahead Ahead, fn func(key []byte, c *Cursor) error) error {
 	s.mu.Lock()
 	w := s.last
 	s.mu.Unlock()
 	if w == nil {
 		return nil
 	}
-	st := &settler{w: w, count: !w.walked.Load(), fn: fn}
+	st := &settler{w: w, count: !w.walked.Load(), fn: fn, ahead: ahead}
 	for i := range w.parts {
 		pt := &w.parts[i]
 		if pt.spill == nil {
 			if pt.p == nil {
 				return errors.New("index: the evidence was cancelled")
 			}
-			if err := walk(pt.p, fn); err != nil {
+			if err := walkAhead(pt.p, ahead, fn); err != nil {
 				return err
 			}
 			continue
@@ -88,6 +103,7 @@ type settler struct {
 	tmp   []ent
 	p     part
 	fn    func(key []byte, c *Cursor) error
+	ahead Ahead
 }
 
 // settle aggregates the spilled entries in path (a partition at level
@@ -127,7 +143,7 @@ func (st *settler) settle(path string, level int) error {
 	if st.count {
 		w.stored.Add(int64(len(p.ents)))
 	}
-	return walk(p, st.fn)
+	return walkAhead(p, st.ahead, st.fn)
 }
 
 // split writes p and the rest of r into one file per next partBits of the
@@ -179,9 +195,29 @@ func (st *settler) split(r *spillReader, level int) error {
 	return nil
 }
 
-// walk calls fn for every key of a sorted part.
-func walk(p *part, fn func(key []byte, c *Cursor) error) error {
-	c := &Cursor{p: p}
+// walkAhead is walk telling ahead (when not nil) the part's keys first.
+func walkAhead(p *part, ahead Ahead, fn func(key []byte, c *Cursor) error) error {
+	if ahead == nil || len(p.ents) == 0 {
+		return walk(p, fn)
+	}
+	done := ahead(func(yield func([]byte) bool) {
+		_ = eachKey(p, func(_, _ int, key []byte) error {
+			if !yield(key) {
+				return errStopKeys
+			}
+			return nil
+		})
+	})
+	defer done()
+	return walk(p, fn)
+}
+
+var errStopKeys = errors.New("stop")
+
+// eachKey calls fn for every key of a sorted part, with the range of its
+// entries, in the order of the part: the order walk visits them in. It
+// only reads the part.
+func eachKey(p *part, fn func(i, j int, key []byte) error) error {
 	for i := 0; i < len(p.ents); {
 		kp := keyPart(p.key(p.ents[i]))
 		if kp == nil {
@@ -191,16 +227,24 @@ func walk(p *part, fn func(key []byte, c *Cursor) error) error {
 		for j < len(p.ents) && p.ents[j].h == p.ents[i].h && bytes.Equal(keyPart(p.key(p.ents[j])), kp) {
 			j++
 		}
-		c.i, c.end, c.err = i, j, nil
-		if err := fn(kp[headLen:], c); err != nil {
+		if err := fn(i, j, kp[headLen:]); err != nil {
 			return err
-		}
-		if c.err != nil {
-			return c.err
 		}
 		i = j
 	}
 	return nil
+}
+
+// walk calls fn for every key of a sorted part.
+func walk(p *part, fn func(key []byte, c *Cursor) error) error {
+	c := &Cursor{p: p}
+	return eachKey(p, func(i, j int, key []byte) error {
+		c.i, c.end, c.err = i, j, nil
+		if err := fn(key, c); err != nil {
+			return err
+		}
+		return c.err
+	})
 }
 
 // spillReader reads a spill file entry by entry.
