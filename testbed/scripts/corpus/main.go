@@ -206,6 +206,17 @@ func permutations(xs []string) [][]string {
 
 // describe renders an accepted model in one line.
 func describe(m *topology.Model) string {
+	if m.Stream != nil {
+		var parts []string
+		for _, in := range m.Stream.Inputs {
+			via := strings.Join(in.Via, " -> ")
+			if via == "" {
+				via = "(pass-through)"
+			}
+			parts = append(parts, in.Topic+" -> "+via)
+		}
+		return "per-record stream stage: " + strings.Join(parts, "; ") + " -> " + m.Stream.Output
+	}
 	var parts []string
 	for _, s := range m.Stages {
 		rp := s.RepartitionTopic
