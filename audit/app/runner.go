@@ -363,6 +363,10 @@ func Reconcile(ctx context.Context, cfg *config.Config, o Options) (*Step, error
 	if err != nil {
 		return nil, err
 	}
+	if err := refuseBuffers(p.model); err != nil {
+		p.close()
+		return nil, err
+	}
 	st, err := state.Open(filepath.Join(cfg.Store.Dir, StateDir), state.Options{Hook: o.StateHook})
 	if err != nil {
 		p.close()
@@ -492,7 +496,7 @@ func Inputs(ctx context.Context, cfg *config.Config, model *topology.Model, reg 
 		ai := streams.Input{
 			Name: in.Name, Topic: in.Topic, RepartitionTopic: st.RepartitionTopic,
 			ChangelogTopic: st.ChangelogTopic, Select: sel, DownstreamKey: norm, Field: in.Rekey,
-			Count: st.Operator == topology.KindCount,
+			Count: st.Operator == topology.KindCount, BufferTopic: st.BufferTopic,
 		}
 		if in.Rekey != "" && reg != nil {
 			path := in.Rekey

@@ -50,7 +50,7 @@ func check(o Options, snap *pipelineSnapshot, stuck map[kread.TP]bool, tl *timel
 		// A reconcile step (v) reads only what is new: its candidates are
 		// not the key's whole history, so it does not count.
 		spec.Inputs = append(spec.Inputs, detect.InputSpec{Name: in.Name, Topic: in.Topic, RepartitionTopic: in.RepartitionTopic,
-			ChangelogTopic: in.ChangelogTopic, Count: in.Count && v == nil})
+			ChangelogTopic: in.ChangelogTopic, Count: in.Count && v == nil, Buffered: in.BufferTopic != ""})
 	}
 	var held []heldRow
 	if len(stuck) > 0 {
@@ -70,6 +70,11 @@ func check(o Options, snap *pipelineSnapshot, stuck map[kread.TP]bool, tl *timel
 				t = snap.changelogs[x]
 			}
 			w := stuck[kread.TP{Topic: t.Name, Partition: partitionFor(key, len(t.Parts))}]
+			if b := snap.buffers; stage == finding.StageOutput && x < len(b) && b[x].Name != "" {
+				// The buffer's record of the key decides whether the
+				// output owes it.
+				w = w || stuck[kread.TP{Topic: b[x].Name, Partition: partitionFor(key, len(b[x].Parts))}]
+			}
 			if w {
 				held = append(held, heldRow{stage, x})
 			}

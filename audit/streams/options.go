@@ -57,6 +57,12 @@ type Input struct {
 	// count from the processed records and reports an undercount
 	// (docs/checks.md). A reconcile step checks the table like a reduce's.
 	Count bool
+	// BufferTopic is the changelog of a suppress buffer between the
+	// input's table and the output (Suppressed.untilTimeLimit), "" for
+	// none: a key whose last record there is a value is pending at the
+	// output (detect.BufferPending). Audits only: a reconcile step refuses
+	// it.
+	BufferTopic string
 }
 
 // Progress receives progress of the long phases; nil means none.

@@ -123,6 +123,10 @@ func runTopology(ctx context.Context, cfg *config.Config, lister topology.TopicL
 			topicRow{in, "store", s.Store, s.Origins.Store, "", false},
 			topicRow{in, "changelog", s.ChangelogTopic, s.Origins.ChangelogTopic, userKey(s.Origins.ChangelogTopic, "changelog_topic"), true},
 		)
+		if s.BufferStore != "" {
+			rows = append(rows, topicRow{in, "buffer store", s.BufferStore, topology.FromTopology, "", false},
+				topicRow{in, "buffer changelog", s.BufferTopic, topology.FromTopology, "", true})
+		}
 	}
 	outKey := ""
 	if m.OutputOrigin == topology.FromConfig {

@@ -25,6 +25,9 @@ type TopoStage struct {
 	Output string
 	// Line is the line of the input's source node in the text.
 	Line int
+	// Suppress is the suppress node between the table and the output,
+	// BufferStore its buffer store; "" for none (suppress.go).
+	Suppress, BufferStore string
 }
 
 // Declarations are what the user says about the topology that describe()
@@ -240,6 +243,7 @@ func (t *Topology) Derive(app string, inputTopics []string, output string, decl 
 		reducers[h.n.Name] = idx
 		ts.Store = h.n.Stores[0]
 		ts.Reducer, ts.Operator = h.n.Name, kinds[h.n.Name].Kind
+		ts.Suppress, ts.BufferStore = t.suppressAfter(h.n, kinds)
 		if h.topic != "" {
 			ts.RepartitionTopic = internal(h.topic)
 		}
@@ -492,6 +496,10 @@ func (t *Topology) terminalTopics(from *Node, isLink func(string) bool, readers 
 				return nil, unsupported(n, "it follows the input's reduce")
 			}
 		case c.Kind == KindSink:
+		case c.Kind == KindSuppress:
+			if err := t.checkSuppress(n, from, kinds, unsupported); err != nil {
+				return nil, err
+			}
 		default:
 			return nil, unsupported(n, "it follows the input's reduce")
 		}

@@ -105,6 +105,10 @@ const (
 	// key its table holds as a value at least as new as the table's
 	// input; detect.OutputLeftJoin with one input.
 	RuleOutputTable Rule = "output-to-stream"
+	// RuleBufferPending: a key whose suppress buffer changelog's last
+	// record is a value is pending at the output, not lost;
+	// detect.BufferPending.
+	RuleBufferPending Rule = "buffer-pending"
 )
 
 // ruleText is what each rule checks, as `lossaudit topology` prints it.
@@ -117,6 +121,7 @@ var ruleText = map[Rule]string{
 	RuleOutputInnerJoin: "each key every table holds as a value is in the output at least as new as every input's newest processed update",
 	RuleOutputOuterJoin: "each key a table holds as a value is in the output at least as new as that table's newest processed update",
 	RuleOutputTable:     "each key the table holds as a value is in the output at least as new as its newest processed update",
+	RuleBufferPending:   "a key whose last record in the buffer's changelog is a value is pending at the output, not lost; evicted (a tombstone) or never buffered, the output rule stands",
 }
 
 // Describe is what the rule checks, in words.
@@ -224,6 +229,7 @@ func (m *Model) Graph() *Graph {
 			keyEdge.Via += " -> " + string(op)
 		}
 		g.Edges = append(g.Edges, keyEdge)
+		table = g.addBuffer(s, table)
 		via := "toStream"
 		if len(m.Stages) > 1 {
 			via = join + " (right side)"

@@ -107,6 +107,10 @@ type Stage struct {
 	// Operator is the kind of the node that writes the store; "" is a
 	// reduce (without a topology file, pipeline.reduce says so).
 	Operator Kind
+	// BufferStore is the store of a suppress between the table and the
+	// output, BufferTopic its changelog (<application.id>-<store>-changelog);
+	// "" for none. Both come from the topology file.
+	BufferStore, BufferTopic string
 }
 
 // Model is the audited pipeline.
@@ -334,6 +338,9 @@ func (m *Model) fromTopology(p Spec) error {
 		s := &m.Stages[i]
 		name := fmt.Sprintf("pipeline.inputs[%d]", i)
 		s.Operator = ts.Operator
+		if ts.BufferStore != "" {
+			s.BufferStore, s.BufferTopic = ts.BufferStore, ChangelogName(m.ApplicationID, ts.BufferStore)
+		}
 		if s.Store == "" {
 			s.Store, s.Origins.Store = ts.Store, FromTopology
 		} else if s.Store != ts.Store {
@@ -524,6 +531,8 @@ func (m *Model) validate() error {
 			{"store", prefixed("store ", s.Store)},
 			{"repartition_topic", s.RepartitionTopic},
 			{"changelog_topic", s.ChangelogTopic},
+			{"store", prefixed("store ", s.BufferStore)},
+			{"changelog_topic", s.BufferTopic},
 		} {
 			if f.v == "" {
 				continue
