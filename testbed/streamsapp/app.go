@@ -160,6 +160,11 @@ type Options struct {
 	// no schemas); DropCount lists keys whose first update the count loses.
 	Count     bool
 	DropCount []string
+	// Suppress, with Count, runs the count with
+	// suppress(untilTimeLimit(Suppress)) before the output instead
+	// (CountSuppress.java); DropBeforeOutput then lists keys whose emitted
+	// counts are dropped.
+	Suppress time.Duration
 	// ProcessingGuarantee is processing.guarantee (default exactly_once_v2);
 	// CommitInterval, when set, commit.interval.ms. Both may change between
 	// starts.
@@ -293,6 +298,7 @@ func (a *App) env() []string {
 		"REPARTITION_PURGE_INTERVAL_MS="+millis(a.o.PurgeInterval),
 		"TOPOLOGY="+a.topology(),
 		"DROP_COUNT="+strings.Join(a.o.DropCount, ","),
+		"SUPPRESS_MS="+millis(a.o.Suppress),
 		"PROCESSING_GUARANTEE="+a.o.ProcessingGuarantee,
 		"COMMIT_INTERVAL_MS="+millis(a.o.CommitInterval),
 		"GROUP_PROTOCOL="+a.o.GroupProtocol,
@@ -309,6 +315,8 @@ func (a *App) env() []string {
 // topology is the TOPOLOGY the application runs.
 func (a *App) topology() string {
 	switch {
+	case a.o.Count && a.o.Suppress > 0:
+		return "count-suppress"
 	case a.o.Count:
 		return "count"
 	case a.o.Copy:
