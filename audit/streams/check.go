@@ -45,7 +45,7 @@ type keyVisitor interface {
 // pending at the second hop move from audited to pending on tl. v, when
 // not nil, takes part in every key's check.
 func check(o Options, snap *pipelineSnapshot, stuck map[kread.TP]bool, tl *timeline, v keyVisitor) (*checked, error) {
-	spec := &detect.KeySpec{Join: o.Join}
+	spec := &detect.KeySpec{Join: o.Join, NoOutput: o.Output == ""}
 	for _, in := range o.Inputs {
 		// A reconcile step (v) reads only what is new: its candidates are
 		// not the key's whole history, so it does not count.

@@ -144,6 +144,9 @@ func (c *collector) readRest(ctx context.Context) error {
 			return err
 		}
 	}
+	if c.o.Output == "" {
+		return nil // the table is the end
+	}
 	return c.readStage(ctx, "output "+c.o.Output, c.o.Output, 0, true, false, c.o.OutputKey)
 }
 

@@ -85,6 +85,8 @@ type Options struct {
 	// offsets say what has been processed.
 	Group  string
 	Inputs []Input
+	// Output is the output topic; "" audits the one input's table on its
+	// changelog alone (a topology ending in the table: no output stage).
 	Output string
 	// Join is the type of the KTable-KTable joins between the inputs'
 	// tables: "" or "left", "inner" or "outer" (pipeline.join).
@@ -130,8 +132,8 @@ func (o Options) withDefaults() (Options, error) {
 		return o, errors.New("audit: no inputs")
 	case len(o.Inputs) > 255:
 		return o, errors.New("audit: more than 255 inputs")
-	case o.Output == "":
-		return o, errors.New("audit: no output topic")
+	case o.Output == "" && len(o.Inputs) > 1:
+		return o, errors.New("audit: no output topic for joined inputs")
 	case o.Join != "" && o.Join != "left" && o.Join != "inner" && o.Join != "outer":
 		return o, fmt.Errorf("audit: join type %q is not left, inner or outer", o.Join)
 	}

@@ -66,7 +66,9 @@ func takeSnapshot(ctx context.Context, o Options) (*pipelineSnapshot, error) {
 		all = append(all, named{in.Topic, engine.RoleInput, i}, named{in.RepartitionTopic, engine.RoleRepartition, i}, named{in.ChangelogTopic, engine.RoleChangelog, i})
 		groupTopics = append(groupTopics, in.Topic, in.RepartitionTopic)
 	}
-	all = append(all, named{o.Output, engine.RoleOutput, -1})
+	if o.Output != "" {
+		all = append(all, named{o.Output, engine.RoleOutput, -1})
+	}
 	for i, in := range o.Inputs {
 		if in.BufferTopic != "" {
 			all = append(all, named{in.BufferTopic, engine.RoleBuffer, i})
@@ -204,7 +206,9 @@ func (s *pipelineSnapshot) settleDownstream(ctx context.Context, o Options) erro
 	for _, in := range o.Inputs {
 		down = append(down, in.ChangelogTopic)
 	}
-	down = append(down, o.Output)
+	if o.Output != "" {
+		down = append(down, o.Output)
+	}
 	for _, t := range down {
 		hw, err := snapshot.HighWatermarks(ctx, o.Kafka, t)
 		if err != nil {

@@ -132,7 +132,9 @@ func runTopology(ctx context.Context, cfg *config.Config, lister topology.TopicL
 	if m.OutputOrigin == topology.FromConfig {
 		outKey = "pipeline.output"
 	}
-	rows = append(rows, topicRow{"-", "output", m.Output, m.OutputOrigin, outKey, true})
+	if !m.ChangelogOnly {
+		rows = append(rows, topicRow{"-", "output", m.Output, m.OutputOrigin, outKey, true})
+	}
 
 	safe := report.TerminalSafe
 	fmt.Fprintf(w, "application.id %s (consumer group and internal topic prefix)\njoin order: ", safe(m.ApplicationID))
@@ -149,7 +151,11 @@ func runTopology(ctx context.Context, cfg *config.Config, lister topology.TopicL
 		}
 		fmt.Fprint(w, safe(s.Input.Name))
 	}
-	fmt.Fprintf(w, " -> %s\n\n", safe(m.Output))
+	if m.ChangelogOnly {
+		fmt.Fprint(w, " (ends in its changelog: no output)\n\n")
+	} else {
+		fmt.Fprintf(w, " -> %s\n\n", safe(m.Output))
+	}
 	// The names come last: they are the long column, and the only one that
 	// may run past an 80-column terminal.
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)

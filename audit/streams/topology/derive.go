@@ -72,6 +72,10 @@ type Derivation struct {
 	Output string
 	// Joins is the number of KTable-KTable joins in the chain.
 	Joins int
+	// ChangelogOnly says that the one input's table ends in its changelog
+	// (its node leads nowhere, `--> none`): there is no output, and the
+	// table stage is the end (changelogonly.go).
+	ChangelogOnly bool
 	// Warnings are observations that do not stop the audit.
 	Warnings []string
 }
@@ -254,15 +258,21 @@ func (t *Topology) Derive(app string, inputTopics []string, output string, decl 
 		}
 		switch len(outs) {
 		case 0:
+			if changelogOnly(inputTopics, h.n) {
+				d.ChangelogOnly = true
+				break
+			}
 			return nil, fmt.Errorf("line %d: the %s %s of input topic %s reaches no sink topic (a table audited on its changelog alone is not supported yet: an output topic is required)", h.n.Line, kinds[h.n.Name].Kind, h.n.Name, in)
 		case 1:
 			ts.Output = outs[0]
 		default:
 			return nil, fmt.Errorf("line %d: the %s %s of input topic %s reaches %d sink topics (%s), expected the one join output", h.n.Line, kinds[h.n.Name].Kind, h.n.Name, in, len(outs), strings.Join(outs, ", "))
 		}
-		if d.Output == "" {
+		switch {
+		case d.ChangelogOnly:
+		case d.Output == "":
 			d.Output = ts.Output
-		} else if ts.Output != d.Output {
+		case ts.Output != d.Output:
 			return nil, fmt.Errorf("line %d: input topic %s ends in topic %s, but input topic %s ends in %s: they are not joined into one output", src.Line, in, ts.Output, d.Stages[0].InputTopic, d.Output)
 		}
 		d.Stages = append(d.Stages, ts)

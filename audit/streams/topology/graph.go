@@ -237,7 +237,13 @@ func (m *Model) Graph() *Graph {
 				via = join + " (left side)"
 			}
 		}
+		if m.ChangelogOnly {
+			continue // the table is the end
+		}
 		g.Edges = append(g.Edges, Edge{From: table, To: "output", Key: KeyIdentity, Card: PerKey, TS: TSMax, Via: via})
+	}
+	if m.ChangelogOnly {
+		return g
 	}
 	g.Stages = append(g.Stages, GraphStage{ID: "output", Kind: StageOutput, Input: -1, Topic: m.Output, Rule: outRule, TopicFrom: m.OutputOrigin})
 	return g

@@ -116,8 +116,12 @@ type Stage struct {
 // Model is the audited pipeline.
 type Model struct {
 	ApplicationID string
-	// Output is the topic the join writes to.
+	// Output is the topic the join writes to; "" when the one input's
+	// table ends in its changelog (ChangelogOnly).
 	Output string
+	// ChangelogOnly says that the topology file shows the one input's
+	// table leading nowhere: its changelog is the last stage audited.
+	ChangelogOnly bool
 	// OutputOrigin is FromConfig or FromTopology.
 	OutputOrigin Origin
 	// Join is the type of the KTable-KTable joins (pipeline.join): left,
@@ -203,7 +207,7 @@ func Build(ctx context.Context, p Spec, topics TopicLister, opts ...Option) (*Mo
 			return nil, err
 		}
 	}
-	if m.Output == "" {
+	if m.Output == "" && !m.ChangelogOnly {
 		return nil, &Error{Key: "pipeline.output", Msg: "is empty and no topology_file names the join output"}
 	}
 	if m.incomplete() {
@@ -328,10 +332,16 @@ func (m *Model) fromTopology(p Spec) error {
 	}
 	stages, out := d.Stages, d.Output
 	m.Warnings = append(m.Warnings, d.Warnings...)
+	if d.ChangelogOnly {
+		if p.Output != "" {
+			return &Error{Key: "pipeline.output", Msg: fmt.Sprintf("is %q, but in %s the table of input topic %s leads nowhere (it ends in its changelog): remove pipeline.output to audit the changelog alone", p.Output, p.TopologyFile, stages[0].InputTopic)}
+		}
+		m.ChangelogOnly = true
+	}
 	if p.Output != "" && out != p.Output {
 		return &Error{Key: "pipeline.output", Msg: fmt.Sprintf("is %q, but in %s the inputs are joined into topic %q", p.Output, p.TopologyFile, out)}
 	}
-	if m.Output == "" {
+	if m.Output == "" && !m.ChangelogOnly {
 		m.Output, m.OutputOrigin = out, FromTopology
 	}
 	for i, ts := range stages {

@@ -254,6 +254,9 @@ type KeySpec struct {
 	// "left" (OutputLeftJoin), "inner" (OutputInnerJoin) or "outer"
 	// (OutputOuterJoin).
 	Join string
+	// NoOutput says that the tables are the pipeline's end (a topology
+	// ending in its changelog): no output rule applies.
+	NoOutput bool
 	// Withheld reports whether rows at a stage for input x and key must be
 	// withheld because a partition they depend on never settled
 	// (stuck_lso). Nil withholds nothing.
@@ -316,6 +319,9 @@ func Keys(spec *KeySpec, e *KeyEvidence, dst []finding.Row) ([]finding.Row, KeyC
 		}
 		if spec.Inputs[x].Count {
 			dst = e.count(spec, x, &kc, row, dst)
+		}
+		if spec.NoOutput {
+			continue
 		}
 		var kind finding.Kind
 		var checked, bad bool
