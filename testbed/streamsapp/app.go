@@ -165,6 +165,9 @@ type Options struct {
 	// (CountSuppress.java); DropBeforeOutput then lists keys whose emitted
 	// counts are dropped.
 	Suppress time.Duration
+	// Aggregate makes each table of the join chain an aggregate keeping the
+	// newest value (KSTREAM-AGGREGATE-) instead of a reduce (TABLE_OP).
+	Aggregate bool
 	// ProcessingGuarantee is processing.guarantee (default exactly_once_v2);
 	// CommitInterval, when set, commit.interval.ms. Both may change between
 	// starts.
@@ -299,6 +302,7 @@ func (a *App) env() []string {
 		"TOPOLOGY="+a.topology(),
 		"DROP_COUNT="+strings.Join(a.o.DropCount, ","),
 		"SUPPRESS_MS="+millis(a.o.Suppress),
+		"TABLE_OP="+map[bool]string{true: "aggregate", false: ""}[a.o.Aggregate],
 		"PROCESSING_GUARANTEE="+a.o.ProcessingGuarantee,
 		"COMMIT_INTERVAL_MS="+millis(a.o.CommitInterval),
 		"GROUP_PROTOCOL="+a.o.GroupProtocol,

@@ -147,6 +147,8 @@ public final class StreamsApp {
                           Map<String, Set<String>> dropBeforeStore, Set<String> dropBeforeOutput, String tombstoneNote,
                           String failSelectNote, String failReduceNote) {
         StreamsBuilder builder = new StreamsBuilder();
+        // TABLE_OP=aggregate: each table is an aggregate keeping the newest value (KSTREAM-AGGREGATE-).
+        boolean aggregate = "aggregate".equals(cfg("TABLE_OP", "reduce"));
         @SuppressWarnings("unchecked")
         KTable<String, GenericRecord>[] tables = new KTable[3];
         for (int i = 0; i < 3; i++) {
@@ -162,15 +164,17 @@ public final class StreamsApp {
                 }
                 return newV;
             };
-            tables[i] = builder.stream(inputs.get(i), Consumed.with(Serdes.String(), serde))
+            var grouped = builder.stream(inputs.get(i), Consumed.with(Serdes.String(), serde))
                     .selectKey((k, v) -> {
                         if (v != null && failSelectNote != null && failSelectNote.equals(String.valueOf(v.get("note")))) {
                             throw new IllegalStateException("lossaudit testbed: selectKey fails on note " + failSelectNote);
                         }
                         return v == null ? null : String.valueOf(v.get("customerId"));
                     })
-                    .groupByKey(Grouped.with(Serdes.String(), serde))
-                    .reduce(newest, Materialized.with(Serdes.String(), serde));
+                    .groupByKey(Grouped.with(Serdes.String(), serde));
+            tables[i] = aggregate
+                    ? grouped.aggregate(() -> null, (k, v, agg) -> newest.apply(agg, v), Materialized.with(Serdes.String(), serde))
+                    : grouped.reduce(newest, Materialized.with(Serdes.String(), serde));
         }
         AvroSerde outSerde = new AvroSerde(registry, "output", Set.of(), truth);
         KTable<String, GenericRecord> out;
