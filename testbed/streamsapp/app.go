@@ -168,6 +168,9 @@ type Options struct {
 	// Aggregate makes each table of the join chain an aggregate keeping the
 	// newest value (KSTREAM-AGGREGATE-) instead of a reduce (TABLE_OP).
 	Aggregate bool
+	// ChangelogOnly, with Count, runs the count without toStream: the
+	// table ends in its changelog (CountChangelog.java); Output is unused.
+	ChangelogOnly bool
 	// ProcessingGuarantee is processing.guarantee (default exactly_once_v2);
 	// CommitInterval, when set, commit.interval.ms. Both may change between
 	// starts.
@@ -319,6 +322,8 @@ func (a *App) env() []string {
 // topology is the TOPOLOGY the application runs.
 func (a *App) topology() string {
 	switch {
+	case a.o.Count && a.o.ChangelogOnly:
+		return "count-changelog"
 	case a.o.Count && a.o.Suppress > 0:
 		return "count-suppress"
 	case a.o.Count:

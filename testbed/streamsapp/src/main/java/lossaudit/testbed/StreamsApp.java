@@ -304,7 +304,8 @@ public final class StreamsApp {
         List<String> inputs = Arrays.asList(cfg("INPUT_TOPICS", "in-a,in-b,in-c").split(","));
         boolean countMode = "count".equals(cfg("TOPOLOGY", "join"));
         boolean suppressMode = "count-suppress".equals(cfg("TOPOLOGY", "join"));
-        boolean copyMode = countMode || suppressMode || "copy".equals(cfg("TOPOLOGY", "join"));
+        boolean changelogMode = "count-changelog".equals(cfg("TOPOLOGY", "join"));
+        boolean copyMode = countMode || suppressMode || changelogMode || "copy".equals(cfg("TOPOLOGY", "join"));
         if (!copyMode && inputs.size() != 3) {
             throw new IllegalArgumentException("INPUT_TOPICS: want three topics, got " + inputs);
         }
@@ -323,7 +324,8 @@ public final class StreamsApp {
             registry.load();
         }
 
-        Topology topology = suppressMode ? CountSuppress.build(inputs.get(0), output, Long.parseLong(cfg("SUPPRESS_MS", "60000")), dropBeforeOutput)
+        Topology topology = changelogMode ? CountChangelog.build(inputs.get(0), parseKeys(cfg("DROP_COUNT", "")))
+                : suppressMode ? CountSuppress.build(inputs.get(0), output, Long.parseLong(cfg("SUPPRESS_MS", "60000")), dropBeforeOutput)
                 : countMode ? count(inputs.get(0), output, parseKeys(cfg("DROP_COUNT", "")))
                 : copyMode ? copy(inputs.get(0), output)
                 : build(registry, truth, inputs, output, cfg("JOIN_TYPE", "left"), dropBeforeStore, dropBeforeOutput, tombstoneNote,
