@@ -21,7 +21,8 @@ var aggregateNode = regexp.MustCompile(`Processor: (KSTREAM-AGGREGATE-\d{10}) `)
 // dropping chosen keys' results before the output, both at once: the
 // audit, with the aggregates declared in pipeline.nodes and pipeline.join:
 // inner, must report exactly the injected keys an inner join owes a
-// result, as the truth read from the topics says (joinScenario).
+// result, as the truth read from the topics says (joinScenario); then a
+// clean run while all three brokers are killed and restarted.
 func aggregateInnerJoin(t *testing.T, c *kafka.Cluster, adm *kafka.Admin) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	t.Cleanup(cancel)
@@ -33,10 +34,14 @@ func aggregateInnerJoin(t *testing.T, c *kafka.Cluster, adm *kafka.Admin) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			t.Run(tc.name, func(t *testing.T) { joinScenario(ctx, t, c, adm, "aggjoin-"+tc.name, "inner", tc.drop, true) })
+			t.Run(tc.name, func(t *testing.T) { joinScenario(ctx, t, c, adm, "aggjoin-"+tc.name, "inner", tc.drop, true, nil) })
 		}()
 	}
 	wg.Wait()
+	t.Run("all brokers down", func(t *testing.T) {
+		// All three brokers die while the application processes the load.
+		joinScenario(ctx, t, c, adm, "aggjoin-outage", "inner", nil, true, allBrokersDown(ctx, t, c))
+	})
 }
 
 // aggregateNodes declares every aggregate of text as one, in

@@ -63,7 +63,7 @@ func tableJoinTypes(t *testing.T, c *kafka.Cluster, adm *kafka.Admin) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			t.Run(name, func(t *testing.T) { joinScenario(ctx, t, c, adm, "join-"+name, tc.join, tc.drop, false) })
+			t.Run(name, func(t *testing.T) { joinScenario(ctx, t, c, adm, "join-"+name, tc.join, tc.drop, false, nil) })
 		}()
 	}
 	wg.Wait()
@@ -72,8 +72,10 @@ func tableJoinTypes(t *testing.T, c *kafka.Cluster, adm *kafka.Admin) {
 // joinScenario runs the join application with joinType as group on its own
 // topics, loads it, waits until it has committed everything, and checks the
 // audit against the truth read from the topics.
-// With aggregate, the tables are aggregates (declared in pipeline.nodes).
-func joinScenario(ctx context.Context, t *testing.T, c *kafka.Cluster, adm *kafka.Admin, group, joinType string, drop []string, aggregate bool) {
+// With aggregate, the tables are aggregates (declared in pipeline.nodes);
+// fault, when set, runs once the load is written, while the application
+// processes it.
+func joinScenario(ctx context.Context, t *testing.T, c *kafka.Cluster, adm *kafka.Admin, group, joinType string, drop []string, aggregate bool, fault func()) {
 	inputs := [3]string{group + "-a", group + "-b", group + "-c"}
 	out, schemas := group+"-out", group+"-schemas"
 	// The other two inputs of the loads into a alone and c alone, read by nothing.
@@ -140,6 +142,10 @@ func joinScenario(ctx context.Context, t *testing.T, c *kafka.Cluster, adm *kafk
 		t.Fatalf("want 3 repartition topics in the topology, found %q:\n%s", stores, text)
 	}
 	phase("loaded")
+	if fault != nil {
+		fault()
+		phase("fault")
+	}
 	waitAllCommitted(ctx, t, adm, group, append(topics, inputs[:]...), sa.Running)
 	phase("committed")
 	if err := sa.Stop(); err != nil {
