@@ -82,13 +82,9 @@ func applyClientProperties(c *Config, sec, path string, explicit map[string]bool
 	if !utf8.Valid(data) || bytes.IndexByte(data, 0) >= 0 {
 		return &Error{File: path, Msg: "is not a text file of key=value lines; " + named + " names a Java-style client.properties file"}
 	}
-	props, lines, err := parseProperties(string(data))
+	props, lines, err := parsePropertiesFile(path, string(data))
 	if err != nil {
-		var pe *propertyError
-		if errors.As(err, &pe) {
-			return &Error{File: path, Line: pe.line, Msg: pe.err.Error()}
-		}
-		return &Error{File: path, Msg: err.Error()}
+		return err
 	}
 	if err := checkPropertyNames(path, props, lines); err != nil {
 		return err

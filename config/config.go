@@ -158,6 +158,11 @@ type Pipeline struct {
 	// (errors.dead.letter.queue.topic.name, Kafka Streams 4.2+, KIP-1034):
 	// the input records it names were dropped on purpose. "" for none.
 	DeadLetterTopic string `mapstructure:"dead_letter_topic"`
+	// StreamsProperties is the Kafka Streams application's own properties
+	// file: its errors.dead.letter.queue.topic.name gives DeadLetterTopic,
+	// and its application.id ApplicationID, when they are not set. "" for
+	// none.
+	StreamsProperties string `mapstructure:"streams_properties"`
 }
 
 // Node declares the kind of one node of the topology file.

@@ -78,6 +78,11 @@ func Load(opts LoadOptions) (*Config, error) {
 			return nil, c.Locate(err)
 		}
 	}
+	if c.Pipeline.StreamsProperties != "" {
+		if err := applyStreamsProperties(c, explicit); err != nil {
+			return nil, c.Locate(err)
+		}
+	}
 	c.Kafka.SASL.Mechanism = strings.ToUpper(strings.TrimSpace(c.Kafka.SASL.Mechanism))
 	c.SinkKafka.SASL.Mechanism = strings.ToUpper(strings.TrimSpace(c.SinkKafka.SASL.Mechanism))
 	if err := c.Validate(); err != nil {

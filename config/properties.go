@@ -1,6 +1,7 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -45,6 +46,20 @@ func parseProperties(text string) (props map[string]string, lines map[string]int
 		}
 		props[key] = value
 		lines[key] = start
+	}
+	return props, lines, nil
+}
+
+// parsePropertiesFile is parseProperties of text, the content of path,
+// with a syntax error as an *Error naming the file and line.
+func parsePropertiesFile(path, text string) (props map[string]string, lines map[string]int, err error) {
+	props, lines, err = parseProperties(text)
+	if err != nil {
+		var pe *propertyError
+		if errors.As(err, &pe) {
+			return nil, nil, &Error{File: path, Line: pe.line, Msg: pe.err.Error()}
+		}
+		return nil, nil, &Error{File: path, Msg: err.Error()}
 	}
 	return props, lines, nil
 }

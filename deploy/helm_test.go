@@ -3,6 +3,7 @@ package deploy
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -11,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/lossaudit/lossaudit/testbed/testbedenv"
 
 	"go.yaml.in/yaml/v3"
 
@@ -36,21 +39,18 @@ type manifest struct {
 		ConcurrencyPolicy string `yaml:"concurrencyPolicy"`
 		JobTemplate       struct {
 			Spec struct {
-				PodFailurePolicy struct {
-					Rules []struct {
-						Action      string `yaml:"action"`
-						OnExitCodes *struct {
-							ContainerName string `yaml:"containerName"`
-							Operator      string `yaml:"operator"`
-							Values        []int  `yaml:"values"`
-						} `yaml:"onExitCodes"`
-					} `yaml:"rules"`
-				} `yaml:"podFailurePolicy"`
-				Template podTemplate `yaml:"template"`
+				PodFailurePolicy podFailurePolicy `yaml:"podFailurePolicy"`
+				Template         podTemplate      `yaml:"template"`
 			} `yaml:"spec"`
 		} `yaml:"jobTemplate"`
-		Template podTemplate `yaml:"template"`
-		Strategy struct {
+		// A Job's (the sharded audit's Indexed Job).
+		CompletionMode       string           `yaml:"completionMode"`
+		Completions          *int             `yaml:"completions"`
+		Parallelism          *int             `yaml:"parallelism"`
+		BackoffLimitPerIndex *int             `yaml:"backoffLimitPerIndex"`
+		PodFailurePolicy     podFailurePolicy `yaml:"podFailurePolicy"`
+		Template             podTemplate      `yaml:"template"`
+		Strategy             struct {
 			Type string `yaml:"type"`
 		} `yaml:"strategy"`
 		Replicas *int `yaml:"replicas"`
@@ -59,6 +59,46 @@ type manifest struct {
 		} `yaml:"ingress"`
 		PolicyTypes []string `yaml:"policyTypes"`
 	} `yaml:"spec"`
+}
+
+// podFailurePolicy is a Job's pod failure policy.
+type podFailurePolicy struct {
+	Rules []struct {
+		Action      string `yaml:"action"`
+		OnExitCodes *struct {
+			ContainerName string `yaml:"containerName"`
+			Operator      string `yaml:"operator"`
+			Values        []int  `yaml:"values"`
+		} `yaml:"onExitCodes"`
+	} `yaml:"rules"`
+}
+
+// checkFailJob checks that a Job's pod failure policy ends it on exactly
+// the exit codes docs/reference.md gives for findings and configuration
+// errors (codes), and retries the rest.
+func checkFailJob(t *testing.T, kind string, pf podFailurePolicy, codes map[int]string) {
+	t.Helper()
+	var failJob []int
+	for _, r := range pf.Rules {
+		if r.OnExitCodes == nil {
+			continue
+		}
+		if r.OnExitCodes.ContainerName != "lossaudit" || r.OnExitCodes.Operator != "In" {
+			t.Errorf("%s: podFailurePolicy rule %+v: want containerName lossaudit, operator In", kind, r.OnExitCodes)
+		}
+		if r.Action == "FailJob" {
+			failJob = append(failJob, r.OnExitCodes.Values...)
+		}
+	}
+	slices.Sort(failJob)
+	if !slices.Equal(failJob, []int{1, 2}) {
+		t.Errorf("%s: podFailurePolicy fails the Job on exit codes %v, want the documented 1 (findings) and 2 (configuration error)", kind, failJob)
+	}
+	for _, c := range failJob {
+		if _, ok := codes[c]; !ok {
+			t.Errorf("%s: podFailurePolicy names exit code %d, which docs/reference.md does not list", kind, c)
+		}
+	}
 }
 
 type podTemplate struct {
@@ -222,31 +262,15 @@ func TestHelmChart(t *testing.T) {
 						t.Errorf("CronJob: concurrencyPolicy %q, want Forbid", m.Spec.ConcurrencyPolicy)
 					}
 					js := m.Spec.JobTemplate.Spec
-					var failJob []int
-					for _, r := range js.PodFailurePolicy.Rules {
-						if r.OnExitCodes == nil {
-							continue
-						}
-						if r.OnExitCodes.ContainerName != "lossaudit" || r.OnExitCodes.Operator != "In" {
-							t.Errorf("podFailurePolicy rule %+v: want containerName lossaudit, operator In", r.OnExitCodes)
-						}
-						if r.Action == "FailJob" {
-							failJob = append(failJob, r.OnExitCodes.Values...)
-						}
-					}
-					slices.Sort(failJob)
-					if !slices.Equal(failJob, []int{1, 2}) {
-						t.Errorf("podFailurePolicy fails the Job on exit codes %v, want the documented 1 (findings) and 2 (configuration error)", failJob)
-					}
-					for _, c := range failJob {
-						if _, ok := codes[c]; !ok {
-							t.Errorf("podFailurePolicy names exit code %d, which docs/reference.md does not list", c)
-						}
-					}
+					checkFailJob(t, "CronJob", js.PodFailurePolicy, codes)
 					if js.Template.Spec.RestartPolicy != "Never" {
 						t.Errorf("CronJob: restartPolicy %q, want Never (podFailurePolicy requires it)", js.Template.Spec.RestartPolicy)
 					}
 					checkPod(t, "CronJob", js.Template, cfg.Store.Dir, files, secretKeys, auditYAML)
+				case "Job":
+					workloads["Job"]++
+					checkShardedJob(t, m, codes)
+					checkPod(t, "Job", m.Spec.Template, cfg.Store.Dir, files, secretKeys, auditYAML)
 				case "Deployment":
 					workloads["Deployment"]++
 					if m.Spec.Strategy.Type != "Recreate" || m.Spec.Replicas == nil || *m.Spec.Replicas != 1 {
@@ -280,8 +304,38 @@ func TestHelmChart(t *testing.T) {
 			}
 		})
 	}
-	if workloads["CronJob"] == 0 || workloads["Deployment"] == 0 || workloads["NetworkPolicy"] == 0 {
-		t.Errorf("the value sets rendered %v: want a CronJob, a Deployment and a NetworkPolicy", workloads)
+	if workloads["CronJob"] == 0 || workloads["Deployment"] == 0 || workloads["NetworkPolicy"] == 0 || workloads["Job"] == 0 {
+		t.Errorf("the value sets rendered %v: want a CronJob, a Deployment, a NetworkPolicy and a Job", workloads)
+	}
+}
+
+// checkShardedJob checks the sharded audit's Indexed Job (docs/scale.md):
+// every index at once (a reduce waits for every map), a failed index
+// retried alone, the Job ended on findings and configuration errors, the
+// shard directory the Job's own on the shared volume, each pod's index in
+// its emptyDir.
+func checkShardedJob(t *testing.T, m manifest, codes map[int]string) {
+	t.Helper()
+	s := m.Spec
+	if s.CompletionMode != "Indexed" || s.Completions == nil || s.Parallelism == nil || *s.Parallelism != *s.Completions || s.BackoffLimitPerIndex == nil {
+		t.Errorf("Job: completionMode %q, completions %v, parallelism %v, backoffLimitPerIndex %v: want Indexed, parallelism = completions, a per-index limit",
+			s.CompletionMode, s.Completions, s.Parallelism, s.BackoffLimitPerIndex)
+	}
+	checkFailJob(t, "Job", s.PodFailurePolicy, codes)
+	if s.Template.Spec.RestartPolicy != "Never" {
+		t.Errorf("Job: restartPolicy %q, want Never (podFailurePolicy requires it)", s.Template.Spec.RestartPolicy)
+	}
+	args := strings.Join(s.Template.Spec.Containers[0].Args, " ")
+	want := fmt.Sprintf("--shards %d --shard-dir /var/lib/lossaudit/shards/$(JOB_UID) --store-dir /tmp/store", *s.Completions)
+	if !strings.Contains(args, want) {
+		t.Errorf("Job: args %q lack %q", args, want)
+	}
+	if !slices.ContainsFunc(s.Template.Spec.Containers[0].Env, func(e struct {
+		Name string `yaml:"name"`
+	}) bool {
+		return e.Name == "JOB_UID"
+	}) {
+		t.Errorf("Job: no JOB_UID variable for the shard directory's $(JOB_UID)")
 	}
 }
 
@@ -379,6 +433,9 @@ func checkPod(t *testing.T, kind string, pod podTemplate, storeDir string, files
 		}
 	}
 	for _, e := range c.Env {
+		if kind == "Job" && e.Name == "JOB_UID" {
+			continue // the sharded audit's run: its shard directory
+		}
 		if e.Name != config.EnvName("schema.registry_username") && e.Name != config.EnvName("schema.registry_password") {
 			t.Errorf("%s: environment variable %s is not one lossaudit reads for the registry's credentials", kind, e.Name)
 		}
@@ -396,7 +453,7 @@ func checkLoads(t *testing.T, auditYAML string) {
 	if err := os.WriteFile(f, []byte(auditYAML), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := config.Load(config.LoadOptions{File: f})
+	cfg, err := config.Load(config.LoadOptions{File: f, IgnoreEnv: testbedenv.Is})
 	if err == nil {
 		err = cfg.ValidateWatch()
 	}

@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/lossaudit/lossaudit/audit/compare"
 	"github.com/lossaudit/lossaudit/audit/finding"
 	"github.com/lossaudit/lossaudit/audit/internal/engine"
 	"github.com/lossaudit/lossaudit/audit/internal/engine/incremental"
@@ -194,6 +195,9 @@ type prepared struct {
 	reg    *schema.Registry
 	model  *topology.Model
 	opts   streams.Options
+	// stream is the check of a per-record stream stage (stream.go), nil
+	// for the table family.
+	stream *compare.Options
 	closes []func() error
 }
 
@@ -224,6 +228,14 @@ func prepare(ctx context.Context, cfg *config.Config, o Options) (_ *prepared, e
 	}
 	if p.model, err = Model(ctx, cfg, p.client, SchemaMatcher(p.client, p.reg)); err != nil {
 		return nil, err
+	}
+	if p.model.Stream != nil {
+		if o.Warnings != nil {
+			for _, w := range p.model.Warnings {
+				fmt.Fprintf(o.Warnings, "warning: %s\n", w)
+			}
+		}
+		return p, p.prepareStream(cfg, o)
 	}
 	if err = checkChangelogPolicies(ctx, p.client, p.model, o.Warnings); err != nil {
 		return nil, err
@@ -290,6 +302,13 @@ func Run(ctx context.Context, cfg *config.Config, o Options) (*finding.Result, *
 		return nil, nil, err
 	}
 	defer p.close()
+	if p.stream != nil {
+		res, err := compare.Run(ctx, *p.stream)
+		if err != nil {
+			return nil, nil, streamRunError(p, err)
+		}
+		return res, p.model, nil
+	}
 	hist, err := history.Open(filepath.Join(cfg.Store.Dir, "history"))
 	if err != nil {
 		return nil, nil, err
@@ -363,6 +382,10 @@ func Reconcile(ctx context.Context, cfg *config.Config, o Options) (*Step, error
 	if err != nil {
 		return nil, err
 	}
+	if p.stream != nil {
+		p.close()
+		return nil, &config.Error{Key: "pipeline.topology_file", Msg: "describes a per-record stream stage, which reconcile and watch do not check yet: run lossaudit audit"}
+	}
 	if err := refuseBuffers(p.model); err != nil {
 		p.close()
 		return nil, err
@@ -426,13 +449,18 @@ func CheckTopology(cfg *config.Config) error {
 }
 
 // Model derives the pipeline model of cfg, listing topics with lister and
-// matching discovered changelogs with match (nil: no evidence). Problems
+// matching discovered changelogs with match (nil: no evidence); a lister
+// that describes streams groups (kread.Client) also gives names from the
+// application's streams group and checks the topology file against it. Problems
 // the user can fix are *config.Error; a node the audit does not support is
 // a *topology.UnsupportedError, which the CLI reports with exit code 2.
 func Model(ctx context.Context, cfg *config.Config, lister topology.TopicLister, match topology.Matcher) (*topology.Model, error) {
 	var opts []topology.Option
 	if match != nil {
 		opts = append(opts, topology.WithMatcher(match))
+	}
+	if g, ok := lister.(streamsTopologer); ok {
+		opts = append(opts, topology.WithGroup(GroupSource(g)))
 	}
 	m, err := topology.Build(ctx, Spec(cfg), lister, opts...)
 	var pe *topology.Error

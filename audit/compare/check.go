@@ -56,6 +56,10 @@ func check(o Options, snap *compareSnapshot, led *ledgerState, stuck []bool, j p
 		}
 		ledgers[lt] = spec
 	}
+	var stream *detect.StreamSpec
+	if o.Stream != nil {
+		stream = streamSpec(o)
+	}
 	var cev detect.CopyEvidence
 	var lev detect.LedgerEvidence
 	err := o.Store.EachKey(func(key []byte, c *index.Cursor) error {
@@ -75,7 +79,11 @@ func check(o Options, snap *compareSnapshot, led *ledgerState, stuck []bool, j p
 			}
 			n := len(res.rows)
 			var cc detect.CopyCounts
-			res.rows, cc = detect.Copies(&pairs[idx], &cev, res.rows)
+			if stream != nil {
+				res.rows, cc = detect.StreamCopies(stream, &cev, res.rows)
+			} else {
+				res.rows, cc = detect.Copies(&pairs[idx], &cev, res.rows)
+			}
 			res.identities[idx] += cc.Checked
 			res.unexplained[idx] += cc.Unexplained
 			if stuck[idx] {

@@ -42,6 +42,8 @@ type collector struct {
 	sinks   []sideCounters
 	ledger  sideCounters
 	decode  engine.DecodeErrors
+	// stream counts a stream stage's drops and link copies (Options.Stream).
+	stream streamCounters
 	// from is, for a reconcile step, where each partition is read from
 	// (missing: its log start); nil for a full run.
 	from map[kread.TP]int64
@@ -63,7 +65,11 @@ func (c *collector) start(t string) map[int32]int64 {
 }
 
 func newCollector(o Options, w entryWriter, h hasher) *collector {
-	return &collector{o: o, w: w, h: h, sources: make([]sideCounters, len(o.Pairs)), sinks: make([]sideCounters, len(o.Pairs))}
+	c := &collector{o: o, w: w, h: h, sources: make([]sideCounters, len(o.Pairs)), sinks: make([]sideCounters, len(o.Pairs))}
+	if o.Stream != nil {
+		c.stream.nullKey, c.stream.nullValue = make([]atomic.Int64, len(o.Pairs)), make([]atomic.Int64, len(o.Pairs))
+	}
+	return c
 }
 
 // readLedger writes the ledger's sends into the index. It runs before the
@@ -111,6 +117,9 @@ func (c *collector) readLedger() (*ledgerState, error) {
 // of a source the ledger names as it goes), then the ledger topics that
 // are no pair's source.
 func (c *collector) readAll(ctx context.Context, led *ledgerState) error {
+	if c.o.Stream != nil {
+		return c.readStream(ctx)
+	}
 	for x, p := range c.o.Pairs {
 		if err := c.readSink(ctx, x, p); err != nil {
 			return err
@@ -223,13 +232,7 @@ func (c *collector) readSource(ctx context.Context, x int, p Pair, lt int) error
 		due := c.snap.dueBelow(x, part)
 		var nDue, nPending int64
 		return func(rec *kread.Record, d digest, buf []byte) ([]byte, error) {
-			tag := tagDue
-			if rec.Offset >= due {
-				tag = tagPending
-				nPending++
-			} else {
-				nDue++
-			}
+			tag := dueTag(rec.Offset, due, &nDue, &nPending)
 			buf, err := c.w.record(tag, x, d, rec.Partition, rec.Offset, rec.Timestamp, rec.Key, buf)
 			if err != nil || lt < 0 {
 				return buf, err
@@ -257,4 +260,15 @@ type readerWithHeader struct {
 func (r readerWithHeader) Read(ctx context.Context, ranges []kread.Range, o kread.ReadOptions, fn func(recs []kread.Record) error) (map[kread.TP]kread.Stats, error) {
 	o.Header = r.header
 	return r.k.Read(ctx, ranges, o, fn)
+}
+
+// dueTag is the tag of a source record at offset off of a partition whose
+// records below due are due, counting it.
+func dueTag(off, due int64, nDue, nPending *int64) byte {
+	if off >= due {
+		*nPending++
+		return tagPending
+	}
+	*nDue++
+	return tagDue
 }

@@ -129,6 +129,8 @@ func foldPair(c *index.Cursor, ev *detect.CopyEvidence) error {
 			ev.AddPending(r)
 		case tagDue:
 			ev.AddDue(r)
+		case tagLink:
+			ev.AddLink(r)
 		}
 	})
 }
@@ -145,7 +147,7 @@ func eachPairEntry(c *index.Cursor, fn func(tag byte, r detect.Record)) error {
 		if e.Tag == tagTouch {
 			continue
 		}
-		if len(e.Fields) != 12 {
+		if len(e.Fields) != 12 && len(e.Fields) != 14 {
 			return fmt.Errorf("index: pair entry %#x with %d bytes of fields", e.Tag, len(e.Fields))
 		}
 		if e.Tag == prevTag && bytes.Equal(e.Fields, prev) {
@@ -157,11 +159,15 @@ func eachPairEntry(c *index.Cursor, fn func(tag byte, r detect.Record)) error {
 			return fmt.Errorf("index: pair entry %#x: %w", e.Tag, err)
 		}
 		switch e.Tag {
-		case tagSink, tagPending, tagDue:
+		case tagSink, tagPending, tagDue, tagLink:
 		default:
 			return fmt.Errorf("index: unknown pair entry %#x", e.Tag)
 		}
-		fn(e.Tag, detect.Record{Partition: int32(binary.BigEndian.Uint32(e.Fields[:4])), Offset: int64(binary.BigEndian.Uint64(e.Fields[4:])), TS: ts, Key: key})
+		r := detect.Record{Partition: int32(binary.BigEndian.Uint32(e.Fields[:4])), Offset: int64(binary.BigEndian.Uint64(e.Fields[4:12])), TS: ts, Key: key}
+		if len(e.Fields) == 14 {
+			r.Pair = int(binary.BigEndian.Uint16(e.Fields[12:])) // a stream stage's input (streamRecord)
+		}
+		fn(e.Tag, r)
 	}
 	return nil
 }

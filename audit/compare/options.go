@@ -64,6 +64,9 @@ type Options struct {
 	Ledger Ledger
 	// ReportUnexpected reports sink records with no source record.
 	ReportUnexpected bool
+	// Stream, when set, makes the comparison the check of a Kafka
+	// Streams application's per-record stream stage (stream.go).
+	Stream *Stream
 	// SettleTimeout bounds the wait for transactions open on the sinks
 	// when the due offsets were taken to end; SettlePoll is the interval
 	// between checks (default 200ms).
@@ -97,6 +100,9 @@ func (o Options) withDefaults() (Options, error) {
 		if p.Name == "" || p.Source == "" || p.Sink == "" {
 			return o, fmt.Errorf("compare: pair %d lacks a name, source or sink", i)
 		}
+	}
+	if err := o.checkStream(); err != nil {
+		return o, err
 	}
 	if o.Now == nil {
 		o.Now = time.Now

@@ -45,7 +45,11 @@ func (p *modePass) Prelude() (string, func(context.Context) error) {
 }
 
 func (p *modePass) Snapshot(ctx context.Context) (err error) {
-	p.snap, err = takeSnapshot(ctx, p.o, p.led.topics)
+	var tails func(context.Context, *compareSnapshot) error
+	if p.o.Stream != nil {
+		tails = p.col.readLinkTails
+	}
+	p.snap, err = takeSnapshot(ctx, p.o, p.led.topics, tails)
 	p.col.snap = p.snap
 	return err
 }

@@ -47,6 +47,9 @@ func runTotals(col *collector, chk *checked) []pairTotals {
 			srcNoIdentity: src.noIdentity.Load(), sinkRecords: snk.records.Load(), sinkNoIdentity: snk.noIdentity.Load(),
 			sinkDecodeErrors: snk.decodeErrors.Load(), identities: chk.identities[x], unexplained: chk.unexplained[x],
 		}
+		if col.o.Stream != nil {
+			out[x].src.NullKey, out[x].src.NullValue = col.stream.nullKey[x].Load(), col.stream.nullValue[x].Load()
+		}
 	}
 	return out
 }

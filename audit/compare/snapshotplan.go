@@ -46,7 +46,10 @@ type compareSnapshot struct {
 // the grace); the sinks' high watermarks, then each sink once every
 // transaction open by then has ended (settled); then the sources' and the
 // ledger topics' bounds.
-func takeSnapshot(ctx context.Context, o Options, ledgerTopics []string) (*compareSnapshot, error) {
+//
+// tails, when not nil, runs right after the due offsets (a stream stage's
+// link tails, read before the sinks' high watermarks).
+func takeSnapshot(ctx context.Context, o Options, ledgerTopics []string, tails func(context.Context, *compareSnapshot) error) (*compareSnapshot, error) {
 	resolve := func(k engine.Kafka, topic string, role engine.Role, pair int) error {
 		if err := engine.Resolve(ctx, k, topic, role, pair); err != nil {
 			var mt *engine.MissingTopicError
@@ -88,7 +91,13 @@ func takeSnapshot(ctx context.Context, o Options, ledgerTopics []string) (*compa
 			return nil, &ShareGroupError{Group: o.Group}
 		}
 		s.group = &finding.Group{ID: o.Group, Type: string(gi.Type), State: gi.State, Members: gi.Members, Via: gi.Via}
-		g, err := o.Source.GroupOffsets(ctx, o.Group, sources)
+		topics := sources
+		if o.Stream != nil {
+			// The links' committed offsets are read with the inputs',
+			// in one consistent fetch: they bound the links' tails.
+			topics = append(append([]string(nil), sources...), o.Stream.Links...)
+		}
+		g, err := o.Source.GroupOffsets(ctx, o.Group, topics)
 		if err != nil {
 			return nil, fmt.Errorf("compare: reading committed offsets of group %s: %w", o.Group, err)
 		}
@@ -115,6 +124,11 @@ func takeSnapshot(ctx context.Context, o Options, ledgerTopics []string) (*compa
 		}
 	}
 
+	if tails != nil {
+		if err := tails(ctx, s); err != nil {
+			return nil, err
+		}
+	}
 	for _, p := range o.Pairs {
 		if _, ok := s.sinkStartHW[p.Sink]; ok {
 			continue

@@ -115,6 +115,8 @@ func Step(ctx context.Context, o Options, so StepOptions) (*incremental.Stepped,
 		return nil, errors.New("reconcile: no state store")
 	case o.Ledger != nil:
 		return nil, errors.New("reconcile: a comparison's ledger is checked by lossaudit compare, not reconciled")
+	case o.Stream != nil:
+		return nil, errors.New("reconcile: a per-record stream stage is checked by lossaudit audit, not reconciled yet")
 	}
 	desc := describe(o, so.Describe)
 	var last checkpoint

@@ -80,6 +80,9 @@ type groupDescribe struct {
 	corr            int32
 
 	out Group
+	// topology is a streams group's topology as its coordinator holds it
+	// (nil for other types, or when the answer has none).
+	topology *StreamsTopology
 	// code is a Kafka error code of the answer (0: none), msg its message.
 	code int16
 	msg  string
@@ -255,6 +258,7 @@ func (r *groupDescribe) describeStreams(rw io.ReadWriter, max int16) error {
 	return r.describeNew(rw, "StreamsGroupDescribe", max, req, resp, func() (bool, int16, *string, string, int) {
 		for _, g := range resp.Groups {
 			if g.Group == r.group {
+				r.topology = streamsTopology(g.Topology)
 				return true, g.ErrorCode, g.ErrorMessage, g.State, len(g.Members)
 			}
 		}
@@ -289,7 +293,16 @@ func deref(s *string) string {
 // the coordinator does not know is returned with an empty Type and no
 // error.
 func (c *Client) DescribeGroup(ctx context.Context, group string) (Group, error) {
-	var out Group
+	res, err := c.describeGroup(ctx, group)
+	if err != nil {
+		return Group{}, err
+	}
+	return res.out, nil
+}
+
+// describeGroup is DescribeGroup's exchange, with the whole answer.
+func (c *Client) describeGroup(ctx context.Context, group string) (*groupDescribe, error) {
+	var out *groupDescribe
 	err := c.retry(ctx, "describing group "+group, func(ctx context.Context) error {
 		r, err := c.roundTrip(ctx, &groupDescribe{group: group, clientID: c.o.ClientID})
 		if err != nil {
@@ -305,11 +318,11 @@ func (c *Client) DescribeGroup(ctx context.Context, group string) (Group, error)
 			}
 			return err
 		}
-		out = res.out
+		out = res
 		return nil
 	})
 	if err != nil {
-		return Group{}, fmt.Errorf("describing group %q: %w", group, err)
+		return nil, fmt.Errorf("describing group %q: %w", group, err)
 	}
 	return out, nil
 }

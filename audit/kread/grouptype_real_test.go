@@ -123,9 +123,17 @@ func TestRealKafka44GroupsAndTransactions(t *testing.T) {
 	hb.Group, hb.MemberID, hb.MemberEpoch, hb.RebalanceTimeoutMillis = "g-streams", "member-1", 0, 30000
 	process := "process-1"
 	hb.ProcessID = &process
+	// Its topology: gt re-keyed into a repartition topic, read by a
+	// second subtopology into a store with a changelog.
+	const repartition, changelog = "g-streams-s-repartition", "g-streams-s-changelog"
 	sub := kmsg.NewStreamsGroupHeartbeatRequestTopologySubtopology()
-	sub.SubtopologyID, sub.SourceTopics = "0", []string{topic}
-	hb.Topology = &kmsg.StreamsGroupHeartbeatRequestTopology{Subtopologies: []kmsg.StreamsGroupHeartbeatRequestTopologySubtopology{sub}}
+	sub.SubtopologyID, sub.SourceTopics, sub.RepartitionSinkTopics = "0", []string{topic}, []string{repartition}
+	sub1 := kmsg.NewStreamsGroupHeartbeatRequestTopologySubtopology()
+	sub1.SubtopologyID = "1"
+	rti, cti := kmsg.NewTopicInfo(), kmsg.NewTopicInfo()
+	rti.Topic, rti.NumPartitions, cti.Topic = repartition, 2, changelog
+	sub1.RepartitionSourceTopics, sub1.StateChangelogTopics = []kmsg.TopicInfo{rti}, []kmsg.TopicInfo{cti}
+	hb.Topology = &kmsg.StreamsGroupHeartbeatRequestTopology{Subtopologies: []kmsg.StreamsGroupHeartbeatRequestTopologySubtopology{sub, sub1}}
 	hb.ActiveTasks, hb.StandbyTasks, hb.WarmupTasks = []kmsg.TaskIDs{}, []kmsg.TaskIDs{}, []kmsg.TaskIDs{}
 	hr := kmsg.NewPtrStreamsGroupHeartbeatResponse()
 	rawExchange(t, cl.Bootstrap()[0], hb, hr, 0) // franz-go's client does not send it
@@ -182,6 +190,28 @@ func TestRealKafka44GroupsAndTransactions(t *testing.T) {
 			}
 		}
 	}
+	// The streams group's topology, as the member sent it; none for the
+	// other types.
+	st, g, err := r.StreamsGroupTopology(ctx, "g-streams")
+	if err != nil || st == nil {
+		t.Errorf("StreamsGroupTopology(g-streams) = %+v, %+v, %v; want its topology", st, g, err)
+	} else {
+		got := fmt.Sprintf("%+v", st.Subtopologies)
+		want := fmt.Sprintf("%+v", []StreamsSubtopology{
+			{ID: "0", SourceTopics: []string{topic}, RepartitionSourceTopics: []string{}, RepartitionSinkTopics: []string{repartition}, ChangelogTopics: []string{}},
+			{ID: "1", SourceTopics: []string{}, RepartitionSourceTopics: []string{repartition}, RepartitionSinkTopics: []string{}, ChangelogTopics: []string{changelog}},
+		})
+		if st.Group != "g-streams" || got != want {
+			t.Errorf("StreamsGroupTopology(g-streams) = group %s epoch %d %s, want %s", st.Group, st.Epoch, got, want)
+		}
+		t.Logf("streams group topology: epoch %d %s (group %+v)", st.Epoch, got, g)
+	}
+	for _, other := range []string{"g-classic", "g-consumer", "g-share", "g-none"} {
+		if st, _, err := r.StreamsGroupTopology(ctx, other); err != nil || st != nil {
+			t.Errorf("StreamsGroupTopology(%s) = %+v, %v; want none", other, st, err)
+		}
+	}
+
 	// A KIP-848 group's committed offsets read as a classic group's are
 	// (OffsetFetch v7 with require_stable, what audit and compare use).
 	offs, err := r.GroupOffsets(ctx, "g-consumer", []string{topic})

@@ -1,6 +1,7 @@
 package streams
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -447,6 +448,32 @@ func TestRunStuckLSOWithholdsAndIsPartial(t *testing.T) {
 	ps := res.Summary.Partitions
 	if len(ps) != 1 || ps[0].Kind != finding.StuckLSO || ps[0].Topic != "out" || ps[0].Partition != op {
 		t.Errorf("partition findings = %+v, want stuck_lso on out[%d]", ps, op)
+	}
+}
+
+// TestRunStuckLSOWithholdsNormalizedKeys: with output keys normalized
+// (OutputKey, for Avro-framed keys), the partition a missing key belongs
+// to is that of its framed bytes, which the normalized key does not give:
+// a stuck partition of the output withholds the row wherever the
+// normalized key would hash.
+func TestRunStuckLSOWithholdsNormalizedKeys(t *testing.T) {
+	tp := newTestPipeline(t)
+	tp.process(0, 0, "k", 100, "1", false, true) // output missing for k
+	framed := []byte("x:k")
+	op := partitionFor(framed, 2)
+	if op == partitionFor([]byte("k"), 2) {
+		t.Fatal("test keys hash alike: pick another framing")
+	}
+	tp.opt.OutputKey = func(k []byte) []byte { return bytes.TrimPrefix(k, []byte("x:")) }
+	f := tp.f
+	f.add("out", op, framed, []byte("open"), 100, kread.Committed)
+	f.parts["out"][op].lso = int64(len(f.parts["out"][op].recs)) - 1 // an open transaction
+	res := tp.run(t)
+	if len(res.Rows) != 0 {
+		t.Errorf("rows = %v, want the output row withheld", rowsString(res.Rows))
+	}
+	if !res.Summary.Partial {
+		t.Error("a run with a stuck partition is not marked partial")
 	}
 }
 

@@ -57,23 +57,29 @@ func check(o Options, snap *pipelineSnapshot, stuck map[kread.TP]bool, tl *timel
 		// A stuck dead-letter partition may hide the record that exempts
 		// any input record: every row is withheld.
 		dlqStuck := false
+		stuckTopics := make(map[string]bool)
 		for tp := range stuck {
 			dlqStuck = dlqStuck || (o.DeadLetterTopic != "" && tp.Topic == o.DeadLetterTopic)
+			stuckTopics[tp.Topic] = true
 		}
 		spec.Withheld = func(stage finding.Stage, x int, key []byte) bool {
 			if dlqStuck {
 				held = append(held, heldRow{stage, x})
 				return true
 			}
-			t := snap.output
+			t, normalized := snap.output, o.OutputKey != nil
 			if stage == finding.StageChangelog {
-				t = snap.changelogs[x]
+				t, normalized = snap.changelogs[x], o.Inputs[x].DownstreamKey != nil
 			}
-			w := stuck[kread.TP{Topic: t.Name, Partition: partitionFor(key, len(t.Parts))}]
-			if b := snap.buffers; stage == finding.StageOutput && x < len(b) && b[x].Name != "" {
+			// The key's partition is murmur2 of the bytes the producer
+			// wrote; a normalized key (Avro framing stripped) no longer
+			// has them, so any stuck partition of the topic withholds.
+			w := stuckTopics[t.Name] && (normalized || stuck[kread.TP{Topic: t.Name, Partition: partitionFor(key, len(t.Parts))}])
+			if b := snap.buffers; stage == finding.StageOutput && x < len(b) && b[x].Name != "" && stuckTopics[b[x].Name] {
 				// The buffer's record of the key decides whether the
-				// output owes it.
-				w = w || stuck[kread.TP{Topic: b[x].Name, Partition: partitionFor(key, len(b[x].Parts))}]
+				// output owes it (its key normalized as the changelog's).
+				bn := o.Inputs[x].DownstreamKey != nil
+				w = w || bn || stuck[kread.TP{Topic: b[x].Name, Partition: partitionFor(key, len(b[x].Parts))}]
 			}
 			if w {
 				held = append(held, heldRow{stage, x})

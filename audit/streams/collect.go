@@ -84,6 +84,9 @@ type collector struct {
 	timeline *timeline
 	// dlq is the application's dead-letter queue; nil without one.
 	dlq *deadLetterQueue
+	// shard, when set, restricts the reads to one shard's part of a
+	// sharded audit (shard.go).
+	shard *shardView
 
 	// windowFrom holds, per input partition, the window start offset the
 	// read began at (windowed runs).
@@ -237,6 +240,9 @@ func (c *collector) readInput(ctx context.Context, x int) error {
 		c.windowFrom[kread.TP{Topic: t.Name, Partition: p}] = off
 	}
 	rs, total := c.ranges(t, start)
+	if c.shard != nil {
+		rs, total = c.shard.filter(rs, true)
+	}
 	cnt := &c.counts[x]
 	// With every repartition-tail record in memory, a candidate pending at
 	// the second hop is known as it is read, so the others can be
@@ -364,6 +370,9 @@ func (c *collector) readStage(ctx context.Context, name, topic string, x int, ou
 		t = c.snap.changelogs[x]
 	}
 	rs, total := c.ranges(t, start)
+	if c.shard != nil {
+		rs, total = c.shard.filter(rs, false)
+	}
 	err = collect.Read(ctx, c.o.Kafka, collect.Spec{Name: name, Ranges: rs, Total: total, Aborted: true, Progress: c.o.Progress, Stats: &c.stats}, func(recs []kread.Record) error {
 		for i := range recs {
 			rec := &recs[i]
@@ -373,6 +382,11 @@ func (c *collector) readStage(ctx context.Context, name, topic string, x int, ou
 			key := rec.Key
 			if norm != nil {
 				key = norm(key)
+			}
+			if c.shard != nil {
+				if err := c.shard.owns(key, rec); err != nil {
+					return err
+				}
 			}
 			var val []byte
 			if count {

@@ -24,6 +24,7 @@ import (
 // pipeline, a summary on stdout, the reports named in config or flags.
 func newAuditCmd(g *globalFlags) *cobra.Command {
 	var quiet bool
+	var sf *shardFlags
 	cmd := &cobra.Command{
 		Use:   "audit",
 		Short: "Audit the configured pipeline for lost records",
@@ -37,6 +38,9 @@ func newAuditCmd(g *globalFlags) *cobra.Command {
 			cfg, err := g.load(cmd)
 			if err != nil {
 				return err
+			}
+			if sf.shards > 0 {
+				return runShard(cmd, cfg, sf, quiet)
 			}
 			if err := checkRunConfig(cfg); err != nil {
 				return err
@@ -56,6 +60,7 @@ func newAuditCmd(g *globalFlags) *cobra.Command {
 		},
 	}
 	cmd.Flags().BoolVarP(&quiet, "quiet", "q", false, "no progress output on stderr")
+	sf = addShardFlags(cmd)
 	return cmd
 }
 

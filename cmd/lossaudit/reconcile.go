@@ -156,7 +156,9 @@ func reconcileStep(ctx context.Context, cfg *config.Config, o app.Options, stdou
 // The points: reading (the first input records arrive), stepped (the step
 // is judged, nothing written), reported (the reports are written, the
 // state not committed), and the state store's staged, committed, applying
-// and applied (audit/internal/store/state).
+// and applied (audit/internal/store/state); in a sharded audit,
+// shard-map-entry (a map's first entry), shard-map-written (its output
+// complete, no marker yet) and shard-reduce-written (likewise).
 type failpoints struct {
 	ctx              context.Context
 	crash, interrupt string

@@ -170,20 +170,8 @@ func runProcess(t *testing.T, s store, env ...string) (int, syscall.Signal, stri
 	cmd.Env = append(testbedenv.Strip(os.Environ()), env...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
-	err = cmd.Run()
-	var ee *exec.ExitError
-	switch {
-	case err == nil:
-		return 0, 0, stderr.String()
-	case errors.As(err, &ee):
-		ws := ee.Sys().(syscall.WaitStatus)
-		if ws.Signaled() {
-			return -1, ws.Signal(), stderr.String()
-		}
-		return ws.ExitStatus(), 0, stderr.String()
-	}
-	t.Fatal(err)
-	return 0, 0, ""
+	code, sig := processExit(t, cmd.Run())
+	return code, sig, stderr.String()
 }
 
 // step runs a normal step and returns its report.

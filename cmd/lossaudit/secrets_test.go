@@ -34,9 +34,10 @@ const (
 	secretURL      = "url-pw-F9j3Gt6w"        // the password of a URL with credentials
 	secretStore    = "keystore-pw-C2x5Vh9e"   // ssl.keystore.password / ssl.key.password
 	secretRedact   = "redact-secret-T8m4Kw1p" // report.redact_key_file's content
+	secretStreams  = "streams-pw-P3n7Dx5c"    // a password in pipeline.streams_properties
 )
 
-var allSecrets = []string{secretYAML, secretJAAS, secretEnv, secretWrong, secretRegistry, secretURL, secretStore, secretRedact}
+var allSecrets = []string{secretYAML, secretJAAS, secretEnv, secretWrong, secretRegistry, secretURL, secretStore, secretRedact, secretStreams}
 
 // TestSecretsAreNeverShown runs every command with secrets in the YAML
 // file, in client.properties (given by the --command-config flag), in the
@@ -69,6 +70,12 @@ func TestSecretsAreNeverShown(t *testing.T) {
 	wrongProps := write("wrong.properties", "security.protocol=SASL_PLAINTEXT\nsasl.mechanism=SCRAM-SHA-512\n"+jaas("jaas-user", secretWrong))
 	badJAAS := write("bad-jaas.properties", "security.protocol=SASL_PLAINTEXT\nsasl.mechanism=SCRAM-SHA-512\n"+
 		"sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required username=\"jaas-user\" password=\""+secretJAAS+"\n")
+
+	// The application's own properties file (pipeline.streams_properties),
+	// with its passwords; the second one fails to parse after them.
+	streamsProps := write("streams.properties", "application.id="+truth.AppID+"\nerrors.dead.letter.queue.topic.name="+truth.AppID+"-dlq\n"+
+		jaas("app", secretStreams)+"ssl.keystore.password="+secretStreams+"\n")
+	badStreamsProps := write("bad-streams.properties", jaas("app", secretStreams)+"ssl.key.password="+secretStreams+"\\u12\n")
 
 	// config renders a YAML configuration of the pipeline; sasl is the
 	// kafka.sasl section's body ("" for none), extra is appended.
@@ -103,6 +110,10 @@ func TestSecretsAreNeverShown(t *testing.T) {
 			run{name: cmd + ", no password", args: []string{cmd, "-c", config(cmd+"-nopw", "    mechanism: SCRAM-SHA-512\n    username: yaml-user\n", "")},
 				codes: []int{exitUsage, exitIncomplete}},
 			run{name: cmd + ", --help", args: []string{cmd, "--help", "-c", config(cmd+"-help", yamlSASL, "")}, codes: []int{exitOK}},
+			run{name: cmd + ", the application's properties file", args: []string{cmd, "-c", config(cmd+"-streams", yamlSASL, "")},
+				env: map[string]string{"LOSSAUDIT_PIPELINE_STREAMS_PROPERTIES": streamsProps}, codes: []int{exitOK, exitFindings}},
+			run{name: cmd + ", the application's properties file does not parse", args: []string{cmd, "-c", config(cmd+"-badstreams", yamlSASL, "")},
+				env: map[string]string{"LOSSAUDIT_PIPELINE_STREAMS_PROPERTIES": badStreamsProps}, codes: []int{exitUsage}},
 		)
 		// Configuration errors, each next to every kind of secret.
 		for i, bad := range []struct{ sasl, extra, props string }{

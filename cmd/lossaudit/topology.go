@@ -26,7 +26,8 @@ func newTopologyCmd(g *globalFlags) *cobra.Command {
 		Long: "topology derives, for every configured input, its repartition topic, reduce store and\n" +
 			"changelog topic, and the join's output topic: from explicit overrides in\n" +
 			"pipeline.inputs[i], then from pipeline.topology_file (the text printed by\n" +
-			"Topology#describe()), then by discovery among the cluster's topics. It prints one row\n" +
+			"Topology#describe()), then from the application's streams group (KIP-1071, which\n" +
+			"the topology file is checked against), then by discovery among the cluster's topics. It prints one row\n" +
 			"per name with its origin and whether the topic exists, then the stage graph: each\n" +
 			"stage (source, link, table, output) with the rule it is held to, and each edge with\n" +
 			"how it maps the key and carries the timestamp.\n\n" +
@@ -109,6 +110,10 @@ func runTopology(ctx context.Context, cfg *config.Config, lister topology.TopicL
 
 	var rows []topicRow
 	for i, s := range m.Stages {
+		if m.Stream != nil {
+			rows = append(rows, streamRows(m, i)...)
+			continue
+		}
 		in := s.Input.Name
 		base := fmt.Sprintf("pipeline.inputs[%d].", i)
 		userKey := func(o topology.Origin, field string) string {
@@ -145,6 +150,9 @@ func runTopology(ctx context.Context, cfg *config.Config, lister topology.TopicL
 	case topology.JoinOuter:
 		joinWord = " outerJoin "
 	}
+	if m.Stream != nil {
+		joinWord = " merge " // a per-record stream stage: no KTable joins
+	}
 	for i, s := range m.Stages {
 		if i > 0 {
 			fmt.Fprint(w, joinWord)
@@ -152,10 +160,18 @@ func runTopology(ctx context.Context, cfg *config.Config, lister topology.TopicL
 		fmt.Fprint(w, safe(s.Input.Name))
 	}
 	if m.ChangelogOnly {
-		fmt.Fprint(w, " (ends in its changelog: no output)\n\n")
+		fmt.Fprint(w, " (ends in its changelog: no output)\n")
 	} else {
-		fmt.Fprintf(w, " -> %s\n\n", safe(m.Output))
+		fmt.Fprintf(w, " -> %s\n", safe(m.Output))
 	}
+	if m.Group != nil {
+		how := "names that no override or topology file gives are taken from it"
+		if cfg.Pipeline.TopologyFile != "" {
+			how = "the topology file's names agree with it"
+		}
+		fmt.Fprintf(w, "%s: %s\n", safe(m.Group.String()), how)
+	}
+	fmt.Fprintln(w)
 	// The names come last: they are the long column, and the only one that
 	// may run past an 80-column terminal.
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)

@@ -12,6 +12,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kfake"
 
+	"github.com/lossaudit/lossaudit/audit/kread"
+	"github.com/lossaudit/lossaudit/audit/streams/topology"
 	"github.com/lossaudit/lossaudit/config"
 )
 
@@ -72,6 +74,8 @@ func TestRunTopology(t *testing.T) {
 		key    string // config key of an exit-2 error
 		rows   []*regexp.Regexp
 		errMsg string
+		// group is the application's streams group (nil: none).
+		group *kread.StreamsTopology
 	}{
 		{
 			name: "all present", cfg: topoConfig(), topics: allTopics(), code: exitOK,
@@ -102,11 +106,16 @@ func TestRunTopology(t *testing.T) {
 			rows: []*regexp.Regexp{row("a", "changelog", "custom-a-changelog", "override", "MISSING")},
 		},
 	}
+	cases = append(cases, streamsGroupCases()...)
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			var out bytes.Buffer
 			topics := tc.topics
-			_, err := runTopology(context.Background(), tc.cfg, listerFunc(func(context.Context) ([]string, error) { return topics, nil }), nil, &out)
+			var lister topology.TopicLister = listerFunc(func(context.Context) ([]string, error) { return topics, nil })
+			if tc.group != nil {
+				lister = groupLister{topics: topics, group: tc.group}
+			}
+			_, err := runTopology(context.Background(), tc.cfg, lister, nil, &out)
 			if got := exitCode(err); got != tc.code {
 				t.Fatalf("exit code %d (%v), want %d\n%s", got, err, tc.code, out.String())
 			}

@@ -3,6 +3,10 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -14,9 +18,11 @@ import (
 	"github.com/lossaudit/lossaudit/audit/app"
 	"github.com/lossaudit/lossaudit/audit/finding"
 	"github.com/lossaudit/lossaudit/audit/kread"
+	"github.com/lossaudit/lossaudit/audit/streams/topology"
 	"github.com/lossaudit/lossaudit/testbed/kafka"
 	"github.com/lossaudit/lossaudit/testbed/loadgen"
 	"github.com/lossaudit/lossaudit/testbed/poll"
+	"github.com/lossaudit/lossaudit/testbed/testbedenv"
 )
 
 // TestStreamsGroupPoisonPill runs the pipeline as a KIP-1071 streams group
@@ -112,6 +118,7 @@ func TestStreamsGroupPoisonPill(t *testing.T) {
 	if c, _ := env.Admin.GroupOffsets(ctx, ApplicationID, []string{Inputs[0]}); c[Inputs[0]][0] != pill {
 		t.Fatalf("the application committed past the pill during the audit (%d, pill %d): the phase proves nothing", c[Inputs[0]][0], pill)
 	}
+	namesFromGroup(t, ctx, res)
 
 	// Stopped on it: killed (no commit past the pill), then started with the
 	// default LogAndFail handler and SHUTDOWN_CLIENT, it fails on the pill
@@ -151,8 +158,9 @@ func TestStreamsGroupPoisonPill(t *testing.T) {
 		t.Errorf("stopped application: partition findings\n%s\nwant\n%s", strings.Join(got, "\n"), want)
 	}
 
-	// The application restarted with a dead-letter queue skips the pill.
-	dlq := deadLetters(t, ctx, res, prod, pill)
+	// The application restarted with a dead-letter queue skips the pill;
+	// it also loses one update (lost, a loss row).
+	dlq, lost := deadLetters(t, ctx, res, prod, pill)
 
 	// On the same stopped pipeline, the root-cause signatures:
 	// offset_out_of_range: records of in-c[1] deleted past the committed
@@ -194,8 +202,78 @@ func TestStreamsGroupPoisonPill(t *testing.T) {
 	if g, w := strings.Join(sorted(got), "\n"), strings.Join(sorted(want), "\n"); g != w {
 		t.Errorf("signatures: partition findings\n%s\nwant\n%s", g, w)
 	}
-	if len(ar.Rows) != 0 {
-		t.Errorf("signatures: %d loss rows, want none", len(ar.Rows))
+	if got := lossRows(ar.Rows); got != lost {
+		t.Errorf("signatures: loss rows %s, want only the injected loss %s", got, lost)
+	}
+}
+
+// lossRows renders rows as finding, stage, input, record and key, one line
+// each.
+func lossRows(rows []finding.Row) string {
+	var out []string
+	for _, r := range rows {
+		out = append(out, fmt.Sprintf("%s %s %s %s[%d]@%d key %s", r.Kind, r.Stage, r.Input, r.Topic, r.Partition, r.Offset, r.Key))
+	}
+	return strings.Join(out, "\n")
+}
+
+// namesFromGroup continues TestStreamsGroupPoisonPill while the
+// application runs: without pipeline.topology_file, `lossaudit topology`
+// takes every input's repartition and changelog topics from the streams
+// group (StreamsGroupDescribe), the same names the topology file gives,
+// and an audit resolved that way finds nothing, as the one with the file
+// did. (Every audit of the test with the file also checks the file against
+// the group: a disagreement would stop it.)
+func namesFromGroup(t *testing.T, ctx context.Context, res *Result) {
+	start := time.Now()
+	bin, err := lossauditBin() // built once for the package (the watch tests share it)
+	if err != nil {
+		t.Fatal(err)
+	}
+	built := time.Now()
+	defer func() {
+		t.Logf("names from the group: %v (%v of it building lossaudit)", time.Since(start).Round(time.Second), built.Sub(start).Round(time.Second))
+	}()
+	dir := t.TempDir()
+	cfgFile := filepath.Join(dir, "audit.yaml")
+	if err := os.WriteFile(cfgFile, []byte(AuditYAML(res.Env.Cluster.Bootstrap(), "", filepath.Join(dir, "store"))), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.CommandContext(ctx, bin, "topology", "-c", cfgFile)
+	cmd.Env = testbedenv.Strip(os.Environ())
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("lossaudit topology without a topology file: %v\n%s", err, out)
+	}
+	t.Logf("lossaudit topology without a topology file:\n%s", out)
+	for i, in := range loadgen.InputNames[:len(Inputs)] {
+		st := res.Stages[in]
+		for _, want := range []string{
+			fmt.Sprintf(`(?m)^%s\s+repartition\s+streams group\s+ok\s+%s$`, in, regexp.QuoteMeta(st.Repartition)),
+			fmt.Sprintf(`(?m)^%s\s+changelog\s+streams group\s+ok\s+%s$`, in, regexp.QuoteMeta(st.Changelog)),
+		} {
+			if !regexp.MustCompile(want).Match(out) {
+				t.Errorf("input %s (%s): no line matching %s", in, Inputs[i], want)
+			}
+		}
+	}
+	cfg := *res.Config
+	cfg.Pipeline.TopologyFile = ""
+	cfg.Store.Dir = filepath.Join(dir, "store")
+	ar, m, err := app.Run(ctx, &cfg, app.Options{})
+	if err != nil {
+		t.Fatalf("names from the group: audit: %v", err)
+	}
+	if m.Group == nil {
+		t.Errorf("names from the group: the model has no streams group")
+	}
+	for _, s := range m.Stages {
+		if s.Origins.RepartitionTopic != topology.FromGroup || s.Origins.ChangelogTopic != topology.FromGroup {
+			t.Errorf("names from the group: input %s origins %+v", s.Input.Name, s.Origins)
+		}
+	}
+	if len(ar.Rows) != 0 || len(ar.Summary.Partitions) != 0 {
+		t.Errorf("names from the group: %d loss rows, partition findings %+v; want none", len(ar.Rows), ar.Summary.Partitions)
 	}
 }
 
@@ -206,11 +284,16 @@ func TestStreamsGroupPoisonPill(t *testing.T) {
 // that throws on another's repartition copy. It sends to the queue the
 // pill (deserialization), the first record (at the first hop) and the
 // second (at the second hop: its dead-letter record names the repartition
-// topic's record). The audit with pipeline.dead_letter_topic reports no
-// loss and no partition finding, and lists exactly these three input
-// records as dead-lettered; without the key, the two that decode are
-// reported lost.
-func deadLetters(t *testing.T, ctx context.Context, res *Result, prod *kgo.Client, pill int64) (dlq string) {
+// topic's record). Beside them, the application drops one update of a new
+// customer before its store (the injected loss). The audit with
+// pipeline.dead_letter_topic reports exactly the injected loss and no
+// partition finding, and lists exactly these three input records as
+// dead-lettered; so does a reconcile step whose baseline ran before the
+// restart, when the four records were pending (its dead-letter records
+// name records the baseline did not judge); without the key, the two that
+// decode are reported lost too. It returns the dead-letter topic and the
+// injected loss's row (lossRows).
+func deadLetters(t *testing.T, ctx context.Context, res *Result, prod *kgo.Client, pill int64) (dlq, lost string) {
 	env := res.Env
 	dlq = "lossaudit-tb-dlq"
 	if err := env.Admin.CreateTopics(ctx, kafka.TopicSpec{Name: dlq, Partitions: 2}); err != nil {
@@ -233,13 +316,16 @@ func deadLetters(t *testing.T, ctx context.Context, res *Result, prod *kgo.Clien
 	}
 	// Two customers (the first records of a partition are distinct ones),
 	// so that without the queue each is a row of its own.
-	withNote := func(a0 []byte, note string) []byte {
+	withNote := func(a0 []byte, note string, customer ...string) []byte {
 		native, _, err := codec.NativeFromBinary(a0[5:])
 		if err != nil {
 			t.Fatal(err)
 		}
 		m := native.(map[string]any)
 		m["note"] = goavro.Union("string", note)
+		for _, c := range customer {
+			m["customerId"] = c
+		}
 		b, err := codec.BinaryFromNative(append([]byte(nil), a0[:5]...), m)
 		if err != nil {
 			t.Fatal(err)
@@ -255,9 +341,33 @@ func deadLetters(t *testing.T, ctx context.Context, res *Result, prod *kgo.Clien
 	}
 	atSelect := produce(Inputs[0], 0, withNote(a0[0], "boom-select"))
 	atReduce := produce(Inputs[0], 0, withNote(a0[1], "boom-reduce"))
+	const lostKey = "dlq-lost"
+	atLost := produce(Inputs[0], 0, withNote(a0[0], "lost", lostKey))
+	lost = fmt.Sprintf("%s %s a %s[0]@%d key %s", finding.Missing, finding.StageChangelog, Inputs[0], atLost, lostKey)
+
+	// A reconciliation's baseline, while the four records are pending.
+	rcfg := *res.Config
+	rcfg.Pipeline.DeadLetterTopic = dlq
+	rcfg.Store.Dir = t.TempDir()
+	step := func(phase string) *finding.Result {
+		t.Helper()
+		st, err := app.Reconcile(ctx, &rcfg, app.Options{})
+		if err != nil {
+			t.Fatalf("dead letters: reconcile %s: %v", phase, err)
+		}
+		defer st.Close()
+		if err := st.Commit(); err != nil {
+			t.Fatalf("dead letters: reconcile %s: commit: %v", phase, err)
+		}
+		return st.Result
+	}
+	if base := step("baseline"); len(base.Rows) != 0 {
+		t.Errorf("dead letters: the baseline reports %s, want nothing (the records are pending)", lossRows(base.Rows))
+	}
 
 	env.App.SetErrorHandling(true, false)
 	env.App.SetDeadLetters(dlq, true, "boom-select", "boom-reduce")
+	env.App.SetDropBeforeStore(map[string][]string{"a": {lostKey}})
 	if err := env.App.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -278,37 +388,42 @@ func deadLetters(t *testing.T, ctx context.Context, res *Result, prod *kgo.Clien
 	if err != nil {
 		t.Fatalf("dead letters: audit: %v", err)
 	}
-	if len(ar.Rows) != 0 {
-		t.Errorf("dead letters: %d loss rows, want none: %+v", len(ar.Rows), ar.Rows)
-	}
-	for _, pf := range ar.Summary.Partitions {
-		t.Errorf("dead letters: partition finding %s %s[%d] %+v", pf.Kind, pf.Topic, pf.Partition, pf.Evidence)
-	}
-	dl, ok := finding.SectionOf[*finding.DeadLetters](&ar.Summary)
-	if !ok {
-		t.Fatal("dead letters: no dead-letter section")
-	}
-	var got []string
-	for _, r := range dl.Records {
-		s := fmt.Sprintf("%s %s[%d]@%d %s", r.Input, r.Topic, r.Partition, r.Offset, r.Exception)
-		if r.ViaTopic != "" {
-			s += " via " + r.ViaTopic
-		}
-		got = append(got, s)
-	}
 	const deser = "org.apache.kafka.common.errors.SerializationException"
 	want := []string{
 		fmt.Sprintf("a %s[0]@%d %s", Inputs[0], pill, deser),
 		fmt.Sprintf("a %s[0]@%d java.lang.IllegalStateException", Inputs[0], atSelect),
 		fmt.Sprintf("a %s[0]@%d java.lang.IllegalArgumentException via %s", Inputs[0], atReduce, res.Stages["a"].Repartition),
 	}
-	if g, w := strings.Join(got, "\n"), strings.Join(want, "\n"); g != w {
-		t.Errorf("dead letters: dead-lettered\n%s\nwant\n%s", g, w)
+	check := func(phase string, ar *finding.Result) {
+		t.Helper()
+		if got := lossRows(ar.Rows); got != lost {
+			t.Errorf("%s: loss rows\n%s\nwant only the injected loss\n%s", phase, got, lost)
+		}
+		for _, pf := range ar.Summary.Partitions {
+			t.Errorf("%s: partition finding %s %s[%d] %+v", phase, pf.Kind, pf.Topic, pf.Partition, pf.Evidence)
+		}
+		dl, ok := finding.SectionOf[*finding.DeadLetters](&ar.Summary)
+		if !ok {
+			t.Fatalf("%s: no dead-letter section", phase)
+		}
+		var got []string
+		for _, r := range dl.Records {
+			s := fmt.Sprintf("%s %s[%d]@%d %s", r.Input, r.Topic, r.Partition, r.Offset, r.Exception)
+			if r.ViaTopic != "" {
+				s += " via " + r.ViaTopic
+			}
+			got = append(got, s)
+		}
+		if g, w := strings.Join(got, "\n"), strings.Join(want, "\n"); g != w {
+			t.Errorf("%s: dead-lettered\n%s\nwant\n%s", phase, g, w)
+		}
+		if dl.Unreadable != 0 || dl.Unmatched != 0 || dl.Read != 3 {
+			t.Errorf("%s: section %+v, want 3 read, none unreadable or unmatched", phase, *dl)
+		}
+		t.Logf("%s: %d records in %s, listed %v; rows %s", phase, dl.Read, dlq, got, lossRows(ar.Rows))
 	}
-	if dl.Unreadable != 0 || dl.Unmatched != 0 || dl.Read != 3 {
-		t.Errorf("dead letters: section %+v, want 3 read, none unreadable or unmatched", *dl)
-	}
-	t.Logf("dead letters: %d records in %s, listed %v", dl.Read, dlq, got)
+	check("dead letters", ar)
+	check("dead letters, reconcile step 2", step("step 2"))
 
 	// Without the key, the records that decode are lost downstream.
 	cfg.Pipeline.DeadLetterTopic = ""
@@ -316,14 +431,11 @@ func deadLetters(t *testing.T, ctx context.Context, res *Result, prod *kgo.Clien
 	if ar, _, err = app.Run(ctx, &cfg, app.Options{}); err != nil {
 		t.Fatalf("without the dead-letter topic: audit: %v", err)
 	}
-	var lost []string
-	for _, r := range ar.Rows {
-		lost = append(lost, fmt.Sprintf("%s %s %s[%d]@%d", r.Kind, r.Input, r.Topic, r.Partition, r.Offset))
+	if got := lossRows(ar.Rows); strings.Count(got, "\n") != 2 || !strings.Contains(got, lost) ||
+		!strings.Contains(got, fmt.Sprintf("@%d ", atSelect)) || !strings.Contains(got, fmt.Sprintf("@%d ", atReduce)) {
+		t.Errorf("without the dead-letter topic: rows\n%s\nwant the two dead-lettered records that decode and the injected loss", got)
 	}
-	if len(lost) != 2 {
-		t.Errorf("without the dead-letter topic: rows %v, want the two records that decode", lost)
-	}
-	return dlq
+	return dlq, lost
 }
 
 // produceAt writes n undecodable records to topic's partition, timestamped

@@ -40,7 +40,7 @@ func aggregateInnerJoin(t *testing.T, c *kafka.Cluster, adm *kafka.Admin) {
 	wg.Wait()
 	t.Run("all brokers down", func(t *testing.T) {
 		// All three brokers die while the application processes the load.
-		joinScenario(ctx, t, c, adm, "aggjoin-outage", "inner", nil, true, allBrokersDown(ctx, t, c))
+		joinScenario(ctx, t, c, adm, "aggjoin-outage", "inner", nil, true, func() { allBrokersDown(ctx, t, c) })
 	})
 }
 

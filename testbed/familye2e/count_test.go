@@ -59,9 +59,11 @@ func countByNewKey(t *testing.T, c *kafka.Cluster, adm *kafka.Admin) {
 		}
 	})
 	t.Run("all brokers down", func(t *testing.T) {
-		// All three brokers die while the load runs, stay down a while
-		// and come back: exactly-once keeps every count exact.
-		countScenario(ctx, t, c, adm, "count-outage", nil, allBrokersDown(ctx, t, c), false)
+		countScenario(ctx, t, c, adm, "count-outage", nil, func() {
+			// All three brokers die while the load runs, stay down a while
+			// and come back: exactly-once keeps every count exact.
+			allBrokersDown(ctx, t, c)
+		}, false)
 	})
 }
 
@@ -76,23 +78,8 @@ func countScenario(ctx context.Context, t *testing.T, c *kafka.Cluster, adm *kaf
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	sa, err := streamsapp.New(ctx, streamsapp.Options{Bootstrap: c.Bootstrap(), ApplicationID: group, Inputs: [3]string{in},
+	sa := startApp(ctx, t, streamsapp.Options{Bootstrap: c.Bootstrap(), ApplicationID: group, Inputs: [3]string{in},
 		Output: out, Dir: dir, Count: true, DropCount: drop, SessionTimeout: 6 * time.Second, ChangelogOnly: changelogOnly})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("streams app log tail:\n%s", sa.LogTail(30))
-		}
-		_ = sa.Kill()
-	})
-	if err := sa.Start(); err != nil {
-		t.Fatal(err)
-	}
-	if err := sa.WaitRunning(ctx); err != nil {
-		t.Fatal(err)
-	}
 	const total, words = 2000, 20
 	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Bootstrap()...), kgo.DefaultProduceTopic(in))
 	if err != nil {

@@ -50,7 +50,7 @@ func countSuppress(t *testing.T, c *kafka.Cluster, adm *kafka.Admin) {
 		}
 	})
 	t.Run("all brokers down", func(t *testing.T) {
-		suppressScenario(ctx, t, c, adm, "suppress-outage", nil, allBrokersDown(ctx, t, c))
+		suppressScenario(ctx, t, c, adm, "suppress-outage", nil, func() { allBrokersDown(ctx, t, c) })
 	})
 }
 

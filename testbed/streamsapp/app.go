@@ -160,6 +160,13 @@ type Options struct {
 	// no schemas); DropCount lists keys whose first update the count loses.
 	Count     bool
 	DropCount []string
+	// Stage, when set, runs a per-record stream stage instead
+	// (StreamStages.java): "enrich" (Inputs[0] leftJoin the table of
+	// Inputs[1]) or "passthrough" (Inputs[0] and Inputs[1], mapValues,
+	// merged); DropValues lists input values whose records are lost
+	// before Output.
+	Stage      string
+	DropValues []string
 	// Suppress, with Count, runs the count with
 	// suppress(untilTimeLimit(Suppress)) before the output instead
 	// (CountSuppress.java); DropBeforeOutput then lists keys whose emitted
@@ -304,6 +311,7 @@ func (a *App) env() []string {
 		"REPARTITION_PURGE_INTERVAL_MS="+millis(a.o.PurgeInterval),
 		"TOPOLOGY="+a.topology(),
 		"DROP_COUNT="+strings.Join(a.o.DropCount, ","),
+		"DROP_VALUES="+strings.Join(a.o.DropValues, ","),
 		"SUPPRESS_MS="+millis(a.o.Suppress),
 		"TABLE_OP="+map[bool]string{true: "aggregate", false: ""}[a.o.Aggregate],
 		"PROCESSING_GUARANTEE="+a.o.ProcessingGuarantee,
@@ -322,6 +330,8 @@ func (a *App) env() []string {
 // topology is the TOPOLOGY the application runs.
 func (a *App) topology() string {
 	switch {
+	case a.o.Stage != "":
+		return a.o.Stage
 	case a.o.Count && a.o.ChangelogOnly:
 		return "count-changelog"
 	case a.o.Count && a.o.Suppress > 0:
@@ -346,6 +356,11 @@ func (a *App) SetDeadLetters(topic string, skipProcessingErrors bool, failSelect
 	a.o.DeadLetterTopic, a.o.SkipProcessingErrors = topic, skipProcessingErrors
 	a.o.FailSelectNote, a.o.FailReduceNote = failSelectNote, failReduceNote
 }
+
+// SetDropBeforeStore changes, for the next start, the selected keys whose
+// updates are dropped before the store (Options.DropBeforeStore: input name
+// to keys): the injected loss.
+func (a *App) SetDropBeforeStore(keys map[string][]string) { a.o.DropBeforeStore = keys }
 
 // SetGuarantee changes processing.guarantee and commit.interval.ms for the
 // next start (as a rollback that switches exactly-once off does).

@@ -22,6 +22,7 @@ func Names() []string {
 		"LOSSAUDIT_STREAMS_VERSION", // testbed/streamsapp: the Kafka Streams version
 		"LOSSAUDIT_SIM_SCALE",       // audit/demo/sim: records per input of the scale test
 		"LOSSAUDIT_PROPERTY_SEEDS",  // audit/app: seeds of the property test
+		"LOSSAUDIT_SHARD_MEASURE",   // audit/app, cmd/lossaudit: records per input of the shard measurements
 	}
 }
 

@@ -136,6 +136,46 @@ func (d *DecodeErrors) Add(x int, rec *kread.Record, err error, near func(rec *k
 	}
 }
 
+// PerInput returns the counts per input and class (a shard's part of a
+// sharded audit, for Merge); read it once the reads are over.
+func (d *DecodeErrors) PerInput() map[int]map[string]int64 {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.perInput
+}
+
+// Merge adds another reader's counts per input and class, samples (up to
+// the bound) and nearest field paths (where d has none) to d.
+func (d *DecodeErrors) Merge(perInput map[int]map[string]int64, samples []finding.DecodeErrorSample, near map[int][]string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if len(perInput) == 0 && len(samples) == 0 && len(near) == 0 {
+		return
+	}
+	if d.ByClass == nil {
+		d.ByClass, d.perInput, d.Near, d.tries = map[string]int64{}, map[int]map[string]int64{}, map[int][]string{}, map[int]int{}
+	}
+	for x, m := range perInput {
+		if d.perInput[x] == nil {
+			d.perInput[x] = map[string]int64{}
+		}
+		for class, n := range m {
+			d.perInput[x][class] += n
+			d.ByClass[class] += n
+		}
+	}
+	for _, s := range samples {
+		if len(d.Samples) < maxDecodeSamples {
+			d.Samples = append(d.Samples, s)
+		}
+	}
+	for x, n := range near {
+		if d.Near[x] == nil {
+			d.Near[x] = n
+		}
+	}
+}
+
 // Top returns input x's most frequent class ("" for none).
 func (d *DecodeErrors) Top(x int) string { return top(d.perInput[x]) }
 

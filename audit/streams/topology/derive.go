@@ -76,6 +76,9 @@ type Derivation struct {
 	// (its node leads nowhere, `--> none`): there is no output, and the
 	// table stage is the end (changelogonly.go).
 	ChangelogOnly bool
+	// Stream, when not nil, is a per-record stream stage (stream.go),
+	// derived where the inputs reach no reduce; Stages is then empty.
+	Stream *StreamPath
 	// Warnings are observations that do not stop the audit.
 	Warnings []string
 }
@@ -118,19 +121,7 @@ func (t *Topology) Derive(app string, inputTopics []string, output string, decl 
 	if output != "" {
 		external[output] = true
 	}
-	readers := map[string][]*Node{} // topic -> non-global sources reading it
-	for _, st := range t.SubTopologies {
-		if st.Global {
-			continue
-		}
-		for _, n := range st.Nodes {
-			if n.Kind == Source {
-				for _, tp := range n.Topics {
-					readers[tp] = append(readers[tp], n)
-				}
-			}
-		}
-	}
+	readers := t.readers() // topic -> non-global sources reading it
 	internal := func(topic string) string {
 		if external[topic] {
 			return topic
@@ -220,7 +211,7 @@ func (t *Topology) Derive(app string, inputTopics []string, output string, decl 
 		}
 		switch len(hits) {
 		case 0:
-			return nil, fmt.Errorf("line %d: input topic %s (source %s) reaches no reduce (expected selectKey -> groupByKey -> reduce)", src.Line, in, src.Name)
+			return nil, &noReduceError{fmt.Sprintf("line %d: input topic %s (source %s) reaches no reduce (expected selectKey -> groupByKey -> reduce)", src.Line, in, src.Name)}
 		case 1:
 		default:
 			var names []string

@@ -109,6 +109,10 @@ const (
 	// record is a value is pending at the output, not lost;
 	// detect.BufferPending.
 	RuleBufferPending Rule = "buffer-pending"
+	// RuleOutputPerRecord: a per-record stream stage's output holds the
+	// (key, timestamp) of every processed input record, as many times as
+	// the inputs hold it (missing, duplicated); detect.StreamCopies.
+	RuleOutputPerRecord Rule = "output-per-record"
 )
 
 // ruleText is what each rule checks, as `lossaudit topology` prints it.
@@ -122,6 +126,7 @@ var ruleText = map[Rule]string{
 	RuleOutputOuterJoin: "each key a table holds as a value is in the output at least as new as that table's newest processed update",
 	RuleOutputTable:     "each key the table holds as a value is in the output at least as new as its newest processed update",
 	RuleBufferPending:   "a key whose last record in the buffer's changelog is a value is pending at the output, not lost; evicted (a tombstone) or never buffered, the output rule stands",
+	RuleOutputPerRecord: "the output holds the key and timestamp of every processed input record, once per record (else missing; more copies than input records: duplicated)",
 }
 
 // Describe is what the rule checks, in words.
@@ -182,6 +187,9 @@ func (g *Graph) Stage(id string) *GraphStage {
 
 // Graph returns the model's stage graph.
 func (m *Model) Graph() *Graph {
+	if m.Stream != nil {
+		return m.streamGraph()
+	}
 	g := &Graph{}
 	outRule, join := RuleOutputLeftJoin, "leftJoin"
 	switch {

@@ -193,7 +193,8 @@ func supported() string {
 		ks[i] = string(k)
 	}
 	return "supported: selectKey -> groupByKey -> reduce per input (or a count or aggregate declared in pipeline.nodes), then KTable left joins, " +
-		"mapValues or peek into the output (kinds " + strings.Join(ks, ", ") + ", and aggregate when declared)"
+		"mapValues or peek into the output (kinds " + strings.Join(ks, ", ") + ", and aggregate when declared); " +
+		"or, with no aggregation, per-record stream stages from the inputs into the output: mapValues, peek, merge, repartition() and KStream-KTable left joins"
 }
 
 // isTableOp says whether an input's path may end in a node of kind k:

@@ -132,6 +132,13 @@ type Model struct {
 	// Warnings are non-fatal observations (an override that contradicts
 	// the topology file, an input without repartition topic).
 	Warnings []string
+	// Group is the streams group's topology the names were taken from or
+	// checked against (WithGroup), nil when none.
+	Group *GroupTopology
+	// Stream, when not nil, says the inputs reach the output through a
+	// per-record stream stage (stream.go): the Stages then name only
+	// their inputs.
+	Stream *StreamPath
 }
 
 // TopicLister lists the topics of the cluster; kread.Client satisfies it.
@@ -149,6 +156,7 @@ type Option func(*options)
 
 type options struct {
 	matcher Matcher
+	group   GroupSource
 }
 
 // WithMatcher supplies the evidence used to assign discovered changelog
@@ -163,7 +171,8 @@ func ChangelogName(app, store string) string { return app + "-" + store + "-chan
 
 // Build derives the model from spec. Precedence, field by field: an explicit
 // override in pipeline.inputs[i]; for the changelog, one derived from an
-// overridden store; then pipeline.topology_file; then discovery among the
+// overridden store; then pipeline.topology_file; then the streams group
+// (WithGroup, which the file is checked against); then discovery among the
 // topics of topics (may be nil when nothing needs discovering). Problems the
 // user can fix in the specification are *Error; failures to list topics or
 // of the matcher are wrapped errors.
@@ -210,6 +219,14 @@ func Build(ctx context.Context, p Spec, topics TopicLister, opts ...Option) (*Mo
 	if m.Output == "" && !m.ChangelogOnly {
 		return nil, &Error{Key: "pipeline.output", Msg: "is empty and no topology_file names the join output"}
 	}
+	if m.Stream != nil {
+		return m, nil // a per-record stream stage has no store to discover
+	}
+	if o.group != nil {
+		if err := m.fromGroup(ctx, p, o.group); err != nil {
+			return nil, err
+		}
+	}
 	if m.incomplete() {
 		if err := m.discover(ctx, topics, o.matcher); err != nil {
 			return nil, err
@@ -240,6 +257,7 @@ func deriveFile(p Spec) (*Derivation, error) {
 		inputs[i] = in.Topic
 	}
 	d, err := top.Derive(p.ApplicationID, inputs, p.Output, Declarations{Nodes: p.Nodes, Join: p.Join, Reduce: p.Reduce})
+	d, err = top.orStream(p.ApplicationID, inputs, p.Output, Declarations{Nodes: p.Nodes, Join: p.Join, Reduce: p.Reduce}, d, err)
 	var ue *UnsupportedError
 	var de *DeclarationError
 	var je *JoinUndeclaredError
@@ -329,6 +347,9 @@ func (m *Model) fromTopology(p Spec) error {
 	d, err := deriveFile(p)
 	if err != nil {
 		return err
+	}
+	if d.Stream != nil {
+		return m.fromStream(p, d.Stream)
 	}
 	stages, out := d.Stages, d.Output
 	m.Warnings = append(m.Warnings, d.Warnings...)

@@ -19,6 +19,9 @@ type Record struct {
 	Offset    int64
 	TS        int64
 	Key       []byte
+	// Pair is, in a per-record stream stage (StreamCopies), the index of
+	// the input the record was read from; 0 otherwise.
+	Pair int
 }
 
 // CopyEvidence is what one pair's source and sink hold of one record
@@ -39,11 +42,15 @@ type CopyEvidence struct {
 	hasSource    bool
 	// Uncopied are the due source records beyond the first Sink ones.
 	Uncopied []Record
+	// Link counts copies found in the unprocessed tail of an internal
+	// topic between the source and the sink (a per-record stream stage's
+	// repartition topic, AddLink): the records they copy are pending.
+	Link int64
 }
 
 // Reset forgets everything, for the next identity.
 func (e *CopyEvidence) Reset() {
-	e.Sink, e.SinkAt, e.Pending, e.Due, e.hasSource = 0, e.SinkAt[:0], 0, 0, false
+	e.Sink, e.SinkAt, e.Pending, e.Due, e.hasSource, e.Link = 0, e.SinkAt[:0], 0, 0, false, 0
 	e.FirstSink, e.FirstSource = Record{}, Record{}
 	e.Uncopied = e.Uncopied[:0]
 }
@@ -65,13 +72,17 @@ func (e *CopyEvidence) AddPending(r Record) {
 	e.noteSource(r)
 }
 
+// AddLink records a copy in an unprocessed link tail; like sink copies,
+// link copies arrive before any due source record.
+func (e *CopyEvidence) AddLink(Record) { e.Link++ }
+
 // AddDue records a due source record. Sink copies are attributed to the due
 // records in the order they arrive; the ones beyond the sink's copies are
 // kept as uncopied.
 func (e *CopyEvidence) AddDue(r Record) {
 	e.Due++
 	e.noteSource(r)
-	if e.Due > e.Sink {
+	if e.Due > e.Sink+e.Link {
 		e.Uncopied = append(e.Uncopied, own(r))
 	}
 }
@@ -135,19 +146,28 @@ func Copies(spec *PairSpec, e *CopyEvidence, rows []finding.Row) ([]finding.Row,
 		return rows, c
 	}
 	c.Checked = 1
+	return copyRows(e, ev, func(Record) *PairSpec { return spec }, rows), c
+}
+
+// copyRows appends the missing rows of e's uncopied records and, when the
+// sink holds more copies than the source records, the duplicated row;
+// in names the input each record was read from.
+func copyRows(e *CopyEvidence, ev func() *finding.SinkEvidence, in func(Record) *PairSpec, rows []finding.Row) []finding.Row {
 	for _, r := range e.Uncopied {
-		row := finding.Row{Kind: finding.Missing, Stage: finding.StageSink, Input: spec.Name, Key: r.Key,
-			Topic: spec.Source, Partition: r.Partition, Offset: r.Offset, Timestamp: r.TS, ExpectedTS: r.TS, Evidence: ev()}
+		p := in(r)
+		row := finding.Row{Kind: finding.Missing, Stage: finding.StageSink, Input: p.Name, Key: r.Key,
+			Topic: p.Source, Partition: r.Partition, Offset: r.Offset, Timestamp: r.TS, ExpectedTS: r.TS, Evidence: ev()}
 		if e.Sink > 0 {
 			row.ObservedTS, row.HasObserved = e.FirstSink.TS, true
 		}
 		rows = append(rows, row)
 	}
-	if e.Sink > source {
+	if e.Sink > e.Due+e.Pending {
 		r := e.FirstSource
-		rows = append(rows, finding.Row{Kind: finding.Duplicated, Stage: finding.StageSink, Input: spec.Name, Key: r.Key,
-			Topic: spec.Source, Partition: r.Partition, Offset: r.Offset, Timestamp: r.TS, ExpectedTS: r.TS,
+		p := in(r)
+		rows = append(rows, finding.Row{Kind: finding.Duplicated, Stage: finding.StageSink, Input: p.Name, Key: r.Key,
+			Topic: p.Source, Partition: r.Partition, Offset: r.Offset, Timestamp: r.TS, ExpectedTS: r.TS,
 			ObservedTS: e.FirstSink.TS, HasObserved: true, Evidence: ev()})
 	}
-	return rows, c
+	return rows
 }

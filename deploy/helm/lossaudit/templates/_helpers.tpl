@@ -76,11 +76,22 @@ securityContext:
   {{- toYaml .Values.securityContext | nindent 2 }}
 {{- if include "lossaudit.secretName" . }}
 env:
-  - name: LOSSAUDIT_SCHEMA_REGISTRY_USERNAME
-    valueFrom: {secretKeyRef: {name: {{ include "lossaudit.secretName" . }}, key: registry-username, optional: true}}
-  - name: LOSSAUDIT_SCHEMA_REGISTRY_PASSWORD
-    valueFrom: {secretKeyRef: {name: {{ include "lossaudit.secretName" . }}, key: registry-password, optional: true}}
+  {{- include "lossaudit.secretEnv" . | nindent 2 }}
 {{- end }}
+{{ include "lossaudit.mounts" . }}
+{{- end -}}
+
+{{/* The registry's credentials from the Secret, as env entries. */}}
+{{- define "lossaudit.secretEnv" -}}
+- name: LOSSAUDIT_SCHEMA_REGISTRY_USERNAME
+  valueFrom: {secretKeyRef: {name: {{ include "lossaudit.secretName" . }}, key: registry-username, optional: true}}
+- name: LOSSAUDIT_SCHEMA_REGISTRY_PASSWORD
+  valueFrom: {secretKeyRef: {name: {{ include "lossaudit.secretName" . }}, key: registry-password, optional: true}}
+{{- end -}}
+
+{{/* The container's volume mounts. */}}
+{{- define "lossaudit.mounts" -}}
+{{- $p := include "lossaudit.paths" . | fromYaml -}}
 volumeMounts:
   - {name: config, mountPath: {{ $p.config }}, readOnly: true}
   - {name: state, mountPath: {{ $p.state }}}

@@ -305,7 +305,8 @@ public final class StreamsApp {
         boolean countMode = "count".equals(cfg("TOPOLOGY", "join"));
         boolean suppressMode = "count-suppress".equals(cfg("TOPOLOGY", "join"));
         boolean changelogMode = "count-changelog".equals(cfg("TOPOLOGY", "join"));
-        boolean copyMode = countMode || suppressMode || changelogMode || "copy".equals(cfg("TOPOLOGY", "join"));
+        boolean stageMode = Set.of("enrich", "passthrough").contains(cfg("TOPOLOGY", "join")); // StreamStages
+        boolean copyMode = countMode || suppressMode || changelogMode || stageMode || "copy".equals(cfg("TOPOLOGY", "join"));
         if (!copyMode && inputs.size() != 3) {
             throw new IllegalArgumentException("INPUT_TOPICS: want three topics, got " + inputs);
         }
@@ -326,6 +327,7 @@ public final class StreamsApp {
 
         Topology topology = changelogMode ? CountChangelog.build(inputs.get(0), parseKeys(cfg("DROP_COUNT", "")))
                 : suppressMode ? CountSuppress.build(inputs.get(0), output, Long.parseLong(cfg("SUPPRESS_MS", "60000")), dropBeforeOutput)
+                : stageMode ? StreamStages.build(cfg("TOPOLOGY", "join"), inputs, output, parseKeys(cfg("DROP_VALUES", "")))
                 : countMode ? count(inputs.get(0), output, parseKeys(cfg("DROP_COUNT", "")))
                 : copyMode ? copy(inputs.get(0), output)
                 : build(registry, truth, inputs, output, cfg("JOIN_TYPE", "left"), dropBeforeStore, dropBeforeOutput, tombstoneNote,

@@ -1,0 +1,94 @@
+package app
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/lossaudit/lossaudit/audit/finding"
+	"github.com/lossaudit/lossaudit/audit/internal/store/history"
+	"github.com/lossaudit/lossaudit/audit/shard"
+	"github.com/lossaudit/lossaudit/audit/streams"
+	"github.com/lossaudit/lossaudit/audit/streams/topology"
+	"github.com/lossaudit/lossaudit/config"
+)
+
+// ShardOptions say which shard of a sharded audit this process is
+// (docs/scale.md).
+type ShardOptions struct {
+	// Dir is the directory the shards share; Shards their number, Index
+	// this one's.
+	Dir           string
+	Shards, Index int
+	// Wait bounds each wait for the other shards; Poll is the interval
+	// between looks (0: the defaults).
+	Wait, Poll time.Duration
+	// Log receives the shard's progress lines; nil for none.
+	Log io.Writer
+	// Hook stops the shard at a named point (tests); nil for none.
+	Hook func(point string) error
+}
+
+// Shard runs one shard of a sharded audit of the configured pipeline, with
+// cfg.Store.Dir as the shard's own scratch index. Index 0 returns the
+// merged result (what Run returns for the same snapshot); the others a nil
+// result. The stats say what the shard read and shuffled. Configuration
+// problems, an audit that cannot be sharded and a shard directory of
+// another run are *config.Error values.
+func Shard(ctx context.Context, cfg *config.Config, o Options, so ShardOptions) (*finding.Result, *topology.Model, *shard.Stats, error) {
+	p, err := prepare(ctx, cfg, o)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	defer p.close()
+	if p.model.Stream != nil {
+		return nil, nil, nil, &config.Error{Flag: "shards", Msg: "a per-record stream stage (docs/topology.md#per-record-stream-stages) is not sharded yet: run lossaudit audit without --shards"}
+	}
+	ao := p.opts
+	if so.Index == 0 {
+		hist, err := history.Open(filepath.Join(cfg.Store.Dir, "history"))
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		defer hist.Close()
+		ao.History = hist
+	}
+	res, st, err := shard.Run(ctx, shard.Options{Dir: so.Dir, Shards: so.Shards, Index: so.Index, Config: configDigest(cfg, ao),
+		Wait: so.Wait, Poll: so.Poll, Log: so.Log, Hook: so.Hook}, ao)
+	if err != nil {
+		if streams.IsUnsupportedSharding(err) {
+			return nil, nil, nil, &config.Error{Flag: "shards", Msg: err.Error()}
+		}
+		if me, ok := err.(*shard.MismatchError); ok {
+			return nil, nil, nil, &config.Error{Flag: "shard-dir", Msg: me.Error()}
+		}
+		return nil, nil, nil, runError(p.model, err)
+	}
+	if res != nil {
+		p.schemaSources(res)
+	}
+	return res, p.model, st, nil
+}
+
+// configDigest identifies what a sharded audit's shards must agree on: the
+// cluster, the pipeline as resolved, how keys and timestamps are read, and
+// the audit's settings (not the reports, nor the shard's own store).
+func configDigest(cfg *config.Config, o streams.Options) string {
+	var b strings.Builder
+	brokers := slices.Clone(cfg.Kafka.Brokers)
+	slices.Sort(brokers)
+	fmt.Fprintf(&b, "brokers=%s\ngroup=%s\noutput=%s\njoin=%s\n", strings.Join(brokers, ","), o.Group, o.Output, o.Join)
+	for _, in := range o.Inputs {
+		fmt.Fprintf(&b, "input=%s topic=%s repartition=%s changelog=%s count=%t field=%s\n", in.Name, in.Topic, in.RepartitionTopic, in.ChangelogTopic, in.Count, in.Field)
+	}
+	fmt.Fprintf(&b, "keys=%s\nwindow=%s..%s\nsettle=%s unprocessed_after=%s dlq=%s\n", describeInputs(cfg),
+		o.From.UTC().Format(time.RFC3339Nano), o.To.UTC().Format(time.RFC3339Nano), o.SettleTimeout, o.UnprocessedAfter, o.DeadLetterTopic)
+	sum := sha256.Sum256([]byte(b.String()))
+	return hex.EncodeToString(sum[:])
+}

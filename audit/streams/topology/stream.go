@@ -1,0 +1,356 @@
+package topology
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// StreamPath is a per-record stream stage (docs/topology.md, "Per-record
+// stream stages"): each configured input reaches the output through
+// operators that forward every record once with its key and timestamp
+// (mapValues, peek, merge, repartition(), a KStream-KTable left join),
+// with no aggregation on the way. Its check is record by record: the
+// (key, timestamp) of every processed input record must be in the output.
+type StreamPath struct {
+	// Inputs are the configured inputs' paths, in configured order.
+	Inputs []StreamInput
+	// Output is the one output topic.
+	Output string
+	// Ignored are other topics the inputs also reach, not audited
+	// (pipeline.output names the audited one).
+	Ignored []string
+}
+
+// StreamInput is one input's path to the output.
+type StreamInput struct {
+	Topic string
+	// Links are the repartition topics on the path (full names).
+	Links []string
+	// Via are the operators on the path, in order, for the stage graph
+	// (mapValues, peek, merge, repartition, leftJoin).
+	Via []string
+	// Tables are the stores of the KStream-KTable left joins on the path:
+	// the table sides, which this stage does not audit.
+	Tables []string
+	// DropNullKey and DropNullValue: the path drops such records by
+	// design (a repartition topic's filter drops null keys,
+	// KStreamKTableJoinProcessor#maybeDropRecord null keys and values).
+	DropNullKey, DropNullValue bool
+	// Line is the line of the input's source.
+	Line int
+}
+
+// streamKinds are the kinds a per-record stream stage's path may hold
+// besides the KStream-KTable left join: each forwards every record once,
+// key and timestamp kept (KStreamMapValues, KStreamPeek, the merge's pass
+// through, the repartition filter dropping null keys only).
+var streamKinds = []Kind{KindSource, KindSink, KindMapValues, KindPeek, KindMerge, KindRepartitionFilter}
+
+// DeriveStream derives a per-record stream stage: every node on the
+// paths from the inputs to the output is a source, sink, mapValues,
+// peek, merge, the filter of a repartition topic, or a KStream-KTable
+// left join (KSTREAM-LEFTJOIN- with the one store of its table; a join
+// with a grace period also lists its buffer and is refused, as is a
+// GlobalKTable join, which lists no store: its key mapper is user code).
+// Each input must reach the output by exactly one path (a record that
+// reaches it twice is written twice). A node of another kind is an
+// *UnsupportedError.
+func (t *Topology) DeriveStream(app string, inputTopics []string, output string, decl Declarations) (*StreamPath, error) {
+	sp, _, err := t.deriveStream(app, inputTopics, output, decl)
+	return sp, err
+}
+
+// deriveStream is DeriveStream, also returning the nodes it reached
+// (the node it stopped at among them).
+func (t *Topology) deriveStream(app string, inputTopics []string, output string, decl Declarations) (*StreamPath, map[string]bool, error) {
+	reached := map[string]bool{}
+	kinds, err := t.Classify(decl.Nodes)
+	if err != nil {
+		return nil, reached, err
+	}
+	external := map[string]bool{}
+	for _, in := range inputTopics {
+		external[in] = true
+	}
+	readers := t.readers()
+	sp := &StreamPath{Output: output}
+	outs := map[string]bool{}
+	type inputPaths struct {
+		si    StreamInput
+		paths map[string]int // output topic -> paths reaching it
+	}
+	var all []inputPaths
+	for _, in := range inputTopics {
+		src, err := t.sourceOf(in)
+		if err != nil {
+			return nil, reached, err
+		}
+		unsupported := func(n *Node, detail string) error {
+			c := kinds[n.Name]
+			return &UnsupportedError{Line: n.Line, Input: in, Node: n.Name, Kind: c.Kind, Origin: c.Origin, Detail: detail}
+		}
+		ip := inputPaths{si: StreamInput{Topic: in, Line: src.Line}, paths: map[string]int{}}
+		// Depth-first over the DAG, counting paths to each sink topic.
+		var walk func(n *Node, depth int) error
+		walk = func(n *Node, depth int) error {
+			if depth > 1000 {
+				return fmt.Errorf("line %d: the path of input topic %s does not end", n.Line, in)
+			}
+			reached[n.Name] = true
+			c := kinds[n.Name]
+			var next []*Node
+			switch {
+			case c.Kind == KindStreamTableJoin:
+				if err := t.streamTableJoin(n, c, unsupported); err != nil {
+					return err
+				}
+				ip.si.DropNullKey, ip.si.DropNullValue = true, true
+				if !slices.Contains(ip.si.Tables, n.Stores[0]) {
+					ip.si.Tables = append(ip.si.Tables, n.Stores[0])
+				}
+				ip.si.Via = appendNew(ip.si.Via, "leftJoin")
+			case !slices.Contains(streamKinds, c.Kind) || (n.Kind == Processor && len(n.Stores) > 0):
+				return unsupported(n, "it is on the path of a per-record stream stage")
+			case c.Kind == KindRepartitionFilter:
+				ip.si.DropNullKey = true
+			case c.Kind == KindMapValues:
+				ip.si.Via = appendNew(ip.si.Via, "mapValues")
+			case c.Kind == KindPeek:
+				ip.si.Via = appendNew(ip.si.Via, "peek")
+			case c.Kind == KindMerge:
+				ip.si.Via = appendNew(ip.si.Via, "merge")
+			}
+			if n.Kind == Sink {
+				if n.Extractor != "" {
+					return unsupported(n, fmt.Sprintf("it chooses its topic dynamically (%s)", n.Extractor))
+				}
+				for _, tp := range n.Topics {
+					switch {
+					case external[tp]:
+						return unsupported(n, fmt.Sprintf("it writes input topic %s", tp))
+					case len(readers[tp]) > 0:
+						if !strings.HasSuffix(tp, "-repartition") {
+							return unsupported(n, fmt.Sprintf("it writes topic %s, which the application reads again (through() or to() then stream()): only repartition topics are followed", tp))
+						}
+						if l := app + "-" + tp; !slices.Contains(ip.si.Links, l) {
+							ip.si.Links = append(ip.si.Links, l)
+						}
+						ip.si.Via = appendNew(ip.si.Via, "repartition")
+						next = append(next, readers[tp]...)
+					default:
+						ip.paths[tp]++
+						outs[tp] = true
+					}
+				}
+			}
+			for _, s := range n.Successors {
+				if m, _ := t.Node(s); m != nil {
+					next = append(next, m)
+				}
+			}
+			for _, m := range next {
+				if err := walk(m, depth+1); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+		if err := walk(src, 0); err != nil {
+			return nil, reached, err
+		}
+		all = append(all, ip)
+	}
+	if sp.Output == "" {
+		if len(outs) != 1 {
+			var names []string
+			for o := range outs {
+				names = append(names, o)
+			}
+			slices.Sort(names)
+			return nil, reached, fmt.Errorf("the inputs reach %d topics (%s), not one: set pipeline.output", len(names), strings.Join(names, ", "))
+		}
+		for o := range outs {
+			sp.Output = o
+		}
+	}
+	for o := range outs {
+		if o != sp.Output {
+			sp.Ignored = append(sp.Ignored, o)
+		}
+	}
+	slices.Sort(sp.Ignored)
+	for _, ip := range all {
+		switch n := ip.paths[sp.Output]; n {
+		case 1:
+		case 0:
+			return nil, reached, fmt.Errorf("line %d: input topic %s does not reach topic %s", ip.si.Line, ip.si.Topic, sp.Output)
+		default:
+			return nil, reached, fmt.Errorf("line %d: input topic %s reaches topic %s by %d paths: each record is written %d times, and a per-record stage expects one copy", ip.si.Line, ip.si.Topic, sp.Output, n, n)
+		}
+		sp.Inputs = append(sp.Inputs, ip.si)
+	}
+	return sp, reached, nil
+}
+
+// streamTableJoin checks a stream-table join node on a stream path: a
+// left join (KSTREAM-LEFTJOIN-: KStreamImpl#doStreamTableJoin names inner
+// joins KSTREAM-JOIN-) of a KTable (its one store; a GlobalKTable join,
+// KStreamImpl#globalTableJoin, connects none, and a join with a grace
+// period adds its buffer <name>-Buffer).
+func (t *Topology) streamTableJoin(n *Node, c Classified, unsupported func(*Node, string) error) error {
+	switch {
+	case !strings.HasPrefix(n.Name, "KSTREAM-LEFTJOIN-"):
+		if strings.HasPrefix(n.Name, "KSTREAM-JOIN-") {
+			return unsupported(n, "an inner KStream-KTable join writes a record only when the table held its key when it was processed, which offsets do not show; only left joins are audited")
+		}
+		return unsupported(n, "a named stream-table join does not show whether it is a left or an inner join")
+	case len(n.Stores) == 0:
+		return unsupported(n, "a KStream-GlobalKTable join (no store connected): its key mapper is user code and may drop records; not audited yet")
+	case len(n.Stores) > 1:
+		return unsupported(n, fmt.Sprintf("a KStream-KTable join with a grace period buffers records (stores %s); not audited yet", strings.Join(n.Stores, ", ")))
+	}
+	return nil
+}
+
+// appendNew appends s unless xs ends with it.
+func appendNew(xs []string, s string) []string {
+	if len(xs) > 0 && xs[len(xs)-1] == s {
+		return xs
+	}
+	return append(xs, s)
+}
+
+// noReduceError is an input whose path reaches no reduce: the derivation
+// of a per-record stream stage may then apply (orStream).
+type noReduceError struct{ msg string }
+
+func (e *noReduceError) Error() string { return e.msg }
+
+// orStream returns the derivation of the table family (d, err) unless
+// it failed where a per-record stream stage may stand: no input reaches
+// a reduce, or a node the table family does not support stopped it. Then
+// a stream stage derived from the same text replaces it; when that fails
+// too, the table family's error stands, unless the stream stage's is
+// more to the point: the inputs reach no reduce at all, or the stream
+// stage got as far as the node that stopped the table family.
+func (t *Topology) orStream(app string, inputs []string, output string, decl Declarations, d *Derivation, err error) (*Derivation, error) {
+	if err == nil {
+		return d, nil
+	}
+	var nr *noReduceError
+	var ue *UnsupportedError
+	if !errors.As(err, &nr) && !errors.As(err, &ue) {
+		return d, err
+	}
+	sp, reached, serr := t.deriveStream(app, inputs, output, decl)
+	if serr != nil {
+		// The stream stage's error is the one to show when it got past
+		// the node that stopped the table family, or stopped at the
+		// same stream-table join with its own reason.
+		var se *UnsupportedError
+		if nr != nil {
+			return nil, serr
+		}
+		same := errors.As(serr, &se) && se.Node == ue.Node
+		if (reached[ue.Node] && !same) || (same && ue.Kind == KindStreamTableJoin) {
+			return nil, serr
+		}
+		return nil, err
+	}
+	return &Derivation{Output: sp.Output, Stream: sp}, nil
+}
+
+// fromStream fills the model of a per-record stream stage.
+func (m *Model) fromStream(p Spec, sp *StreamPath) error {
+	if p.Output != "" && sp.Output != p.Output {
+		return &Error{Key: "pipeline.output", Msg: fmt.Sprintf("is %q, but in %s the inputs reach topic %q", p.Output, p.TopologyFile, sp.Output)}
+	}
+	for i, in := range p.Inputs {
+		key := fmt.Sprintf("pipeline.inputs[%d]", i)
+		switch {
+		case in.Store != "" || in.ChangelogTopic != "":
+			return &Error{Key: key + ".store", Msg: fmt.Sprintf("input %s reaches the output through a per-record stream stage (%s), which has no store or changelog of its own", in.Name, p.TopologyFile)}
+		case in.RepartitionTopic != "":
+			return &Error{Key: key + ".repartition_topic", Msg: fmt.Sprintf("input %s reaches the output through a per-record stream stage: its repartition topics come from %s", in.Name, p.TopologyFile)}
+		case in.Rekey != "":
+			return &Error{Key: key + ".rekey", Msg: fmt.Sprintf("input %s reaches the output through a per-record stream stage that keeps the record key (%s shows no selectKey or map); declared re-keys are not audited in stream stages yet", in.Name, p.TopologyFile)}
+		}
+	}
+	m.Stream = sp
+	if m.Output == "" {
+		m.Output, m.OutputOrigin = sp.Output, FromTopology
+	}
+	for _, o := range sp.Ignored {
+		m.Warnings = append(m.Warnings, fmt.Sprintf("the inputs also reach topic %s, which is not audited (pipeline.output is %s)", o, sp.Output))
+	}
+	for i, in := range sp.Inputs {
+		if len(in.Tables) > 0 {
+			m.Warnings = append(m.Warnings, fmt.Sprintf("input %s is left-joined with the table of store %s: the table side is not audited by this stage", m.Stages[i].Input.Name, strings.Join(in.Tables, ", ")))
+		}
+	}
+	return nil
+}
+
+// streamGraph is the stage graph of a per-record stream stage: each
+// input's source, its repartition topics as links, and the output held to
+// the per-record rule.
+func (m *Model) streamGraph() *Graph {
+	g := &Graph{}
+	for i, s := range m.Stages {
+		name := s.Input.Name
+		in := m.Stream.Inputs[i]
+		src := "source:" + name
+		g.Stages = append(g.Stages, GraphStage{ID: src, Kind: StageSource, Input: i, Topic: s.Input.Topic, Rule: RuleCandidates, TopicFrom: FromConfig})
+		prev := src
+		for j, l := range in.Links {
+			id := "link:" + name
+			if len(in.Links) > 1 {
+				id = fmt.Sprintf("link:%s:%d", name, j+1)
+			}
+			if st := g.Stage(id); st == nil {
+				g.Stages = append(g.Stages, GraphStage{ID: id, Kind: StageLink, Input: i, Topic: l, Rule: RuleTail, TopicFrom: FromTopology})
+			}
+			g.Edges = append(g.Edges, Edge{From: prev, To: id, Key: KeyIdentity, Card: streamCard(in), TS: TSKept, Via: "repartition"})
+			prev = id
+		}
+		via := strings.Join(in.Via, " -> ")
+		if via == "" {
+			via = "pass-through"
+		}
+		if len(in.Tables) > 0 {
+			via += " (table " + strings.Join(in.Tables, ", ") + " not audited)"
+		}
+		g.Edges = append(g.Edges, Edge{From: prev, To: "output", Key: KeyIdentity, Card: streamCard(in), TS: TSKept, Via: via})
+	}
+	g.Stages = append(g.Stages, GraphStage{ID: "output", Kind: StageOutput, Input: -1, Topic: m.Output, Rule: RuleOutputPerRecord, TopicFrom: m.OutputOrigin})
+	return g
+}
+
+// streamCard is the cardinality of an input's path: one record per
+// record, or at most one where null keys or values are dropped.
+func streamCard(in StreamInput) Cardinality {
+	if in.DropNullKey || in.DropNullValue {
+		return AtMostOne
+	}
+	return One
+}
+
+// readers maps each topic to the non-global sources reading it.
+func (t *Topology) readers() map[string][]*Node {
+	readers := map[string][]*Node{}
+	for _, st := range t.SubTopologies {
+		if st.Global {
+			continue
+		}
+		for _, n := range st.Nodes {
+			if n.Kind == Source {
+				for _, tp := range n.Topics {
+					readers[tp] = append(readers[tp], n)
+				}
+			}
+		}
+	}
+	return readers
+}

@@ -1,0 +1,110 @@
+package topology
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestBuildStream checks the per-record stream stages derived from
+// describe() texts, and the refusals: every node on the paths is one
+// that forwards each record once with its key and timestamp, or a
+// KStream-KTable left join.
+func TestBuildStream(t *testing.T) {
+	in := func(topics ...string) []InputSpec {
+		var out []InputSpec
+		for i, tp := range topics {
+			out = append(out, InputSpec{Name: string(rune('a' + i)), Topic: tp})
+		}
+		return out
+	}
+	tests := []struct {
+		name   string
+		file   string
+		inputs []InputSpec
+		// want is the graph as `lossaudit topology` prints it (edges
+		// only), or err a part of the error.
+		want string
+		warn string
+		err  string
+		node string
+	}{
+		{name: "mapValues and merge of two inputs", file: "stream-merge", inputs: in("events-a", "events-b"),
+			want: "source:a -> output via mapValues -> merge -> peek: key identity, 1 per record, timestamp kept\n" +
+				"source:b -> output via merge -> peek: key identity, 1 per record, timestamp kept\n"},
+		{name: "repartition()", file: "stream-repartition", inputs: in("events"),
+			want: "source:a -> link:a via repartition: key identity, at most 1 per record, timestamp kept\n" +
+				"link:a -> output via mapValues -> repartition -> peek: key identity, at most 1 per record, timestamp kept\n"},
+		{name: "KStream-KTable left join", file: "stream-leftjoin", inputs: in("orders"),
+			want: "source:a -> output via leftJoin -> mapValues (table customers-STATE-STORE-0000000001 not audited): key identity, at most 1 per record, timestamp kept\n",
+			warn: "input a is left-joined with the table of store customers-STATE-STORE-0000000001: the table side is not audited by this stage"},
+		{name: "inner join", file: "stream-innerjoin", inputs: in("orders"), node: "KSTREAM-JOIN-0000000004", err: "only left joins are audited"},
+		{name: "join with a grace period", file: "stream-grace", inputs: in("orders"), node: "KSTREAM-LEFTJOIN-0000000004", err: "grace period buffers records"},
+		{name: "GlobalKTable join", file: "stream-global", inputs: in("orders"), node: "KSTREAM-LEFTJOIN-0000000004", err: "KStream-GlobalKTable join"},
+		{name: "two paths to the output", file: "stream-twopaths", inputs: in("events"), err: "input topic events reaches topic out by 2 paths"},
+		{name: "the table side as an input", file: "stream-leftjoin", inputs: in("orders", "customers"), node: "KTABLE-SOURCE-0000000003", err: "per-record stream stage"},
+		{name: "a user filter", file: "unsupported-filter-4.4.0", inputs: in("topicA"), node: "KSTREAM-FILTER-0000000002"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			file := filepath.Join("testdata", tt.file+".txt")
+			m, err := Build(context.Background(), Spec{ApplicationID: "app", TopologyFile: file, Inputs: tt.inputs}, nil)
+			if tt.err != "" || tt.node != "" {
+				if err == nil {
+					t.Fatalf("accepted: %+v", m.Stream)
+				}
+				if !strings.Contains(err.Error(), tt.err) {
+					t.Errorf("error %q, want one with %q", err, tt.err)
+				}
+				var ue *UnsupportedError
+				if tt.node != "" && (!errors.As(err, &ue) || ue.Node != tt.node) {
+					t.Errorf("error %v, want one naming node %s", err, tt.node)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if m.Stream == nil || len(m.Stream.Inputs) != len(tt.inputs) {
+				t.Fatalf("model %+v: no stream stage", m)
+			}
+			var b bytes.Buffer
+			if err := m.Graph().Write(&b, nil); err != nil {
+				t.Fatal(err)
+			}
+			_, edges, _ := strings.Cut(b.String(), "edges:\n")
+			edges = strings.ReplaceAll(edges, "  ", "")
+			if edges != tt.want {
+				t.Errorf("edges\n%s\nwant\n%s", edges, tt.want)
+			}
+			if !strings.Contains(b.String(), "rule output-per-record") {
+				t.Errorf("graph without the per-record rule:\n%s", b.String())
+			}
+			if got := strings.Join(m.Warnings, "; "); got != tt.warn {
+				t.Errorf("warnings %q, want %q", got, tt.warn)
+			}
+		})
+	}
+}
+
+// TestStreamLinks checks what the audit of a repartitioned stream reads:
+// the repartition topic with the application's prefix, and which records
+// the path drops by design.
+func TestStreamLinks(t *testing.T) {
+	m, err := Build(context.Background(), Spec{ApplicationID: "app", TopologyFile: "testdata/stream-repartition.txt", Inputs: []InputSpec{{Name: "a", Topic: "events"}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := m.Stream.Inputs[0]
+	if m.Output != "out" || strings.Join(in.Links, ",") != "app-KSTREAM-REPARTITION-0000000002-repartition" || !in.DropNullKey || in.DropNullValue {
+		t.Errorf("output %s, input %+v", m.Output, in)
+	}
+	m, err = Build(context.Background(), Spec{ApplicationID: "app", TopologyFile: "testdata/stream-leftjoin.txt", Inputs: []InputSpec{{Name: "a", Topic: "orders", Rekey: "id"}}}, nil)
+	var pe *Error
+	if !errors.As(err, &pe) || pe.Key != "pipeline.inputs[0].rekey" {
+		t.Errorf("rekey on a stream stage: %v (%+v)", err, m)
+	}
+}

@@ -1,0 +1,103 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/lossaudit/lossaudit/audit/app"
+	"github.com/lossaudit/lossaudit/audit/shard"
+	"github.com/lossaudit/lossaudit/config"
+)
+
+// shardFlags are `lossaudit audit`'s flags of a sharded audit
+// (docs/scale.md).
+type shardFlags struct {
+	shards int
+	index  string
+	dir    string
+	wait   time.Duration
+}
+
+// addShardFlags declares the sharding flags on the audit command.
+func addShardFlags(cmd *cobra.Command) *shardFlags {
+	f := &shardFlags{}
+	cmd.Flags().IntVar(&f.shards, "shards", 0, "run as one of this many shards of a sharded audit (docs/scale.md); 0: one process")
+	cmd.Flags().StringVar(&f.index, "shard-index", "", "this shard's index, 0 to shards-1 (default: $JOB_COMPLETION_INDEX, as a Kubernetes Indexed Job sets it)")
+	cmd.Flags().StringVar(&f.dir, "shard-dir", "", "the directory every shard shares (a ReadWriteMany volume); one per run")
+	cmd.Flags().DurationVar(&f.wait, "shard-wait", 24*time.Hour, "how long a shard waits for the others at each step")
+	return f
+}
+
+// options turns the flags into the shard's options; a *config.Error names
+// the flag that is wrong.
+func (f *shardFlags) options() (app.ShardOptions, error) {
+	idx, from := f.index, "shard-index"
+	if idx == "" {
+		idx, from = os.Getenv("JOB_COMPLETION_INDEX"), "JOB_COMPLETION_INDEX"
+	}
+	bad := func(flag, msg string) (app.ShardOptions, error) {
+		return app.ShardOptions{}, &config.Error{Flag: flag, Msg: msg}
+	}
+	switch {
+	case f.shards < 0:
+		return bad("shards", fmt.Sprintf("%d shards: give at least 1", f.shards))
+	case idx == "":
+		return bad("shard-index", "no shard index: give --shard-index or set JOB_COMPLETION_INDEX")
+	case f.dir == "":
+		return bad("shard-dir", "a sharded audit needs the directory its shards share")
+	case f.wait <= 0:
+		return bad("shard-wait", "give a positive duration")
+	}
+	i, err := strconv.Atoi(idx)
+	if err != nil || i < 0 || i >= f.shards {
+		return bad("shard-index", fmt.Sprintf("%s %q is not a shard index of 0 to %d", from, idx, f.shards-1))
+	}
+	return app.ShardOptions{Dir: f.dir, Shards: f.shards, Index: i, Wait: f.wait}, nil
+}
+
+// runShard runs one shard of a sharded audit: index 0 writes the reports
+// and exits with the verdict, the others exit 0 once their part is
+// complete.
+func runShard(cmd *cobra.Command, cfg *config.Config, f *shardFlags, quiet bool) error {
+	so, err := f.options()
+	if err != nil {
+		return err
+	}
+	if err := checkRunConfig(cfg); err != nil {
+		return err
+	}
+	started := time.Now()
+	prog := newProgress(cmd.ErrOrStderr(), quiet)
+	so.Log = prog.Log()
+	// The test bed's binary stops here at shard-map-entry, shard-map-written
+	// and shard-reduce-written (failpoints); a release binary never does.
+	fp := failpointsFromEnv(cmd.Context())
+	so.Hook = func(point string) error {
+		fp.at("shard-" + point)
+		return nil
+	}
+	res, _, st, err := app.Shard(cmd.Context(), cfg, app.Options{Progress: prog, Warnings: prog.Log()}, so)
+	prog.Stop()
+	if err != nil {
+		var we *shard.WaitError
+		if errors.As(err, &we) {
+			return withCode(exitIncomplete, fmt.Errorf("the audit could not complete: %w", we))
+		}
+		return auditError(err)
+	}
+	fmt.Fprintf(cmd.ErrOrStderr(), "lossaudit: shard %d of %d (run %s): read %d input, %d changelog and output records; shuffled %d entries, %d bytes; judged %d entries\n",
+		so.Index, so.Shards, st.RunID, st.MapRecords, st.ReduceRecords, st.ShuffledEntries, st.ShuffledBytes, st.ReduceEntries)
+	if res == nil {
+		return nil
+	}
+	w := writeReports(cmd.OutOrStdout(), cmd.ErrOrStderr(), cfg, res)
+	if len(w.failed) == 0 {
+		w.writeMetrics(cfg, res, started)
+	}
+	return w.conclude()
+}

@@ -1,0 +1,319 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+
+	"github.com/lossaudit/lossaudit/audit/demo/sim"
+	"github.com/lossaudit/lossaudit/testbed/testbedenv"
+)
+
+// TestShardedAuditCommand runs `lossaudit audit --shards 2` as two
+// processes of an Indexed Job would (index 0 from JOB_COMPLETION_INDEX,
+// index 1 from --shard-index): index 0 writes the CSV a single audit
+// writes and exits with its verdict, index 1 exits 0; a shard of another
+// run, an index out of range and a windowed audit are refused (exit 2).
+func TestShardedAuditCommand(t *testing.T) {
+	clearEnv(t)
+	f := fixture(t)
+	cfg := f.yaml(t, nil)
+	dir := t.TempDir()
+	single := filepath.Join(dir, "single.csv")
+	var stdout, stderr bytes.Buffer
+	if code := testRun([]string{"audit", "-q", "-c", cfg, "--csv", single, "--store-dir", filepath.Join(dir, "single")}, &stdout, &stderr); code != 0 {
+		t.Fatalf("single audit: exit %d\n%s%s", code, stdout.String(), stderr.String())
+	}
+	shards, sharded := filepath.Join(dir, "shards"), filepath.Join(dir, "sharded.csv")
+	t.Setenv("JOB_COMPLETION_INDEX", "0")
+	args := func(store string, extra ...string) []string {
+		return append([]string{"audit", "-q", "-c", cfg, "--csv", sharded, "--store-dir", filepath.Join(dir, store), "--shards", "2", "--shard-dir", shards}, extra...)
+	}
+	var wg sync.WaitGroup
+	codes := make([]int, 2)
+	outs := make([]bytes.Buffer, 2)
+	errs := make([]bytes.Buffer, 2)
+	for i, a := range [][]string{args("s0"), args("s1", "--shard-index", "1")} {
+		wg.Add(1)
+		go func(i int, a []string) {
+			defer wg.Done()
+			codes[i] = testRun(a, &outs[i], &errs[i])
+		}(i, a)
+	}
+	wg.Wait()
+	for i, want := range []string{"NO LOSS FOUND", ""} {
+		if codes[i] != 0 || !strings.Contains(outs[i].String(), want) {
+			t.Errorf("shard %d: exit %d, want 0 and %q on stdout\nstdout:\n%s\nstderr:\n%s", i, codes[i], want, outs[i].String(), errs[i].String())
+		}
+	}
+	if !strings.Contains(errs[1].String(), "index 0 writes the reports") || !strings.Contains(errs[1].String(), "shard 1 of 2 (run ") {
+		t.Errorf("shard 1's stderr does not say what it did and who writes the reports:\n%s", errs[1].String())
+	}
+	want, err := os.ReadFile(single)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(sharded)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("the sharded CSV differs from the single audit's:\n got %s\nwant %s", got, want)
+	}
+
+	for _, tt := range []struct {
+		name   string
+		args   []string
+		stderr string
+	}{
+		{"another shard count on the same directory", []string{"audit", "-q", "-c", cfg, "--store-dir", filepath.Join(dir, "x"), "--shards", "3", "--shard-dir", shards},
+			"--shard-dir: " + filepath.Join(shards, "manifest") + " is of a run of 2 shards, this shard is one of 3"},
+		{"an index out of range", []string{"audit", "-q", "-c", cfg, "--shards", "2", "--shard-index", "2", "--shard-dir", shards},
+			`--shard-index: shard-index "2" is not a shard index of 0 to 1`},
+		{"no shard directory", []string{"audit", "-q", "-c", cfg, "--shards", "2"}, "--shard-dir: a sharded audit needs the directory its shards share"},
+		{"a windowed audit", []string{"audit", "-q", "-c", cfg, "--store-dir", filepath.Join(dir, "y"), "--shards", "2", "--shard-dir", filepath.Join(dir, "other"), "--from", "2026-01-01T00:00:00Z"},
+			"the audit cannot be sharded: a windowed audit (window.from, window.to) is not sharded yet"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			if code := testRun(tt.args, &stdout, &stderr); code != 2 || !strings.Contains(stderr.String(), tt.stderr) {
+				t.Errorf("exit %d, want 2 and %q on stderr\nstdout:\n%s\nstderr:\n%s", code, tt.stderr, stdout.String(), stderr.String())
+			}
+		})
+	}
+}
+
+// normalJSON is a JSON report without what differs between two audits of
+// the same snapshot: when they ran, the phases' timings, and which decode
+// errors were read first (only their number is kept).
+func normalJSON(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v map[string]any
+	if err := json.Unmarshal(b, &v); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	for _, k := range []string{"started", "finished", "timings"} {
+		delete(v, k)
+	}
+	if ds, ok := v["decode_error_samples"].([]any); ok {
+		v["decode_error_samples"] = len(ds)
+	}
+	out, err := json.MarshalIndent(v, "", " ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(out)
+}
+
+// TestShardedAuditProcesses runs a sharded audit as three lossaudit
+// processes, each told its index by JOB_COMPLETION_INDEX as an Indexed
+// Job's pods are: index 1 is killed (SIGKILL) at its first map entry and
+// index 2 once its map output is complete but not marked, and each is run
+// again; the reports index 0 writes equal a single audit's (timings
+// aside). The peak RSS of every process is logged.
+func TestShardedAuditProcesses(t *testing.T) {
+	clearEnv(t)
+	f := fixture(t)
+	cfg := f.yaml(t, nil)
+	dir := t.TempDir()
+	bin, err := lossauditBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func(label string, env []string, args ...string) (int, syscall.Signal, string) {
+		code, sig, stderr, _ := runAudit(t, bin, label, cfg, env, args...)
+		return code, sig, stderr
+	}
+	report := func(name string) []string {
+		return []string{"--csv", filepath.Join(dir, name+".csv"), "--json", filepath.Join(dir, name+".json")}
+	}
+	if code, sig, stderr := testRun("single audit", nil, append(report("single"), "--store-dir", filepath.Join(dir, "single"))...); code != 0 || sig != 0 {
+		t.Fatalf("single audit: exit %d signal %v\n%s", code, sig, stderr)
+	}
+	crash := map[int]string{1: "shard-map-entry", 2: "shard-map-written"}
+	var wg sync.WaitGroup
+	msgs := make([]string, 3)
+	for i := 0; i < 3; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			env := []string{fmt.Sprintf("JOB_COMPLETION_INDEX=%d", i)}
+			args := append(report("sharded"), "--shards", "3", "--shard-dir", filepath.Join(dir, "shards"), "--store-dir", filepath.Join(dir, fmt.Sprintf("s%d", i)))
+			if at := crash[i]; at != "" {
+				code, sig, stderr := testRun(fmt.Sprintf("shard %d killed at %s", i, at), append(env, "LOSSAUDIT_TESTBED_CRASH_AT="+at), args...)
+				if sig != syscall.SIGKILL {
+					msgs[i] = fmt.Sprintf("shard %d with a crash at %s: exit %d signal %v, want SIGKILL\n%s", i, at, code, sig, stderr)
+					return
+				}
+			}
+			if code, sig, stderr := testRun(fmt.Sprintf("shard %d", i), env, args...); code != 0 || sig != 0 {
+				msgs[i] = fmt.Sprintf("shard %d: exit %d signal %v\n%s", i, code, sig, stderr)
+			}
+		}(i)
+	}
+	wg.Wait()
+	for _, m := range msgs {
+		if m != "" {
+			t.Fatal(m)
+		}
+	}
+	want, _ := os.ReadFile(filepath.Join(dir, "single.csv"))
+	got, err := os.ReadFile(filepath.Join(dir, "sharded.csv"))
+	if err != nil || !bytes.Equal(got, want) {
+		t.Errorf("the sharded CSV (%v) differs from the single audit's:\n got %s\nwant %s", err, got, want)
+	}
+	if g, w := normalJSON(t, filepath.Join(dir, "sharded.json")), normalJSON(t, filepath.Join(dir, "single.json")); g != w {
+		t.Errorf("the sharded JSON differs from the single audit's:\n got %s\nwant %s", g, w)
+	}
+}
+
+// processExit returns the exit code of a child process that ended with
+// err, or -1 and the signal that killed it.
+func processExit(t *testing.T, err error) (int, syscall.Signal) {
+	t.Helper()
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+		return 0, 0
+	case errors.As(err, &ee):
+		ws := ee.Sys().(syscall.WaitStatus)
+		if ws.Signaled() {
+			return -1, ws.Signal()
+		}
+		return ws.ExitStatus(), 0
+	}
+	t.Fatal(err)
+	return 0, 0
+}
+
+// runAudit runs `lossaudit audit -q -c cfg args...` as a child process with
+// env added and returns its exit code (or the signal that killed it), its
+// stderr and its wall time; its peak RSS is logged under label.
+func runAudit(t *testing.T, bin, label, cfg string, env []string, args ...string) (int, syscall.Signal, string, time.Duration) {
+	t.Helper()
+	cmd := exec.Command(bin, append([]string{"audit", "-q", "-c", cfg}, args...)...)
+	cmd.Env = append(testbedenv.Strip(os.Environ()), env...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	began := time.Now()
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("%s: %v", label, err)
+	}
+	// The child's own peak RSS: VmHWM of its /proc status, sampled until
+	// it exits (the rusage of a child started by vfork counts the parent's
+	// memory at the fork: this test's in-process cluster).
+	var hwm atomic.Int64
+	done := make(chan struct{})
+	go func() {
+		status := fmt.Sprintf("/proc/%d/status", cmd.Process.Pid)
+		for {
+			if b, err := os.ReadFile(status); err == nil {
+				for _, line := range strings.Split(string(b), "\n") {
+					if kb, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+						if v, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(kb, "kB")), 10, 64); err == nil && v > hwm.Load() {
+							hwm.Store(v)
+						}
+					}
+				}
+			}
+			select {
+			case <-done:
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+	}()
+	err := cmd.Wait()
+	close(done)
+	took := time.Since(began)
+	t.Logf("%s: %s, peak RSS at least %d MiB (VmHWM sampled every 20 ms)", label, took.Round(time.Millisecond), hwm.Load()>>10)
+	code, sig := processExit(t, err)
+	return code, sig, stderr.String(), took
+}
+
+// TestShardedAuditProcessesMeasure (LOSSAUDIT_SHARD_MEASURE=records per
+// input; skipped without) audits a larger simulated pipeline once in one
+// process and as 1, 2 and 4 processes at once: the wall time of each run
+// and the peak RSS of every process are logged, and the reports must be
+// equal.
+func TestShardedAuditProcessesMeasure(t *testing.T) {
+	n, _ := strconv.Atoi(os.Getenv("LOSSAUDIT_SHARD_MEASURE"))
+	if n <= 0 {
+		t.Skip("LOSSAUDIT_SHARD_MEASURE (records per input) is not set")
+	}
+	clearEnv(t)
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cluster.Close()
+	sc := sim.RandomScenario(54)
+	sc.AppID, sc.TopicPrefix, sc.Output = "pmeasure", "pmeasure-topic", "pmeasure-joined"
+	sc.Partitions, sc.Keys, sc.RecordsPerInput, sc.Rounds = 8, n/10, n, 20
+	truth, err := sim.Run(context.Background(), cluster.ListenAddrs(), sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &pipelineFixture{brokers: cluster.ListenAddrs(), truth: truth}
+	cfg := f.yaml(t, nil)
+	dir := t.TempDir()
+	bin, err := lossauditBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	report := func(name string) []string {
+		return []string{"--csv", filepath.Join(dir, name+".csv"), "--json", filepath.Join(dir, name+".json")}
+	}
+	if code, sig, stderr, _ := runAudit(t, bin, "single audit", cfg, nil, append(report("single"), "--store-dir", filepath.Join(dir, "single"))...); sig != 0 || code > 1 {
+		t.Fatalf("single audit: exit %d signal %v\n%s", code, sig, stderr)
+	}
+	want := normalJSON(t, filepath.Join(dir, "single.json"))
+	for _, shards := range []int{1, 2, 4} {
+		var wg sync.WaitGroup
+		msgs := make([]string, shards)
+		began := time.Now()
+		for i := 0; i < shards; i++ {
+			wg.Add(1)
+			go func(i int) {
+				defer wg.Done()
+				name := fmt.Sprintf("n%d", shards)
+				code, sig, stderr, _ := runAudit(t, bin, fmt.Sprintf("%d shards, index %d", shards, i), cfg, []string{fmt.Sprintf("JOB_COMPLETION_INDEX=%d", i)},
+					append(report(name), "--shards", strconv.Itoa(shards), "--shard-dir", filepath.Join(dir, name), "--store-dir", filepath.Join(dir, fmt.Sprintf("%s-s%d", name, i)))...)
+				if sig != 0 || code > 1 || (i > 0 && code != 0) {
+					msgs[i] = fmt.Sprintf("%d shards, index %d: exit %d signal %v\n%s", shards, i, code, sig, stderr)
+				}
+				if i == 1 || shards == 1 {
+					t.Logf("%d shards, index %d: %s", shards, i, strings.TrimSpace(stderr))
+				}
+			}(i)
+		}
+		wg.Wait()
+		t.Logf("%d shards: %s wall time", shards, time.Since(began).Round(time.Millisecond))
+		for _, m := range msgs {
+			if m != "" {
+				t.Fatal(m)
+			}
+		}
+		if got := normalJSON(t, filepath.Join(dir, fmt.Sprintf("n%d.json", shards))); got != want {
+			t.Errorf("%d shards: the JSON differs from the single audit's", shards)
+		}
+	}
+}
