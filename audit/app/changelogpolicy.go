@@ -33,6 +33,9 @@ type topicConfigs interface {
 // declaration stands.
 func checkChangelogPolicies(ctx context.Context, tc topicConfigs, m *topology.Model, warn io.Writer) error {
 	for _, st := range m.Stages {
+		if st.SourceTopicChangelog() {
+			continue // the input topic itself: its retention is the input's
+		}
 		cfg, err := tc.TopicConfig(ctx, st.ChangelogTopic, "cleanup.policy", "retention.ms", "retention.bytes")
 		if ctx.Err() != nil {
 			return fmt.Errorf("describing the configs of changelog topic %s: %w", st.ChangelogTopic, context.Cause(ctx))
@@ -54,6 +57,10 @@ func checkChangelogPolicies(ctx context.Context, tc topicConfigs, m *topology.Mo
 		ms, bytes := cfg["retention.ms"], cfg["retention.bytes"]
 		if ms == "-1" && (bytes == "-1" || bytes == "") {
 			continue // delete with infinite retention deletes nothing
+		}
+		if topology.IsTableSource(st.Operator) {
+			return &config.Error{Key: fmt.Sprintf("pipeline.inputs[%d].changelog_topic", st.Index), Msg: fmt.Sprintf("input %s: changelog topic %s of table store %s has cleanup.policy=%s with retention.ms=%s and retention.bytes=%s: retention deletes keys from it that the audit would report as lost (set retention.ms=-1 and retention.bytes=-1, or cleanup.policy=compact)",
+				st.Input.Name, st.ChangelogTopic, st.Store, policy, orUnset(ms), orUnset(bytes))}
 		}
 		key, op := "pipeline.reduce", "reduce"
 		if st.Operator == topology.KindCount || st.Operator == topology.KindAggregate {

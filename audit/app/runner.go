@@ -390,6 +390,10 @@ func Reconcile(ctx context.Context, cfg *config.Config, o Options) (*Step, error
 		p.close()
 		return nil, err
 	}
+	if err := stepRefusesTables(p.model); err != nil {
+		p.close()
+		return nil, err
+	}
 	st, err := state.Open(filepath.Join(cfg.Store.Dir, StateDir), state.Options{Hook: o.StateHook})
 	if err != nil {
 		p.close()
@@ -492,6 +496,9 @@ func runError(m *topology.Model, err error) error {
 		if origin == topology.FromOverride {
 			return &config.Error{Key: fmt.Sprintf("pipeline.inputs[%d].%s", mt.Index, field), Msg: fmt.Sprintf("topic %q does not exist", mt.Topic)}
 		}
+		if mt.Role == engine.RoleChangelog && st.Operator == topology.KindTableSource {
+			return missingTableChangelog(mt.Index, mt.Topic, st)
+		}
 		return &config.Error{Key: "pipeline.application_id", Msg: fmt.Sprintf("the %s topic of input %s, %q (%s), does not exist: is the application running, and do pipeline.application_id (%q) and pipeline.topology_file match it? `lossaudit topology` shows every derived name",
 			mt.Role, st.Input.Name, mt.Topic, origin, m.ApplicationID)}
 	}
@@ -510,7 +517,11 @@ func Inputs(ctx context.Context, cfg *config.Config, model *topology.Model, reg 
 	for _, st := range model.Stages {
 		in := cfg.Pipeline.Inputs[st.Index]
 		key := fmt.Sprintf("pipeline.inputs[%d]", st.Index)
-		if st.RepartitionTopic == "" {
+		table := topology.IsTableSource(st.Operator)
+		if err := tableInput(key, in, st); err != nil {
+			return nil, nil, err
+		}
+		if st.RepartitionTopic == "" && !table {
 			return nil, nil, &config.Error{Key: key + ".repartition_topic",
 				Msg: fmt.Sprintf("input %s reaches its store without a repartition topic; lossaudit audits the selectKey -> groupByKey -> reduce shape, so name the repartition topic or check the topology", in.Name)}
 		}
@@ -524,7 +535,10 @@ func Inputs(ctx context.Context, cfg *config.Config, model *topology.Model, reg 
 		ai := streams.Input{
 			Name: in.Name, Topic: in.Topic, RepartitionTopic: st.RepartitionTopic,
 			ChangelogTopic: st.ChangelogTopic, Select: sel, DownstreamKey: norm, Field: in.Rekey,
-			Count: st.Operator == topology.KindCount, BufferTopic: st.BufferTopic,
+			Count: st.Operator == topology.KindCount, Table: table, BufferTopic: st.BufferTopic,
+		}
+		if st.SourceTopicChangelog() {
+			ai.ChangelogTopic = "" // the table is restored from its input topic
 		}
 		if in.Rekey != "" && reg != nil {
 			path := in.Rekey

@@ -136,6 +136,23 @@ type CountEvidence struct {
 // Lost is the number of lost updates.
 func (e *CountEvidence) Lost() int64 { return e.Processed - e.Count }
 
+// TableEvidence proves a lost update of a table source's table: the
+// input record of the row is the key's last processed record by offset,
+// and the changelog's last record for the key in the same partition
+// (Changelog, Partition, Offset, at TS, a tombstone or not; Has false when
+// it holds none) is neither that record nor a later one of the key: when
+// Has, it is the put of the key's earlier input record at InputOffset (of
+// the row's topic and partition).
+type TableEvidence struct {
+	Changelog   string
+	Partition   int32
+	Has         bool
+	Offset      int64
+	TS          int64
+	Tombstone   bool
+	InputOffset int64
+}
+
 // Witness is what the repartition topic holds of a lost update: when Seen,
 // the copy at Partition/Offset of Topic proves the update crossed the first
 // hop and was lost before the store; otherwise the topic no longer holds it
@@ -468,6 +485,11 @@ type PipelineInput struct {
 	ChangelogTopic   string
 	// Count says the input's table is a count (recounted).
 	Count bool
+	// Table says the input is read by a table source (builder.table,
+	// toTable): no repartition topic, its table checked by the last
+	// record by offset; ChangelogTopic is "" when the table is restored
+	// from the input topic.
+	Table bool
 }
 
 // Timeline is a histogram of input records by their timestamp (the one the

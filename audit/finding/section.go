@@ -63,6 +63,9 @@ func (*SinkEvidence) EvidenceKind() string { return "sink" }
 func (*CountEvidence) EvidenceKind() string { return "count" }
 
 // EvidenceKind implements Evidence.
+func (*TableEvidence) EvidenceKind() string { return "table" }
+
+// EvidenceKind implements Evidence.
 func (*LedgerEvidence) EvidenceKind() string { return "ledger" }
 
 // EvidenceKind implements Evidence.

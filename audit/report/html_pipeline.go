@@ -58,6 +58,9 @@ func newPipelineView(res *finding.Result, pl *finding.Pipeline) *pipelineView {
 			store.Role = "count store, changelog (recounted)"
 			f.keyProblems(&store, finding.StageCount, in.Name)
 		}
+		if in.Table {
+			tableLane(&rep, &store, in)
+		}
 		f.partProblems(&store, in.ChangelogTopic)
 		v.Lanes = append(v.Lanes, pipelineLane{Input: inNode, Repartition: rep, Store: store})
 	}
@@ -188,4 +191,15 @@ func kindOrder(m map[finding.Kind]int64) []finding.Kind {
 	}
 	slices.Sort(extra)
 	return append(out, extra...)
+}
+
+// tableLane words the lane of an input read by a table source: no
+// repartition topic, and a table that holds each key's last record by
+// offset (restored from the input topic when it has no changelog).
+func tableLane(rep, store *pipelineNode, in finding.PipelineInput) {
+	rep.Role, rep.Topic = "table source", "(no repartition)"
+	store.Role = "table store, changelog (last record by offset)"
+	if in.ChangelogTopic == "" {
+		store.Role, store.Topic = "table store, restored from the input topic", safe(in.Topic)
+	}
 }

@@ -24,6 +24,8 @@ func Detail(r *finding.Row) string {
 		return ledgerDetail(r, e)
 	case *finding.CountEvidence:
 		return fmt.Sprintf("changelog %s[%d]@%d counts %d, but %d records of the key were processed: %s lost", e.Changelog, e.Partition, e.Offset, e.Count, e.Processed, updates(e.Lost()))
+	case *finding.TableEvidence:
+		return tableDetail(e)
 	case *finding.Witness:
 		if e.Seen {
 			return fmt.Sprintf("seen in repartition topic %s[%d]@%d, lost before the store", e.Topic, e.Partition, e.Offset)
@@ -31,6 +33,19 @@ func Detail(r *finding.Row) string {
 		return fmt.Sprintf("repartition topic %s no longer holds it (purged) or never did", e.Topic)
 	}
 	return ""
+}
+
+// tableDetail says what a table source's changelog ends with instead of
+// the key's last processed record.
+func tableDetail(e *finding.TableEvidence) string {
+	if !e.Has {
+		return fmt.Sprintf("changelog %s[%d] holds nothing for the key, not the input's last record of it by offset nor a later one: lost before the table", e.Changelog, e.Partition)
+	}
+	what := "a value"
+	if e.Tombstone {
+		what = "a tombstone"
+	}
+	return fmt.Sprintf("changelog %s[%d]@%d ends the key with %s at %s, the put of the key's earlier input record at offset %d, not of its last one nor a later one: lost before the table", e.Changelog, e.Partition, e.Offset, what, FormatTS(e.TS), e.InputOffset)
 }
 
 // updates is "1 update" or "n updates".

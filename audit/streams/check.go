@@ -50,7 +50,7 @@ func check(o Options, snap *pipelineSnapshot, stuck map[kread.TP]bool, tl *timel
 		// A reconcile step (v) reads only what is new: its candidates are
 		// not the key's whole history, so it does not count.
 		spec.Inputs = append(spec.Inputs, detect.InputSpec{Name: in.Name, Topic: in.Topic, RepartitionTopic: in.RepartitionTopic,
-			ChangelogTopic: in.ChangelogTopic, Count: in.Count && v == nil, Buffered: in.BufferTopic != ""})
+			ChangelogTopic: in.ChangelogTopic, Count: in.Count && v == nil, Table: in.Table, NoChangelog: in.Table && in.ChangelogTopic == "", Buffered: in.BufferTopic != ""})
 	}
 	var held []heldRow
 	if len(stuck) > 0 {

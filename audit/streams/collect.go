@@ -132,11 +132,24 @@ func (c *collector) readRest(ctx context.Context) error {
 		}
 	}
 	for x := range c.o.Inputs {
-		if err := c.readInput(ctx, x); err != nil {
+		read := c.readInput
+		if c.o.Inputs[x].Table {
+			read = c.readTableInput
+		}
+		if err := read(ctx, x); err != nil {
 			return err
 		}
 	}
 	for x, in := range c.o.Inputs {
+		if in.Table {
+			if in.ChangelogTopic == "" {
+				continue // restored from the input topic: no changelog of its own
+			}
+			if err := c.readTableChangelog(ctx, x); err != nil {
+				return err
+			}
+			continue
+		}
 		t := c.snap.changelogs[x]
 		if err := c.readStage(ctx, "changelog "+in.ChangelogTopic, t.Name, x, false, in.Count, in.DownstreamKey); err != nil {
 			return err
@@ -201,6 +214,9 @@ func (c *collector) windowStart(ctx context.Context, topic string) (map[int32]in
 
 func (c *collector) readRepartition(ctx context.Context, x int) error {
 	in := c.o.Inputs[x]
+	if in.RepartitionTopic == "" {
+		return nil // a table source reads its input topic itself
+	}
 	t := c.snap.reparts[x]
 	rs, total := c.ranges(t, nil)
 	return collect.Read(ctx, c.o.Kafka, collect.Spec{Name: "repartition " + in.RepartitionTopic, Ranges: rs, Total: total, Progress: c.o.Progress, Stats: &c.stats}, func(recs []kread.Record) error {

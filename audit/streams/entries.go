@@ -26,7 +26,7 @@ const (
 	tagChangelogAborted byte = 0x40 // x | ^ts u64 -> partition u32
 	tagOutput           byte = 0x50 // 0 | ^ts u64 | ^offset u64 -> flags u8 | partition u32
 	tagOutputAborted    byte = 0x60 // 0 | ^ts u64 -> partition u32
-	tagBuffer           byte = 0x70 // x | ^offset u64 -> flags u8 | partition u32
+	tagBuffer           byte = 0x78 // x | ^offset u64 -> flags u8 | partition u32
 )
 
 // flagTombstone marks a changelog or output record whose value was null;
@@ -225,6 +225,8 @@ func apply(ev *detect.KeyEvidence, e index.Entry, x int, f []byte, pending func(
 		default:
 			ev.AddOutput(p, ts, off, tomb)
 		}
+	case tagTableLast, tagTableRecord, tagTableChangelog:
+		return applyTable(ev, e.Tag, x, f, e.Value)
 	case tagChangelogAborted, tagOutputAborted:
 		if len(f) != 8 || len(e.Value) != 4 {
 			return fmt.Errorf("aborted entry of %d+%d bytes", len(f), len(e.Value))

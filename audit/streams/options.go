@@ -63,6 +63,13 @@ type Input struct {
 	// output (detect.BufferPending). Audits only: a reconcile step refuses
 	// it.
 	BufferTopic string
+	// Table says that the input is read by a table source (builder.table,
+	// KStream#toTable on the input topic): no repartition topic, its table
+	// holds each key's last record by offset (detect.TableLast), and
+	// ChangelogTopic is "" when the table is restored from the input
+	// topic (the source-topic optimization: nothing to check between
+	// them). An audit only: a reconcile step refuses it.
+	Table bool
 }
 
 // Progress receives progress of the long phases; nil means none.
@@ -138,7 +145,7 @@ func (o Options) withDefaults() (Options, error) {
 		return o, fmt.Errorf("audit: join type %q is not left, inner or outer", o.Join)
 	}
 	for i, in := range o.Inputs {
-		if in.Topic == "" || in.RepartitionTopic == "" || in.ChangelogTopic == "" || in.Select == nil {
+		if in.Topic == "" || ((in.RepartitionTopic == "" || in.ChangelogTopic == "") && !in.Table) || in.Select == nil {
 			return o, fmt.Errorf("audit: input %d (%s) lacks a topic, repartition topic, changelog topic or selector", i, in.Name)
 		}
 	}

@@ -93,7 +93,7 @@ func assemble(ctx context.Context, o Options, snap *pipelineSnapshot, col *colle
 	var outcome []detect.InputOutcome
 	for x, in := range o.Inputs {
 		pl.Inputs = append(pl.Inputs, finding.PipelineInput{Name: in.Name, Topic: in.Topic,
-			RepartitionTopic: in.RepartitionTopic, ChangelogTopic: in.ChangelogTopic, Count: in.Count})
+			RepartitionTopic: in.RepartitionTopic, ChangelogTopic: in.ChangelogTopic, Count: in.Count, Table: in.Table})
 		c := counts[x]
 		s.InputOrder = append(s.InputOrder, in.Name)
 		s.Inputs[in.Name] = &c

@@ -160,6 +160,9 @@ func CheckShardable(o Options) error {
 		return &UnsupportedShardingError{Reason: "output keys normalized to the selected key's form (Avro-framed keys) are not sharded yet"}
 	}
 	for _, in := range o.Inputs {
+		if in.Table {
+			return &UnsupportedShardingError{Reason: fmt.Sprintf("input %s is read by a table source (its last record by offset per key, per input partition): not sharded yet", in.Name)}
+		}
 		if in.DownstreamKey != nil {
 			return &UnsupportedShardingError{Reason: fmt.Sprintf("input %s: keys normalized to the selected key's form (Avro-framed keys) are not sharded yet", in.Name)}
 		}

@@ -91,6 +91,7 @@ func TestShardViewRestrictsAndRefuses(t *testing.T) {
 		{func(o *Options) { o.DeadLetterTopic = "dlq" }, "dead-letter queue"},
 		{func(o *Options) { o.OutputKey = func(b []byte) []byte { return b } }, "Avro-framed keys"},
 		{func(o *Options) { o.Inputs[0].DownstreamKey = func(b []byte) []byte { return b } }, "input a: keys normalized"},
+		{func(o *Options) { o.Inputs[0].Table = true }, "input a is read by a table source"},
 	} {
 		o := base
 		o.Inputs = append([]Input(nil), base.Inputs...)

@@ -64,7 +64,10 @@ func takeSnapshot(ctx context.Context, o Options) (*pipelineSnapshot, error) {
 	var groupTopics []string
 	for i, in := range o.Inputs {
 		all = append(all, named{in.Topic, engine.RoleInput, i}, named{in.RepartitionTopic, engine.RoleRepartition, i}, named{in.ChangelogTopic, engine.RoleChangelog, i})
-		groupTopics = append(groupTopics, in.Topic, in.RepartitionTopic)
+		groupTopics = append(groupTopics, in.Topic)
+		if in.RepartitionTopic != "" {
+			groupTopics = append(groupTopics, in.RepartitionTopic)
+		}
 	}
 	if o.Output != "" {
 		all = append(all, named{o.Output, engine.RoleOutput, -1})
@@ -76,6 +79,9 @@ func takeSnapshot(ctx context.Context, o Options) (*pipelineSnapshot, error) {
 	}
 	// Resolve every topic first, so a missing one fails before anything is read.
 	for _, t := range all {
+		if t.topic == "" {
+			continue // a table source's repartition topic, or its changelog under the source-topic optimization: none
+		}
 		if err := engine.Resolve(ctx, o.Kafka, t.topic, t.role, t.input); err != nil {
 			var mt *engine.MissingTopicError
 			if errors.As(err, &mt) {
@@ -106,6 +112,10 @@ func takeSnapshot(ctx context.Context, o Options) (*pipelineSnapshot, error) {
 	read := func(topics []string) ([]snapshot.Topic, error) {
 		var out []snapshot.Topic
 		for _, t := range topics {
+			if t == "" {
+				out = append(out, snapshot.Topic{}) // none: see Resolve above
+				continue
+			}
 			st, err := snapshot.Read(ctx, o.Kafka, t)
 			if err != nil {
 				return nil, fmt.Errorf("audit: %w", err)
@@ -210,6 +220,9 @@ func (s *pipelineSnapshot) settleDownstream(ctx context.Context, o Options) erro
 		down = append(down, o.Output)
 	}
 	for _, t := range down {
+		if t == "" {
+			continue
+		}
 		hw, err := snapshot.HighWatermarks(ctx, o.Kafka, t)
 		if err != nil {
 			return fmt.Errorf("audit: %w", err)
@@ -219,6 +232,10 @@ func (s *pipelineSnapshot) settleDownstream(ctx context.Context, o Options) erro
 	s.changelogs = s.changelogs[:0]
 	deadline := o.Now().Add(o.SettleTimeout)
 	for _, t := range down {
+		if t == "" {
+			s.changelogs = append(s.changelogs, snapshot.Topic{})
+			continue
+		}
 		st, err := snapshot.Settle(ctx, o.Kafka, t, s.startHW[t], deadline, o.SettlePoll, o.Now)
 		if err != nil {
 			return fmt.Errorf("audit: %w", err)

@@ -145,7 +145,7 @@ func TestShardedAuditProcesses(t *testing.T) {
 	report := func(name string) []string {
 		return []string{"--csv", filepath.Join(dir, name+".csv"), "--json", filepath.Join(dir, name+".json")}
 	}
-	if code, sig, stderr := testRun("single audit", nil, append(report("single"), "--store-dir", filepath.Join(dir, "single"))...); code != 0 || sig != 0 {
+	if code, sig, stderr := run("single audit", nil, append(report("single"), "--store-dir", filepath.Join(dir, "single"))...); code != 0 || sig != 0 {
 		t.Fatalf("single audit: exit %d signal %v\n%s", code, sig, stderr)
 	}
 	crash := map[int]string{1: "shard-map-entry", 2: "shard-map-written"}
@@ -158,13 +158,13 @@ func TestShardedAuditProcesses(t *testing.T) {
 			env := []string{fmt.Sprintf("JOB_COMPLETION_INDEX=%d", i)}
 			args := append(report("sharded"), "--shards", "3", "--shard-dir", filepath.Join(dir, "shards"), "--store-dir", filepath.Join(dir, fmt.Sprintf("s%d", i)))
 			if at := crash[i]; at != "" {
-				code, sig, stderr := testRun(fmt.Sprintf("shard %d killed at %s", i, at), append(env, "LOSSAUDIT_TESTBED_CRASH_AT="+at), args...)
+				code, sig, stderr := run(fmt.Sprintf("shard %d killed at %s", i, at), append(env, "LOSSAUDIT_TESTBED_CRASH_AT="+at), args...)
 				if sig != syscall.SIGKILL {
 					msgs[i] = fmt.Sprintf("shard %d with a crash at %s: exit %d signal %v, want SIGKILL\n%s", i, at, code, sig, stderr)
 					return
 				}
 			}
-			if code, sig, stderr := testRun(fmt.Sprintf("shard %d", i), env, args...); code != 0 || sig != 0 {
+			if code, sig, stderr := run(fmt.Sprintf("shard %d", i), env, args...); code != 0 || sig != 0 {
 				msgs[i] = fmt.Sprintf("shard %d: exit %d signal %v\n%s", i, code, sig, stderr)
 			}
 		}(i)

@@ -233,7 +233,7 @@ func runTopology(ctx context.Context, cfg *config.Config, lister topology.TopicL
 	}
 	if len(derivedMissing) > 0 {
 		return nil, withCode(exitFindings, errors.New("derived internal topics do not exist: "+strings.Join(derivedMissing, ", ")+
-			" (is the application running, and do pipeline.application_id and pipeline.topology_file match it?)"))
+			" (is the application running, and do pipeline.application_id and pipeline.topology_file match it?)"+app.TableChangelogHint(m, derivedMissing)))
 	}
 	return m, nil
 }

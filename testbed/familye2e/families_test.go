@@ -6,10 +6,13 @@
 package familye2e
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/lossaudit/lossaudit/testbed/kafka"
 )
@@ -27,6 +30,7 @@ func TestOperatorFamilies(t *testing.T) {
 	t.Cleanup(adm.Close)
 	t.Run("TableJoinTypes", func(t *testing.T) { tableJoinTypes(t, c, adm) })
 	t.Run("StreamStages", func(t *testing.T) { streamStages(t, c, adm) })
+	t.Run("TableSource", func(t *testing.T) { tableSource(t, c, adm) })
 	t.Run("CountSuppress", func(t *testing.T) { countSuppress(t, c, adm) })
 	t.Run("AggregateInnerJoin", func(t *testing.T) { aggregateInnerJoin(t, c, adm) })
 	t.Run("CountChangelogOnly", func(t *testing.T) { countChangelogOnly(t, c, adm) })
@@ -35,6 +39,29 @@ func TestOperatorFamilies(t *testing.T) {
 
 // truthTimeout bounds one read of the truth from the topics.
 const truthTimeout = 2 * time.Minute
+
+// lastByOffset reads topic with franz-go (read_committed) and returns each
+// key's last record by offset.
+func lastByOffset(ctx context.Context, t *testing.T, c *kafka.Cluster, adm *kafka.Admin, topic string) map[string]*kgo.Record {
+	t.Helper()
+	ranges, err := adm.Ranges(ctx, true, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := map[string]*kgo.Record{}
+	rctx, cancel := context.WithTimeout(ctx, truthTimeout)
+	defer cancel()
+	err = kafka.Consume(rctx, c.Bootstrap(), ranges, true, func(r *kgo.Record) error {
+		if old, ok := m[string(r.Key)]; !ok || r.Offset > old.Offset {
+			m[string(r.Key)] = r
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("reading %s: %v", topic, err)
+	}
+	return m
+}
 
 // quoteList writes ss as a YAML flow list's items: each quoted.
 func quoteList(ss []string) string {

@@ -227,26 +227,8 @@ type joinResult struct {
 // KTableKTableOuterJoin's resultTimestamp).
 func joinTruth(ctx context.Context, t *testing.T, c *kafka.Cluster, adm *kafka.Admin, group, joinType string, stores []string, out string) joinResult {
 	t.Helper()
-	newest := func(topic string) map[string]*kgo.Record {
-		ranges, err := adm.Ranges(ctx, true, topic)
-		if err != nil {
-			t.Fatal(err)
-		}
-		m := map[string]*kgo.Record{}
-		rctx, cancel := context.WithTimeout(ctx, truthTimeout)
-		defer cancel()
-		err = kafka.Consume(rctx, c.Bootstrap(), ranges, true, func(r *kgo.Record) error {
-			// One partition per key: the last by offset is the newest.
-			if old, ok := m[string(r.Key)]; !ok || r.Offset > old.Offset {
-				m[string(r.Key)] = r
-			}
-			return nil
-		})
-		if err != nil {
-			t.Fatalf("reading %s: %v", topic, err)
-		}
-		return m
-	}
+	// One partition per key: the last by offset is the newest.
+	newest := func(topic string) map[string]*kgo.Record { return lastByOffset(ctx, t, c, adm, topic) }
 	var tables []map[string]*kgo.Record
 	keys := map[string]bool{}
 	for _, s := range stores {

@@ -167,6 +167,13 @@ type Options struct {
 	// before Output.
 	Stage      string
 	DropValues []string
+	// Table runs a table source left-joined with a reduced stream instead
+	// (table(Inputs[0]) leftJoin Inputs[1] --selectKey(value)--> reduce,
+	// toStream, to Output; String serdes, no schemas): table records whose
+	// value starts with "drop:" are skipped (lost). Optimize builds it with
+	// topology.optimization=all (the table restored from its input topic,
+	// no changelog).
+	Table, Optimize bool
 	// Suppress, with Count, runs the count with
 	// suppress(untilTimeLimit(Suppress)) before the output instead
 	// (CountSuppress.java); DropBeforeOutput then lists keys whose emitted
@@ -310,6 +317,7 @@ func (a *App) env() []string {
 		"CONSUMER_SESSION_TIMEOUT_MS="+map[bool]string{true: "", false: millis(a.o.SessionTimeout)}[a.o.GroupProtocol == "streams"],
 		"REPARTITION_PURGE_INTERVAL_MS="+millis(a.o.PurgeInterval),
 		"TOPOLOGY="+a.topology(),
+		"TOPOLOGY_OPTIMIZATION="+map[bool]string{true: "all", false: ""}[a.o.Optimize],
 		"DROP_COUNT="+strings.Join(a.o.DropCount, ","),
 		"DROP_VALUES="+strings.Join(a.o.DropValues, ","),
 		"SUPPRESS_MS="+millis(a.o.Suppress),
@@ -340,6 +348,8 @@ func (a *App) topology() string {
 		return "count"
 	case a.o.Copy:
 		return "copy"
+	case a.o.Table:
+		return "table"
 	}
 	return "join"
 }

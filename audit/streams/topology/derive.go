@@ -174,6 +174,8 @@ func (t *Topology) Derive(app string, inputTopics []string, output string, decl 
 			}
 			switch c.Kind {
 			case KindSource, KindKeySelect, KindRepartitionFilter:
+			case KindTableSource, KindToTable:
+				return nil, unsupported(n, tableWithoutStore)
 			case KindSink:
 				switch {
 				case n.Extractor != "":
@@ -207,6 +209,10 @@ func (t *Topology) Derive(app string, inputTopics []string, output string, decl 
 					"{name: "+h.n.Name+", kind: count} for a plain count, aggregate for another plain aggregate, windowed (not audited yet)")
 			case !isTableOp(c.Kind):
 				return nil, unsupported(h.n, detail)
+			case IsTableSource(c.Kind):
+				if err := t.checkTableSource(h.n, src, h.topic); err != nil {
+					return nil, unsupported(h.n, err.Error())
+				}
 			}
 		}
 		switch len(hits) {
@@ -243,7 +249,11 @@ func (t *Topology) Derive(app string, inputTopics []string, output string, decl 
 			ts.RepartitionTopic = internal(h.topic)
 		}
 
-		outs, err := t.terminalTopics(h.n, isLink, readers, kinds, unsupported)
+		follow := unsupported
+		if IsTableSource(ts.Operator) {
+			follow = afterTable(h.n, kinds, unsupported)
+		}
+		outs, err := t.terminalTopics(h.n, isLink, readers, kinds, follow)
 		if err != nil {
 			return nil, err
 		}

@@ -65,6 +65,9 @@ const (
 	// TSMax carries the maximum of the record's and the state's timestamps
 	// (a reduce, an aggregate, a KTable-KTable join).
 	TSMax TSCarry = "max"
+	// TSLast keeps the timestamp of the key's last record by offset (a
+	// table source: an out-of-order update replaces a newer value).
+	TSLast TSCarry = "last by offset"
 )
 
 // Rule names the check a stage is held to; its detector is named in the
@@ -113,6 +116,14 @@ const (
 	// (key, timestamp) of every processed input record, as many times as
 	// the inputs hold it (missing, duplicated); detect.StreamCopies.
 	RuleOutputPerRecord Rule = "output-per-record"
+	// RuleTableLast: a table source's table (builder.table, toTable)
+	// holds each key's last processed record by offset, or a later one;
+	// detect.TableLast.
+	RuleTableLast Rule = "table-last"
+	// RuleTableIsInput: a table source restored from its input topic
+	// (the source-topic optimization) has no changelog of its own: the
+	// table is its input, nothing to check between them.
+	RuleTableIsInput Rule = "table-is-input"
 )
 
 // ruleText is what each rule checks, as `lossaudit topology` prints it.
@@ -127,6 +138,8 @@ var ruleText = map[Rule]string{
 	RuleOutputTable:     "each key the table holds as a value is in the output at least as new as its newest processed update",
 	RuleBufferPending:   "a key whose last record in the buffer's changelog is a value is pending at the output, not lost; evicted (a tombstone) or never buffered, the output rule stands",
 	RuleOutputPerRecord: "the output holds the key and timestamp of every processed input record, once per record (else missing; more copies than input records: duplicated)",
+	RuleTableLast:       "the changelog's last record of each key by offset is the input's last processed record of the key or a later one, matched by timestamp and tombstone (else missing or stale)",
+	RuleTableIsInput:    "the input topic is the table's changelog (topology.optimization=all): nothing is checked between them; its last processed record by offset is what the output is checked against",
 }
 
 // Describe is what the rule checks, in words.
@@ -207,6 +220,10 @@ func (m *Model) Graph() *Graph {
 		keyEdge := Edge{Key: KeyRecord, Card: AtMostOne, TS: TSKept, Via: "selectKey"}
 		if s.Input.Rekey != "" {
 			keyEdge.Key, keyEdge.Field = KeyField, s.Input.Rekey
+		}
+		if IsTableSource(s.Operator) {
+			g.tableSource(s, i, src, join, len(m.Stages))
+			continue
 		}
 		prev := src
 		if s.RepartitionTopic == "" {

@@ -184,7 +184,7 @@ func DeclarableKinds() []string {
 }
 
 // supportedKinds are the kinds an audited path may hold.
-var supportedKinds = []Kind{KindSource, KindKeySelect, KindRepartitionFilter, KindReduce, KindCount, KindTableJoin, KindToStream, KindMapValues, KindPeek, KindSink, KindSuppress}
+var supportedKinds = []Kind{KindSource, KindKeySelect, KindRepartitionFilter, KindReduce, KindCount, KindTableJoin, KindToStream, KindMapValues, KindPeek, KindSink, KindTableSource, KindToTable, KindSuppress}
 
 // supported describes, for messages, what the audit supports.
 func supported() string {
@@ -192,14 +192,16 @@ func supported() string {
 	for i, k := range supportedKinds {
 		ks[i] = string(k)
 	}
-	return "supported: selectKey -> groupByKey -> reduce per input (or a count or aggregate declared in pipeline.nodes), then KTable left joins, " +
+	return "supported: selectKey -> groupByKey -> reduce per input (or a count or aggregate declared in pipeline.nodes, or a table or toTable with a store reading the input topic), then KTable left joins, " +
 		"mapValues or peek into the output (kinds " + strings.Join(ks, ", ") + ", and aggregate when declared); " +
 		"or, with no aggregation, per-record stream stages from the inputs into the output: mapValues, peek, merge, repartition() and KStream-KTable left joins"
 }
 
 // isTableOp says whether an input's path may end in a node of kind k:
 // its table (an aggregate only when declared).
-func isTableOp(k Kind) bool { return k == KindReduce || k == KindCount || k == KindAggregate }
+func isTableOp(k Kind) bool {
+	return k == KindReduce || k == KindCount || k == KindAggregate || IsTableSource(k)
+}
 
 // KindOrigin says how a node's kind was found.
 type KindOrigin string

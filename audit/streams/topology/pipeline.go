@@ -372,6 +372,9 @@ func (m *Model) fromTopology(p Spec) error {
 		if ts.BufferStore != "" {
 			s.BufferStore, s.BufferTopic = ts.BufferStore, ChangelogName(m.ApplicationID, ts.BufferStore)
 		}
+		if err := s.checkTableSource(name); err != nil {
+			return err
+		}
 		if s.Store == "" {
 			s.Store, s.Origins.Store = ts.Store, FromTopology
 		} else if s.Store != ts.Store {
@@ -382,7 +385,7 @@ func (m *Model) fromTopology(p Spec) error {
 		}
 		if s.RepartitionTopic == "" {
 			s.RepartitionTopic, s.Origins.RepartitionTopic = ts.RepartitionTopic, FromTopology
-			if ts.RepartitionTopic == "" {
+			if ts.RepartitionTopic == "" && !IsTableSource(ts.Operator) {
 				m.Warnings = append(m.Warnings, fmt.Sprintf("input %s (topic %s) reaches store %s without a repartition topic", s.Input.Name, s.Input.Topic, ts.Store))
 			}
 		} else if s.RepartitionTopic != ts.RepartitionTopic {
@@ -569,7 +572,7 @@ func (m *Model) validate() error {
 				continue
 			}
 			key := fmt.Sprintf("pipeline.inputs[%d].%s", i, f.field)
-			if u, ok := user[f.v]; ok {
+			if u, ok := user[f.v]; ok && !s.sourceTopicChangelog(f.field, f.v) {
 				return &Error{Key: key, Msg: fmt.Sprintf("%q is also %s", f.v, u)}
 			}
 			if prev, ok := seen[f.v]; ok {

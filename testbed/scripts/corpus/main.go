@@ -212,9 +212,16 @@ func describe(m *topology.Model) string {
 		if rp == "" {
 			rp = "(no repartition)"
 		}
-		parts = append(parts, fmt.Sprintf("%s -> %s -> store %s", s.Input.Topic, rp, s.Store))
+		op := s.Operator
+		if op == "" {
+			op = topology.KindReduce
+		}
+		parts = append(parts, fmt.Sprintf("%s -> %s -> %s store %s", s.Input.Topic, rp, op, s.Store))
 	}
 	msg := strings.Join(parts, " leftJoin ") + " -> " + m.Output
+	if len(m.Stages) > 1 {
+		msg += " (joins declared left: describe() prints inner, left and outer alike, so the verdict holds for the type the application uses once declared)"
+	}
 	if len(m.Warnings) > 0 {
 		msg += " (warnings: " + strings.Join(m.Warnings, "; ") + ")"
 	}

@@ -87,6 +87,10 @@ type KeyEvidence struct {
 	// Buffers are what each input's suppress buffer changelog holds of
 	// the key (InputSpec.Buffered).
 	Buffers []BufferState
+	// Tables holds, for inputs read by a table source (InputSpec.Table),
+	// the records the table rule needs (TableLast); Keys derives Inputs
+	// and Changelogs of those inputs from it.
+	Tables []TableInput
 
 	tails  []map[recID]struct{}
 	copies []map[recID]copyAt
@@ -94,7 +98,7 @@ type KeyEvidence struct {
 
 // NewKeyEvidence returns evidence for a pipeline of n inputs.
 func NewKeyEvidence(n int) *KeyEvidence {
-	e := &KeyEvidence{Inputs: make([]InputState, n), Changelogs: make([]StageState, n), Buffers: make([]BufferState, n),
+	e := &KeyEvidence{Inputs: make([]InputState, n), Changelogs: make([]StageState, n), Buffers: make([]BufferState, n), Tables: make([]TableInput, n),
 		tails: make([]map[recID]struct{}, n), copies: make([]map[recID]copyAt, n)}
 	for i := range n {
 		e.tails[i] = map[recID]struct{}{}
@@ -110,6 +114,9 @@ func (e *KeyEvidence) Reset(key []byte) {
 	clear(e.Changelogs)
 	clear(e.Buffers)
 	e.Output = StageState{}
+	for i := range e.Tables {
+		e.Tables[i].reset()
+	}
 	for i := range e.tails {
 		clear(e.tails[i])
 		clear(e.copies[i])
@@ -244,6 +251,13 @@ type InputSpec struct {
 	// processed candidate of the key was added (not coalesced), so its
 	// changelog's count is checked (Undercount).
 	Count bool
+	// Table says that the input is read by a table source (builder.table,
+	// KStream#toTable on the input topic): its table holds each key's last
+	// record by offset, checked by TableLast from KeyEvidence.Tables.
+	// NoChangelog says that the table has no changelog of its own (the
+	// source-topic optimization restores it from the input topic): the
+	// table stage then has nothing to check.
+	Table, NoChangelog bool
 }
 
 // KeySpec is what Keys needs to know of the pipeline.
@@ -293,6 +307,11 @@ type KeyCounts struct {
 // copy of the update (the Witness).
 func Keys(spec *KeySpec, e *KeyEvidence, dst []finding.Row) ([]finding.Row, KeyCounts) {
 	var kc KeyCounts
+	for x := range spec.Inputs {
+		if spec.Inputs[x].Table {
+			e.resolveTable(x)
+		}
+	}
 	left := e.Changelogs[0]
 	for x := range e.Inputs {
 		in := &e.Inputs[x]
@@ -304,18 +323,25 @@ func Keys(spec *KeySpec, e *KeyEvidence, dst []finding.Row) ([]finding.Row, KeyC
 			Input: spec.Inputs[x].Name, Topic: spec.Inputs[x].Topic,
 			Partition: ev.Partition, Offset: ev.Offset, Timestamp: ev.TS, ExpectedTS: ev.TS,
 		}
-		kc.CheckedChangelog++
-		if kind, bad := TableMax(e.Changelogs[x], ev.TS); bad {
-			if spec.Withheld != nil && spec.Withheld(finding.StageChangelog, x, e.Key) {
-				kc.Withheld++
+		if spec.Inputs[x].Table {
+			var bad bool
+			if dst, bad = e.tableRow(spec, x, &kc, row, dst); bad {
 				continue
 			}
-			row.Kind, row.Stage = kind, finding.StageChangelog
-			row.ObservedTS, row.HasObserved = e.Changelogs[x].TS, e.Changelogs[x].Has
-			row.Evidence = e.witness(x, spec.Inputs[x].RepartitionTopic)
-			row.Key = append([]byte(nil), e.Key...)
-			dst = append(dst, row)
-			continue
+		} else {
+			kc.CheckedChangelog++
+			if kind, bad := TableMax(e.Changelogs[x], ev.TS); bad {
+				if spec.Withheld != nil && spec.Withheld(finding.StageChangelog, x, e.Key) {
+					kc.Withheld++
+					continue
+				}
+				row.Kind, row.Stage = kind, finding.StageChangelog
+				row.ObservedTS, row.HasObserved = e.Changelogs[x].TS, e.Changelogs[x].Has
+				row.Evidence = e.witness(x, spec.Inputs[x].RepartitionTopic)
+				row.Key = append([]byte(nil), e.Key...)
+				dst = append(dst, row)
+				continue
+			}
 		}
 		if spec.Inputs[x].Count {
 			dst = e.count(spec, x, &kc, row, dst)
@@ -378,4 +404,50 @@ func (e *KeyEvidence) count(spec *KeySpec, x int, kc *KeyCounts, row finding.Row
 		Count: st.Count, Processed: processed}
 	row.Key = append([]byte(nil), e.Key...)
 	return append(dst, row)
+}
+
+// resolveTable sets the input state and the table state of table-source
+// input x from its records (Tables[x]): the evidence is the key's last
+// processed record by offset, and the table holds the key as that record
+// does (a value or a tombstone) as far as the output rules go: a join or
+// toStream forwarded a result for that update at a timestamp at least its
+// own (KTableKTable*Join#resultTimestamp, TimestampedCacheFlushListener).
+// A key with no such record, or whose records lie in several partitions,
+// is not checked.
+func (e *KeyEvidence) resolveTable(x int) {
+	e.Inputs[x] = InputState{}
+	e.Changelogs[x] = StageState{}
+	last, ok := e.Tables[x].Evidence()
+	if !ok {
+		return
+	}
+	e.Inputs[x] = InputState{Has: true, Candidates: 1, Evidence: InputRecord{TS: last.TS, Partition: last.Partition, Offset: last.Offset}}
+	e.Changelogs[x] = StageState{Has: true, TS: last.TS, Tombstone: last.Tombstone, Partition: last.Partition}
+}
+
+// tableRow applies the table rule (TableLast) to table-source input x and
+// appends its row, if any, to dst; bad says the key's update was lost at
+// the table (reported or withheld), so the output is not judged for it.
+func (e *KeyEvidence) tableRow(spec *KeySpec, x int, kc *KeyCounts, row finding.Row, dst []finding.Row) ([]finding.Row, bool) {
+	if spec.Inputs[x].NoChangelog {
+		return dst, false
+	}
+	t := &e.Tables[x]
+	last, _ := t.Evidence()
+	cl, has := t.Changelog[last.Partition]
+	kc.CheckedChangelog++
+	kind, bad, witness := TableLast(last, t.Records[last.Partition], cl, has)
+	if !bad {
+		return dst, false
+	}
+	if spec.Withheld != nil && spec.Withheld(finding.StageChangelog, x, e.Key) {
+		kc.Withheld++
+		return dst, true
+	}
+	row.Kind, row.Stage = kind, finding.StageChangelog
+	row.ObservedTS, row.HasObserved = cl.TS, has
+	row.Evidence = &finding.TableEvidence{Changelog: spec.Inputs[x].ChangelogTopic, Partition: last.Partition, Has: has,
+		Offset: cl.Offset, TS: cl.TS, Tombstone: cl.Tombstone, InputOffset: witness.Offset}
+	row.Key = append([]byte(nil), e.Key...)
+	return append(dst, row), true
 }

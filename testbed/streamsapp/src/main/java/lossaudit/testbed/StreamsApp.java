@@ -33,6 +33,7 @@ import org.apache.kafka.streams.kstream.Materialized;
 import org.apache.kafka.streams.kstream.Produced;
 import org.apache.kafka.streams.kstream.Reducer;
 import org.apache.kafka.streams.processor.StreamPartitioner;
+import org.apache.kafka.streams.processor.TimestampExtractor;
 
 /**
  * The Kafka Streams application of the audited pipeline (docs/topology.md):
@@ -262,6 +263,32 @@ public final class StreamsApp {
         return builder.build();
     }
 
+    /**
+     * A table source left-joined with a reduced stream (TOPOLOGY=table): table(the first of
+     * INPUT_TOPICS) leftJoin (the second --selectKey(value)--> groupByKey --> reduce(latest)),
+     * toStream, to OUTPUT_TOPIC; String serdes, no schemas. The table keeps each key's last
+     * record by offset, whatever its timestamp. A table record whose value starts with "drop:"
+     * is lost: its timestamp extractor returns -1, so Kafka Streams skips it (RecordQueue:
+     * "Skipping record due to negative extracted timestamp") and commits past it. With
+     * TOPOLOGY_OPTIMIZATION=all the table's store is restored from its input topic and has
+     * no changelog (reuse.ktable.source.topics).
+     */
+    static Topology table(String profiles, String clicks, String output, Properties props) {
+        StreamsBuilder builder = new StreamsBuilder();
+        TimestampExtractor dropping = (rec, partitionTime) ->
+                String.valueOf(rec.value()).startsWith("drop:") ? -1L : rec.timestamp();
+        KTable<String, String> table = builder.table(profiles,
+                Consumed.with(Serdes.String(), Serdes.String()).withTimestampExtractor(dropping));
+        KTable<String, String> latest = builder.stream(clicks, Consumed.with(Serdes.String(), Serdes.String()))
+                .selectKey((k, v) -> v)
+                .groupByKey(Grouped.with(Serdes.String(), Serdes.String()))
+                .reduce((oldV, newV) -> newV, Materialized.with(Serdes.String(), Serdes.String()));
+        table.leftJoin(latest, (p, c) -> p + "|" + c)
+                .toStream()
+                .to(output, Produced.with(Serdes.String(), Serdes.String()));
+        return builder.build(props);
+    }
+
     /** The stateless copy application: map and to. */
     static Topology copy(String input, String output) {
         StreamsBuilder builder = new StreamsBuilder();
@@ -306,7 +333,10 @@ public final class StreamsApp {
         boolean suppressMode = "count-suppress".equals(cfg("TOPOLOGY", "join"));
         boolean changelogMode = "count-changelog".equals(cfg("TOPOLOGY", "join"));
         boolean stageMode = Set.of("enrich", "passthrough").contains(cfg("TOPOLOGY", "join")); // StreamStages
-        boolean copyMode = countMode || suppressMode || changelogMode || stageMode || "copy".equals(cfg("TOPOLOGY", "join"));
+        boolean tableMode = "table".equals(cfg("TOPOLOGY", "join"));
+        boolean copyMode = countMode || suppressMode || changelogMode || stageMode || tableMode || "copy".equals(cfg("TOPOLOGY", "join"));
+        Properties optimization = new Properties();
+        optimization.put("topology.optimization", cfg("TOPOLOGY_OPTIMIZATION", "none"));
         if (!copyMode && inputs.size() != 3) {
             throw new IllegalArgumentException("INPUT_TOPICS: want three topics, got " + inputs);
         }
@@ -329,6 +359,7 @@ public final class StreamsApp {
                 : suppressMode ? CountSuppress.build(inputs.get(0), output, Long.parseLong(cfg("SUPPRESS_MS", "60000")), dropBeforeOutput)
                 : stageMode ? StreamStages.build(cfg("TOPOLOGY", "join"), inputs, output, parseKeys(cfg("DROP_VALUES", "")))
                 : countMode ? count(inputs.get(0), output, parseKeys(cfg("DROP_COUNT", "")))
+                : tableMode ? table(inputs.get(0), inputs.get(1), output, optimization)
                 : copyMode ? copy(inputs.get(0), output)
                 : build(registry, truth, inputs, output, cfg("JOIN_TYPE", "left"), dropBeforeStore, dropBeforeOutput, tombstoneNote,
                         cfg("FAIL_SELECT_NOTE", null), cfg("FAIL_REDUCE_NOTE", null));
@@ -353,6 +384,7 @@ public final class StreamsApp {
         Properties settings = new Properties();
         settings.putAll(client);
         settings.put("application.id", appId);
+        settings.putAll(optimization);
         settings.put("bootstrap.servers", bootstrap);
         settings.put("processing.guarantee", cfg("PROCESSING_GUARANTEE", "exactly_once_v2"));
         String commitInterval = cfg("COMMIT_INTERVAL_MS", "");

@@ -12,6 +12,7 @@ import java.util.regex.Pattern;
 
 import org.apache.kafka.common.serialization.Serdes;
 import org.apache.kafka.common.utils.Bytes;
+import org.apache.kafka.streams.KeyValue;
 import org.apache.kafka.streams.StreamsBuilder;
 import org.apache.kafka.streams.StreamsConfig;
 import org.apache.kafka.streams.Topology;
@@ -177,6 +178,71 @@ public final class Main {
         });
     }
 
+    /**
+     * Table sources (audit/streams/topology tests): builder.table and toTable reading the input
+     * topic itself, joined or streamed to the output (audited with the table-last rule), and
+     * the shapes refused: a table without a store, a toTable after a repartition topic.
+     */
+    static void tables(Map<String, Supplier<Topology>> variants) {
+        // A table source left-joined with a reduced stream: the store is materialized for the
+        // join, with a generated name (topicA-STATE-STORE-0000000000).
+        variants.put("table-source-left-join", () -> {
+            StreamsBuilder b = new StreamsBuilder();
+            KTable<String, String> tA = b.table(A, Consumed.with(Serdes.String(), Serdes.String()));
+            sink(tA.leftJoin(table(b, B, Naming.NONE), (x, y) -> x + "|" + y));
+            return b.build();
+        });
+        // A materialized table source streamed to the output, with the names a user gives.
+        variants.put("table-source-named", () -> {
+            StreamsBuilder b = new StreamsBuilder();
+            sink(b.table(A, Consumed.with(Serdes.String(), Serdes.String()),
+                    Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as("profiles")));
+            return b.build();
+        });
+        // Two streams made tables with toTable and inner-joined.
+        variants.put("totable-inner-join", () -> {
+            StreamsBuilder b = new StreamsBuilder();
+            KTable<String, String> tA = b.stream(A, Consumed.with(Serdes.String(), Serdes.String())).toTable();
+            KTable<String, String> tB = b.stream(B, Consumed.with(Serdes.String(), Serdes.String())).toTable();
+            sink(tA.join(tB, (x, y) -> x + "|" + y));
+            return b.build();
+        });
+        // A table source nothing materializes: it keeps no store.
+        variants.put("unsupported-table-source-unmaterialized", () -> {
+            StreamsBuilder b = new StreamsBuilder();
+            sink(b.table(A, Consumed.with(Serdes.String(), Serdes.String())));
+            return b.build();
+        });
+        // A cogroup of two grouped streams into one aggregate (one store for both inputs; two
+        // repartitioned inputs of one cogroup need Grouped names, or the repartition nodes clash).
+        variants.put("unsupported-cogroup", () -> {
+            StreamsBuilder b = new StreamsBuilder();
+            KGroupedStream<String, String> gA = rekeyed(b, A).groupByKey(Grouped.as("by-a"));
+            KGroupedStream<String, String> gB = rekeyed(b, B).groupByKey(Grouped.as("by-b"));
+            gA.<String>cogroup((k, v, agg) -> agg + v)
+                    .cogroup(gB, (k, v, agg) -> agg + v)
+                    .aggregate(() -> "")
+                    .toStream().to(OUT, Produced.with(Serdes.String(), Serdes.String()));
+            return b.build();
+        });
+        // A table groupBy and count: subtractor and adder behind a repartition topic.
+        variants.put("unsupported-table-groupby-count", () -> {
+            StreamsBuilder b = new StreamsBuilder();
+            b.table(A, Consumed.with(Serdes.String(), Serdes.String()),
+                            Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as("profiles"))
+                    .groupBy((k, v) -> KeyValue.pair(v, v), Grouped.with(Serdes.String(), Serdes.String()))
+                    .count()
+                    .toStream().mapValues(v -> String.valueOf(v)).to(OUT, Produced.with(Serdes.String(), Serdes.String()));
+            return b.build();
+        });
+        // toTable after a key change: the table reads a repartition topic.
+        variants.put("unsupported-totable-after-repartition", () -> {
+            StreamsBuilder b = new StreamsBuilder();
+            sink(rekeyed(b, A).toTable(Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as("latest")));
+            return b.build();
+        });
+    }
+
     public static void main(String[] args) throws IOException {
         Path dir = Path.of(args.length > 0 ? args[0] : ".");
         String version = System.getProperty("kafka.version", "unknown");
@@ -232,6 +298,7 @@ public final class Main {
         });
 
         unsupported(variants);
+        tables(variants);
 
         for (Map.Entry<String, Supplier<Topology>> e : variants.entrySet()) {
             String text = e.getValue().get().describe().toString();

@@ -1,0 +1,47 @@
+package app
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/lossaudit/lossaudit/audit/internal/engine"
+	"github.com/lossaudit/lossaudit/audit/streams/topology"
+	"github.com/lossaudit/lossaudit/config"
+)
+
+// TestTableSourceConfig: what the configuration may say of an input read
+// by a table source, and the words of the errors that concern one.
+func TestTableSourceConfig(t *testing.T) {
+	table := topology.Stage{Input: topology.InputSpec{Name: "profiles", Topic: "profiles"}, Index: 0, Operator: topology.KindTableSource,
+		Store: "profiles-STATE-STORE-0000000000", ChangelogTopic: "app-profiles-STATE-STORE-0000000000-changelog"}
+	reduce := topology.Stage{Input: topology.InputSpec{Name: "clicks", Topic: "clicks"}, Index: 1, Operator: topology.KindReduce, ChangelogTopic: "app-r-changelog"}
+	m := &topology.Model{ApplicationID: "app", Stages: []topology.Stage{table, reduce}}
+	key := func(err error) string {
+		var ce *config.Error
+		if !errors.As(err, &ce) {
+			return ""
+		}
+		return ce.Key
+	}
+
+	if err := tableInput("pipeline.inputs[0]", config.Input{Name: "profiles", TimestampField: "ts"}, table); key(err) != "pipeline.inputs[0].timestamp_field" {
+		t.Errorf("timestamp_field on a table source: %v", err)
+	}
+	if err := tableInput("pipeline.inputs[1]", config.Input{Name: "clicks", TimestampField: "ts"}, reduce); err != nil {
+		t.Errorf("timestamp_field on a reduce: %v", err)
+	}
+	if err := stepRefusesTables(m); key(err) != "pipeline.inputs[0]" || !strings.Contains(err.Error(), "run lossaudit audit") {
+		t.Errorf("a step of a pipeline with a table source: %v", err)
+	}
+	if err := stepRefusesTables(&topology.Model{Stages: []topology.Stage{reduce}}); err != nil {
+		t.Errorf("a step without a table source: %v", err)
+	}
+	err := runError(m, &engine.MissingTopicError{Topic: table.ChangelogTopic, Role: engine.RoleChangelog, Index: 0})
+	if key(err) != "pipeline.inputs[0].changelog_topic" || !strings.Contains(err.Error(), `set this key to the input topic, "profiles"`) {
+		t.Errorf("a missing table changelog: %v", err)
+	}
+	if h := TableChangelogHint(m, []string{table.ChangelogTopic, "app-r-changelog"}); !strings.Contains(h, `pipeline.inputs[0].changelog_topic to "profiles"`) || strings.Contains(h, "clicks") {
+		t.Errorf("hint %q", h)
+	}
+}
