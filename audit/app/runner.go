@@ -392,6 +392,10 @@ func Reconcile(ctx context.Context, cfg *config.Config, o Options) (*Step, error
 		p.close()
 		return nil, &config.Error{Key: "pipeline.topology_file", Msg: "describes a per-record stream stage, which reconcile and watch do not check yet: run lossaudit audit"}
 	}
+	if err := refuseBuffers(p.model); err != nil {
+		p.close()
+		return nil, err
+	}
 	if err := stepRefusesTables(p.model); err != nil {
 		p.close()
 		return nil, err
@@ -540,7 +544,7 @@ func Inputs(ctx context.Context, cfg *config.Config, model *topology.Model, reg 
 		ai := streams.Input{
 			Name: in.Name, Topic: in.Topic, RepartitionTopic: st.RepartitionTopic,
 			ChangelogTopic: st.ChangelogTopic, Select: sel, DownstreamKey: norm, Field: in.Rekey,
-			Count: st.Operator == topology.KindCount, Table: table,
+			Count: st.Operator == topology.KindCount, Table: table, BufferTopic: st.BufferTopic,
 		}
 		if st.SourceTopicChangelog() {
 			ai.ChangelogTopic = "" // the table is restored from its input topic

@@ -47,12 +47,12 @@ type keyVisitor interface {
 // pending at the second hop move from audited to pending on tl. v, when
 // not nil, takes part in every key's check.
 func check(o Options, snap *pipelineSnapshot, stuck map[kread.TP]bool, tl *timeline, v keyVisitor) (*checked, error) {
-	spec := &detect.KeySpec{Join: o.Join}
+	spec := &detect.KeySpec{Join: o.Join, NoOutput: o.Output == ""}
 	for _, in := range o.Inputs {
 		// A reconcile step (v) reads only what is new: its candidates are
 		// not the key's whole history, so it does not count.
 		spec.Inputs = append(spec.Inputs, detect.InputSpec{Name: in.Name, Topic: in.Topic, RepartitionTopic: in.RepartitionTopic,
-			ChangelogTopic: in.ChangelogTopic, Count: in.Count && v == nil, Table: in.Table, NoChangelog: in.Table && in.ChangelogTopic == ""})
+			ChangelogTopic: in.ChangelogTopic, Count: in.Count && v == nil, Table: in.Table, NoChangelog: in.Table && in.ChangelogTopic == "", Buffered: in.BufferTopic != ""})
 	}
 	var held []heldRow
 	if len(stuck) > 0 {
@@ -77,6 +77,12 @@ func check(o Options, snap *pipelineSnapshot, stuck map[kread.TP]bool, tl *timel
 			// wrote; a normalized key (Avro framing stripped) no longer
 			// has them, so any stuck partition of the topic withholds.
 			w := stuckTopics[t.Name] && (normalized || stuck[kread.TP{Topic: t.Name, Partition: partitionFor(key, len(t.Parts))}])
+			if b := snap.buffers; stage == finding.StageOutput && x < len(b) && b[x].Name != "" && stuckTopics[b[x].Name] {
+				// The buffer's record of the key decides whether the
+				// output owes it (its key normalized as the changelog's).
+				bn := o.Inputs[x].DownstreamKey != nil
+				w = w || bn || stuck[kread.TP{Topic: b[x].Name, Partition: partitionFor(key, len(b[x].Parts))}]
+			}
 			if w {
 				held = append(held, heldRow{stage, x})
 			}

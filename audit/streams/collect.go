@@ -155,7 +155,47 @@ func (c *collector) readRest(ctx context.Context) error {
 			return err
 		}
 	}
+	for x := range c.o.Inputs {
+		if err := c.readBuffer(ctx, x); err != nil {
+			return err
+		}
+	}
+	if c.o.Output == "" {
+		return nil // the table is the end
+	}
 	return c.readStage(ctx, "output "+c.o.Output, c.o.Output, 0, true, false, c.o.OutputKey)
+}
+
+// readBuffer indexes the committed records of input x's suppress buffer
+// changelog, if it has one, up to its settled mark. Its keys are the
+// table's (the buffer stores the serialized key).
+func (c *collector) readBuffer(ctx context.Context, x int) error {
+	in := c.o.Inputs[x]
+	t := c.snap.buffers[x]
+	if in.BufferTopic == "" || t.Name == "" {
+		return nil
+	}
+	rs, total := c.ranges(t, nil)
+	err := collect.Read(ctx, c.o.Kafka, collect.Spec{Name: "suppress buffer " + in.BufferTopic, Ranges: rs, Total: total, Progress: c.o.Progress, Stats: &c.stats}, func(recs []kread.Record) error {
+		for i := range recs {
+			rec := &recs[i]
+			if rec.Key == nil {
+				continue
+			}
+			key := rec.Key
+			if in.DownstreamKey != nil {
+				key = in.DownstreamKey(key)
+			}
+			if err := c.w.buffer(uint8(x), key, rec.Partition, rec.Offset, rec.Value == nil); err != nil {
+				return fmt.Errorf("indexing %s[%d]@%d: %w", rec.Topic, rec.Partition, rec.Offset, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("audit: %w", err)
+	}
+	return nil
 }
 
 // windowStart returns where reading topic starts: the log start, or with a

@@ -26,6 +26,7 @@ const (
 	tagChangelogAborted byte = 0x40 // x | ^ts u64 -> partition u32
 	tagOutput           byte = 0x50 // 0 | ^ts u64 | ^offset u64 -> flags u8 | partition u32
 	tagOutputAborted    byte = 0x60 // 0 | ^ts u64 -> partition u32
+	tagBuffer           byte = 0x78 // x | ^offset u64 -> flags u8 | partition u32
 )
 
 // flagTombstone marks a changelog or output record whose value was null;
@@ -117,6 +118,20 @@ func (e entryWriter) stage(output bool, x uint8, key []byte, partition int32, ts
 	// Only the newest committed record of a key counts (with its tombstone
 	// flag): one entry per key and chunk.
 	return e.w.AddFirst(key, tag, 1, f[:], v[:n])
+}
+
+// buffer writes a committed record of input x's suppress buffer
+// changelog: only the last by offset counts (detect.BufferState).
+func (e entryWriter) buffer(x uint8, key []byte, partition int32, offset int64, tombstone bool) error {
+	var f [9]byte
+	f[0] = x
+	binary.BigEndian.PutUint64(f[1:], inv(offset))
+	var v [5]byte
+	if tombstone {
+		v[0] = flagTombstone
+	}
+	binary.BigEndian.PutUint32(v[1:], uint32(partition))
+	return e.w.AddFirst(key, tagBuffer, 1, f[:], v[:])
 }
 
 // touch writes an entry that makes the check visit key even when this
@@ -222,6 +237,11 @@ func apply(ev *detect.KeyEvidence, e index.Entry, x int, f []byte, pending func(
 		} else {
 			ev.AddOutputAborted(p, uninv(be64(f)))
 		}
+	case tagBuffer:
+		if len(f) != 8 || len(e.Value) != 5 {
+			return fmt.Errorf("buffer entry of %d+%d bytes", len(f), len(e.Value))
+		}
+		ev.AddBuffer(x, int32(be32(e.Value[1:5])), uninv(be64(f)), e.Value[0]&flagTombstone != 0)
 	default:
 		return fmt.Errorf("unknown tag")
 	}

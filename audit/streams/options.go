@@ -57,6 +57,12 @@ type Input struct {
 	// count from the processed records and reports an undercount
 	// (docs/checks.md). A reconcile step checks the table like a reduce's.
 	Count bool
+	// BufferTopic is the changelog of a suppress buffer between the
+	// input's table and the output (Suppressed.untilTimeLimit), "" for
+	// none: a key whose last record there is a value is pending at the
+	// output (detect.BufferPending). Audits only: a reconcile step refuses
+	// it.
+	BufferTopic string
 	// Table says that the input is read by a table source (builder.table,
 	// KStream#toTable on the input topic): no repartition topic, its table
 	// holds each key's last record by offset (detect.TableLast), and
@@ -86,6 +92,8 @@ type Options struct {
 	// offsets say what has been processed.
 	Group  string
 	Inputs []Input
+	// Output is the output topic; "" audits the one input's table on its
+	// changelog alone (a topology ending in the table: no output stage).
 	Output string
 	// Join is the type of the KTable-KTable joins between the inputs'
 	// tables: "" or "left", "inner" or "outer" (pipeline.join).
@@ -131,8 +139,8 @@ func (o Options) withDefaults() (Options, error) {
 		return o, errors.New("audit: no inputs")
 	case len(o.Inputs) > 255:
 		return o, errors.New("audit: more than 255 inputs")
-	case o.Output == "":
-		return o, errors.New("audit: no output topic")
+	case o.Output == "" && len(o.Inputs) > 1:
+		return o, errors.New("audit: no output topic for joined inputs")
 	case o.Join != "" && o.Join != "left" && o.Join != "inner" && o.Join != "outer":
 		return o, fmt.Errorf("audit: join type %q is not left, inner or outer", o.Join)
 	}

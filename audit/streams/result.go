@@ -20,7 +20,7 @@ func partitionFindings(o Options, snap *pipelineSnapshot, col *collector, prev m
 		reparts = append(reparts, t.Partitions(snap.group)...)
 	}
 	out := detect.PurgedPastCommit(o.Group, reparts)
-	for _, t := range append(snap.changelogs, snap.output) {
+	for _, t := range snap.withBuffers(append(snap.changelogs, snap.output)) {
 		out = append(out, detect.StuckLSO(t, snap.startHW[t.Name], o.SettleTimeout, snap.holders[t.Name], snap.holderErr[t.Name])...)
 	}
 	out = append(out, col.dlq.stuck(o, snap)...)

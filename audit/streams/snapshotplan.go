@@ -43,6 +43,10 @@ type pipelineSnapshot struct {
 	reparts    []snapshot.Topic
 	changelogs []snapshot.Topic
 	output     snapshot.Topic
+	// buffers holds, per input, its suppress buffer's changelog, settled
+	// before the changelogs' and the output's marks are read; a zero
+	// Topic for an input without one.
+	buffers []snapshot.Topic
 }
 
 // takeSnapshot reads, in this order, the group's committed offsets and the
@@ -65,7 +69,14 @@ func takeSnapshot(ctx context.Context, o Options) (*pipelineSnapshot, error) {
 			groupTopics = append(groupTopics, in.RepartitionTopic)
 		}
 	}
-	all = append(all, named{o.Output, engine.RoleOutput, -1})
+	if o.Output != "" {
+		all = append(all, named{o.Output, engine.RoleOutput, -1})
+	}
+	for i, in := range o.Inputs {
+		if in.BufferTopic != "" {
+			all = append(all, named{in.BufferTopic, engine.RoleBuffer, i})
+		}
+	}
 	// Resolve every topic first, so a missing one fails before anything is read.
 	for _, t := range all {
 		if t.topic == "" {
@@ -191,12 +202,23 @@ func (s *pipelineSnapshot) inputEdges(ctx context.Context, o Options) error {
 // tail. Its changelog and output writes are then below high watermarks
 // read after the tails, and the record is judged with them; marks read
 // before the tails would miss them, and the record would look lost.
+//
+// A suppress buffer's changelog is settled first, before the other marks
+// are read: a tombstone there says the key was emitted to the output in
+// the tombstone's transaction, so that transaction must have ended, and
+// its output write be below the output's mark, before that mark is read
+// (detect.BufferPending).
 func (s *pipelineSnapshot) settleDownstream(ctx context.Context, o Options) error {
+	if err := s.settleBuffers(ctx, o); err != nil {
+		return err
+	}
 	var down []string
 	for _, in := range o.Inputs {
 		down = append(down, in.ChangelogTopic)
 	}
-	down = append(down, o.Output)
+	if o.Output != "" {
+		down = append(down, o.Output)
+	}
 	for _, t := range down {
 		if t == "" {
 			continue
@@ -228,13 +250,44 @@ func (s *pipelineSnapshot) settleDownstream(ctx context.Context, o Options) erro
 	return ctx.Err()
 }
 
+// settleBuffers reads the high watermarks of the inputs' suppress buffer
+// changelogs, then waits for each partition's LSO to reach its mark.
+func (s *pipelineSnapshot) settleBuffers(ctx context.Context, o Options) error {
+	s.buffers = make([]snapshot.Topic, len(o.Inputs))
+	deadline := o.Now().Add(o.SettleTimeout)
+	for x, in := range o.Inputs {
+		if in.BufferTopic == "" {
+			continue
+		}
+		hw, err := snapshot.HighWatermarks(ctx, o.Kafka, in.BufferTopic)
+		if err != nil {
+			return fmt.Errorf("audit: %w", err)
+		}
+		s.startHW[in.BufferTopic] = hw
+		if s.buffers[x], err = snapshot.Settle(ctx, o.Kafka, in.BufferTopic, hw, deadline, o.SettlePoll, o.Now); err != nil {
+			return fmt.Errorf("audit: %w", err)
+		}
+	}
+	return nil
+}
+
+// withBuffers returns topics and the suppress buffers' changelogs.
+func (s *pipelineSnapshot) withBuffers(topics []snapshot.Topic) []snapshot.Topic {
+	for _, b := range s.buffers {
+		if b.Name != "" {
+			topics = append(topics, b)
+		}
+	}
+	return topics
+}
+
 // nameHolders asks, for every changelog and output partition whose LSO
 // stayed below its mark, which open transaction holds it, so that the
 // stuck_lso finding names it and the command that aborts it. Not knowing
 // is no failure: the finding stands on the offsets alone.
 func (s *pipelineSnapshot) nameHolders(ctx context.Context, o Options) {
 	s.holders, s.holderErr = map[string]map[int32]*finding.TxnHolder{}, map[string]map[int32]string{}
-	s.nameHoldersOf(ctx, o, append(slices.Clone(s.changelogs), s.output))
+	s.nameHoldersOf(ctx, o, s.withBuffers(append(slices.Clone(s.changelogs), s.output)))
 }
 
 // nameHoldersOf names the holders of the partitions of topics whose LSO
@@ -259,6 +312,9 @@ func (s *pipelineSnapshot) partitions() []snapshot.Partition {
 		out = append(out, s.inputs[i].Partitions(s.group)...)
 		out = append(out, s.reparts[i].Partitions(s.group)...)
 		out = append(out, s.changelogs[i].Partitions(s.group)...)
+	}
+	for _, b := range s.withBuffers(nil) {
+		out = append(out, b.Partitions(s.group)...)
 	}
 	return append(out, s.output.Partitions(s.group)...)
 }

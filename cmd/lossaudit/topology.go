@@ -128,12 +128,18 @@ func runTopology(ctx context.Context, cfg *config.Config, lister topology.TopicL
 			topicRow{in, "store", s.Store, s.Origins.Store, "", false},
 			topicRow{in, "changelog", s.ChangelogTopic, s.Origins.ChangelogTopic, userKey(s.Origins.ChangelogTopic, "changelog_topic"), true},
 		)
+		if s.BufferStore != "" {
+			rows = append(rows, topicRow{in, "buffer store", s.BufferStore, topology.FromTopology, "", false},
+				topicRow{in, "buffer changelog", s.BufferTopic, topology.FromTopology, "", true})
+		}
 	}
 	outKey := ""
 	if m.OutputOrigin == topology.FromConfig {
 		outKey = "pipeline.output"
 	}
-	rows = append(rows, topicRow{"-", "output", m.Output, m.OutputOrigin, outKey, true})
+	if !m.ChangelogOnly {
+		rows = append(rows, topicRow{"-", "output", m.Output, m.OutputOrigin, outKey, true})
+	}
 
 	safe := report.TerminalSafe
 	fmt.Fprintf(w, "application.id %s (consumer group and internal topic prefix)\njoin order: ", safe(m.ApplicationID))
@@ -153,7 +159,11 @@ func runTopology(ctx context.Context, cfg *config.Config, lister topology.TopicL
 		}
 		fmt.Fprint(w, safe(s.Input.Name))
 	}
-	fmt.Fprintf(w, " -> %s\n", safe(m.Output))
+	if m.ChangelogOnly {
+		fmt.Fprint(w, " (ends in its changelog: no output)\n")
+	} else {
+		fmt.Fprintf(w, " -> %s\n", safe(m.Output))
+	}
 	if m.Group != nil {
 		how := "names that no override or topology file gives are taken from it"
 		if cfg.Pipeline.TopologyFile != "" {

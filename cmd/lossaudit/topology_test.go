@@ -237,12 +237,12 @@ report:
 		name, topology, nodes string
 		want                  []string
 	}{
-		{"generated suppress", "unsupported-suppress-4.4.0.txt", "  reduce: plain\n",
-			[]string{"unsupported-suppress-4.4.0.txt:20: node KTABLE-SUPPRESS-0000000007 on the path of input topic topicA is of kind suppress (from its generated name), which lossaudit does not audit yet", "supported: selectKey -> groupByKey -> reduce per input"}},
+		{"generated foreign-key join", "unsupported-fk-join-4.4.0.txt", "  reduce: plain\n",
+			[]string{"unsupported-fk-join-4.4.0.txt:28: node KTABLE-FK-JOIN-SUBSCRIPTION-REGISTRATION-0000000015 on the path of input topic topicA is of kind fk-join (from its generated name), which lossaudit does not audit yet", "supported: selectKey -> groupByKey -> reduce per input"}},
 		{"named suppress, undeclared", "unsupported-suppress-named-4.4.0.txt", "  reduce: plain\n  nodes: [{name: latest, kind: reduce}]\n",
 			[]string{"unsupported-suppress-named-4.4.0.txt:20: node hold on the path of input topic topicA is of unknown kind", "declare it in pipeline.nodes"}},
-		{"named suppress, declared", "unsupported-suppress-named-4.4.0.txt", "  reduce: plain\n  nodes:\n    - {name: latest, kind: reduce}\n    - {name: hold, kind: suppress}\n",
-			[]string{"unsupported-suppress-named-4.4.0.txt:20: node hold on the path of input topic topicA is of kind suppress (from its pipeline.nodes)"}},
+		{"named suppress declared, its reduce windowed", "unsupported-suppress-named-4.4.0.txt", "  reduce: plain\n  nodes:\n    - {name: latest, kind: windowed}\n    - {name: hold, kind: suppress}\n",
+			[]string{"unsupported-suppress-named-4.4.0.txt:17: node latest on the path of input topic topicA is of kind windowed (from its pipeline.nodes)"}},
 		{"join type undeclared", "order-abc-4.4.0.txt", "  reduce: plain\n",
 			[]string{"pipeline.join: is not set, but ", "order-abc-4.4.0.txt:36: node KTABLE-MERGE-0000000021 is a KTable-KTable join, and describe() does not show whether it is inner, left or outer; declare it: left, inner or outer"}},
 		{"reduce type undeclared", "unsupported-windowed-reduce-4.4.0.txt", "",

@@ -31,6 +31,9 @@ func TestOperatorFamilies(t *testing.T) {
 	t.Run("TableJoinTypes", func(t *testing.T) { tableJoinTypes(t, c, adm) })
 	t.Run("StreamStages", func(t *testing.T) { streamStages(t, c, adm) })
 	t.Run("TableSource", func(t *testing.T) { tableSource(t, c, adm) })
+	t.Run("CountSuppress", func(t *testing.T) { countSuppress(t, c, adm) })
+	t.Run("AggregateInnerJoin", func(t *testing.T) { aggregateInnerJoin(t, c, adm) })
+	t.Run("CountChangelogOnly", func(t *testing.T) { countChangelogOnly(t, c, adm) })
 	t.Run("CountByNewKey", func(t *testing.T) { countByNewKey(t, c, adm) })
 }
 

@@ -63,7 +63,7 @@ func tableJoinTypes(t *testing.T, c *kafka.Cluster, adm *kafka.Admin) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			t.Run(name, func(t *testing.T) { joinScenario(ctx, t, c, adm, "join-"+name, tc.join, tc.drop) })
+			t.Run(name, func(t *testing.T) { joinScenario(ctx, t, c, adm, "join-"+name, tc.join, tc.drop, false, nil) })
 		}()
 	}
 	wg.Wait()
@@ -72,7 +72,10 @@ func tableJoinTypes(t *testing.T, c *kafka.Cluster, adm *kafka.Admin) {
 // joinScenario runs the join application with joinType as group on its own
 // topics, loads it, waits until it has committed everything, and checks the
 // audit against the truth read from the topics.
-func joinScenario(ctx context.Context, t *testing.T, c *kafka.Cluster, adm *kafka.Admin, group, joinType string, drop []string) {
+// With aggregate, the tables are aggregates (declared in pipeline.nodes);
+// fault, when set, runs once the load is written, while the application
+// processes it.
+func joinScenario(ctx context.Context, t *testing.T, c *kafka.Cluster, adm *kafka.Admin, group, joinType string, drop []string, aggregate bool, fault func()) {
 	inputs := [3]string{group + "-a", group + "-b", group + "-c"}
 	out, schemas := group+"-out", group+"-schemas"
 	// The other two inputs of the loads into a alone and c alone, read by nothing.
@@ -91,7 +94,7 @@ func joinScenario(ctx context.Context, t *testing.T, c *kafka.Cluster, adm *kafk
 	t0, phases := time.Now(), ""
 	phase := func(name string) { phases += fmt.Sprintf(" %s %.1fs", name, time.Since(t0).Seconds()) }
 	sa, err := streamsapp.New(ctx, streamsapp.Options{Bootstrap: c.Bootstrap(), ApplicationID: group, Inputs: inputs,
-		Output: out, SchemasTopic: schemas, Dir: dir, JoinType: joinType, DropBeforeOutput: drop, SessionTimeout: 6 * time.Second})
+		Output: out, SchemasTopic: schemas, Dir: dir, JoinType: joinType, DropBeforeOutput: drop, SessionTimeout: 6 * time.Second, Aggregate: aggregate})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,6 +142,10 @@ func joinScenario(ctx context.Context, t *testing.T, c *kafka.Cluster, adm *kafk
 		t.Fatalf("want 3 repartition topics in the topology, found %q:\n%s", stores, text)
 	}
 	phase("loaded")
+	if fault != nil {
+		fault()
+		phase("fault")
+	}
 	waitAllCommitted(ctx, t, adm, group, append(topics, inputs[:]...), sa.Running)
 	phase("committed")
 	if err := sa.Stop(); err != nil {
@@ -166,6 +173,9 @@ func joinScenario(ctx context.Context, t *testing.T, c *kafka.Cluster, adm *kafk
 	fmt.Fprintf(&y, "pipeline:\n  application_id: %q\n  topology_file: %q\n  output: %q\n  join: %s\n  reduce: plain\n  inputs:\n", group, sa.TopologyFile(), out, joinType)
 	for i, in := range inputs {
 		fmt.Fprintf(&y, "    - {name: %s, topic: %q, rekey: customerId, key_format: string}\n", loadgen.InputNames[i], in)
+	}
+	if aggregate {
+		y.WriteString(aggregateNodes(t, text))
 	}
 	fmt.Fprintf(&y, "store:\n  dir: %q\nreport:\n  csv: \"\"\n", filepath.Join(dir, "index"))
 	if err := os.WriteFile(cfgFile, []byte(y.String()), 0o644); err != nil {

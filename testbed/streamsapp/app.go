@@ -174,6 +174,17 @@ type Options struct {
 	// topology.optimization=all (the table restored from its input topic,
 	// no changelog).
 	Table, Optimize bool
+	// Suppress, with Count, runs the count with
+	// suppress(untilTimeLimit(Suppress)) before the output instead
+	// (CountSuppress.java); DropBeforeOutput then lists keys whose emitted
+	// counts are dropped.
+	Suppress time.Duration
+	// Aggregate makes each table of the join chain an aggregate keeping the
+	// newest value (KSTREAM-AGGREGATE-) instead of a reduce (TABLE_OP).
+	Aggregate bool
+	// ChangelogOnly, with Count, runs the count without toStream: the
+	// table ends in its changelog (CountChangelog.java); Output is unused.
+	ChangelogOnly bool
 	// ProcessingGuarantee is processing.guarantee (default exactly_once_v2);
 	// CommitInterval, when set, commit.interval.ms. Both may change between
 	// starts.
@@ -309,6 +320,8 @@ func (a *App) env() []string {
 		"TOPOLOGY_OPTIMIZATION="+map[bool]string{true: "all", false: ""}[a.o.Optimize],
 		"DROP_COUNT="+strings.Join(a.o.DropCount, ","),
 		"DROP_VALUES="+strings.Join(a.o.DropValues, ","),
+		"SUPPRESS_MS="+millis(a.o.Suppress),
+		"TABLE_OP="+map[bool]string{true: "aggregate", false: ""}[a.o.Aggregate],
 		"PROCESSING_GUARANTEE="+a.o.ProcessingGuarantee,
 		"COMMIT_INTERVAL_MS="+millis(a.o.CommitInterval),
 		"GROUP_PROTOCOL="+a.o.GroupProtocol,
@@ -327,6 +340,10 @@ func (a *App) topology() string {
 	switch {
 	case a.o.Stage != "":
 		return a.o.Stage
+	case a.o.Count && a.o.ChangelogOnly:
+		return "count-changelog"
+	case a.o.Count && a.o.Suppress > 0:
+		return "count-suppress"
 	case a.o.Count:
 		return "count"
 	case a.o.Copy:

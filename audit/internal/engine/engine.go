@@ -46,6 +46,7 @@ const (
 	RoleRepartition Role = "repartition"
 	RoleChangelog   Role = "changelog"
 	RoleOutput      Role = "output"
+	RoleBuffer      Role = "suppress buffer changelog"
 	RoleSource      Role = "source"
 	RoleSink        Role = "sink"
 	RoleLedger      Role = "ledger"

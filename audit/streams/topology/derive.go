@@ -25,6 +25,9 @@ type TopoStage struct {
 	Output string
 	// Line is the line of the input's source node in the text.
 	Line int
+	// Suppress is the suppress node between the table and the output,
+	// BufferStore its buffer store; "" for none (suppress.go).
+	Suppress, BufferStore string
 }
 
 // Declarations are what the user says about the topology that describe()
@@ -69,6 +72,10 @@ type Derivation struct {
 	Output string
 	// Joins is the number of KTable-KTable joins in the chain.
 	Joins int
+	// ChangelogOnly says that the one input's table ends in its changelog
+	// (its node leads nowhere, `--> none`): there is no output, and the
+	// table stage is the end (changelogonly.go).
+	ChangelogOnly bool
 	// Stream, when not nil, is a per-record stream stage (stream.go),
 	// derived where the inputs reach no reduce; Stages is then empty.
 	Stream *StreamPath
@@ -237,6 +244,7 @@ func (t *Topology) Derive(app string, inputTopics []string, output string, decl 
 		reducers[h.n.Name] = idx
 		ts.Store = h.n.Stores[0]
 		ts.Reducer, ts.Operator = h.n.Name, kinds[h.n.Name].Kind
+		ts.Suppress, ts.BufferStore = t.suppressAfter(h.n, kinds)
 		if h.topic != "" {
 			ts.RepartitionTopic = internal(h.topic)
 		}
@@ -251,15 +259,21 @@ func (t *Topology) Derive(app string, inputTopics []string, output string, decl 
 		}
 		switch len(outs) {
 		case 0:
+			if changelogOnly(inputTopics, h.n) {
+				d.ChangelogOnly = true
+				break
+			}
 			return nil, fmt.Errorf("line %d: the %s %s of input topic %s reaches no sink topic (a table audited on its changelog alone is not supported yet: an output topic is required)", h.n.Line, kinds[h.n.Name].Kind, h.n.Name, in)
 		case 1:
 			ts.Output = outs[0]
 		default:
 			return nil, fmt.Errorf("line %d: the %s %s of input topic %s reaches %d sink topics (%s), expected the one join output", h.n.Line, kinds[h.n.Name].Kind, h.n.Name, in, len(outs), strings.Join(outs, ", "))
 		}
-		if d.Output == "" {
+		switch {
+		case d.ChangelogOnly:
+		case d.Output == "":
 			d.Output = ts.Output
-		} else if ts.Output != d.Output {
+		case ts.Output != d.Output:
 			return nil, fmt.Errorf("line %d: input topic %s ends in topic %s, but input topic %s ends in %s: they are not joined into one output", src.Line, in, ts.Output, d.Stages[0].InputTopic, d.Output)
 		}
 		d.Stages = append(d.Stages, ts)
@@ -493,6 +507,10 @@ func (t *Topology) terminalTopics(from *Node, isLink func(string) bool, readers 
 				return nil, unsupported(n, "it follows the input's reduce")
 			}
 		case c.Kind == KindSink:
+		case c.Kind == KindSuppress:
+			if err := t.checkSuppress(n, from, kinds, unsupported); err != nil {
+				return nil, err
+			}
 		default:
 			return nil, unsupported(n, "it follows the input's reduce")
 		}

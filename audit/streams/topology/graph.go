@@ -108,6 +108,10 @@ const (
 	// key its table holds as a value at least as new as the table's
 	// input; detect.OutputLeftJoin with one input.
 	RuleOutputTable Rule = "output-to-stream"
+	// RuleBufferPending: a key whose suppress buffer changelog's last
+	// record is a value is pending at the output, not lost;
+	// detect.BufferPending.
+	RuleBufferPending Rule = "buffer-pending"
 	// RuleOutputPerRecord: a per-record stream stage's output holds the
 	// (key, timestamp) of every processed input record, as many times as
 	// the inputs hold it (missing, duplicated); detect.StreamCopies.
@@ -132,6 +136,7 @@ var ruleText = map[Rule]string{
 	RuleOutputInnerJoin: "each key every table holds as a value is in the output at least as new as every input's newest processed update",
 	RuleOutputOuterJoin: "each key a table holds as a value is in the output at least as new as that table's newest processed update",
 	RuleOutputTable:     "each key the table holds as a value is in the output at least as new as its newest processed update",
+	RuleBufferPending:   "a key whose last record in the buffer's changelog is a value is pending at the output, not lost; evicted (a tombstone) or never buffered, the output rule stands",
 	RuleOutputPerRecord: "the output holds the key and timestamp of every processed input record, once per record (else missing; more copies than input records: duplicated)",
 	RuleTableLast:       "the changelog's last record of each key by offset is the input's last processed record of the key or a later one, matched by timestamp and tombstone (else missing or stale)",
 	RuleTableIsInput:    "the input topic is the table's changelog (topology.optimization=all): nothing is checked between them; its last processed record by offset is what the output is checked against",
@@ -249,6 +254,7 @@ func (m *Model) Graph() *Graph {
 			keyEdge.Via += " -> " + string(op)
 		}
 		g.Edges = append(g.Edges, keyEdge)
+		table = g.addBuffer(s, table)
 		via := "toStream"
 		if len(m.Stages) > 1 {
 			via = join + " (right side)"
@@ -256,7 +262,13 @@ func (m *Model) Graph() *Graph {
 				via = join + " (left side)"
 			}
 		}
+		if m.ChangelogOnly {
+			continue // the table is the end
+		}
 		g.Edges = append(g.Edges, Edge{From: table, To: "output", Key: KeyIdentity, Card: PerKey, TS: TSMax, Via: via})
+	}
+	if m.ChangelogOnly {
+		return g
 	}
 	g.Stages = append(g.Stages, GraphStage{ID: "output", Kind: StageOutput, Input: -1, Topic: m.Output, Rule: outRule, TopicFrom: m.OutputOrigin})
 	return g

@@ -184,7 +184,7 @@ func DeclarableKinds() []string {
 }
 
 // supportedKinds are the kinds an audited path may hold.
-var supportedKinds = []Kind{KindSource, KindKeySelect, KindRepartitionFilter, KindReduce, KindCount, KindTableJoin, KindToStream, KindMapValues, KindPeek, KindSink, KindTableSource, KindToTable}
+var supportedKinds = []Kind{KindSource, KindKeySelect, KindRepartitionFilter, KindReduce, KindCount, KindTableJoin, KindToStream, KindMapValues, KindPeek, KindSink, KindTableSource, KindToTable, KindSuppress}
 
 // supported describes, for messages, what the audit supports.
 func supported() string {

@@ -107,13 +107,21 @@ type Stage struct {
 	// Operator is the kind of the node that writes the store; "" is a
 	// reduce (without a topology file, pipeline.reduce says so).
 	Operator Kind
+	// BufferStore is the store of a suppress between the table and the
+	// output, BufferTopic its changelog (<application.id>-<store>-changelog);
+	// "" for none. Both come from the topology file.
+	BufferStore, BufferTopic string
 }
 
 // Model is the audited pipeline.
 type Model struct {
 	ApplicationID string
-	// Output is the topic the join writes to.
+	// Output is the topic the join writes to; "" when the one input's
+	// table ends in its changelog (ChangelogOnly).
 	Output string
+	// ChangelogOnly says that the topology file shows the one input's
+	// table leading nowhere: its changelog is the last stage audited.
+	ChangelogOnly bool
 	// OutputOrigin is FromConfig or FromTopology.
 	OutputOrigin Origin
 	// Join is the type of the KTable-KTable joins (pipeline.join): left,
@@ -208,7 +216,7 @@ func Build(ctx context.Context, p Spec, topics TopicLister, opts ...Option) (*Mo
 			return nil, err
 		}
 	}
-	if m.Output == "" {
+	if m.Output == "" && !m.ChangelogOnly {
 		return nil, &Error{Key: "pipeline.output", Msg: "is empty and no topology_file names the join output"}
 	}
 	if m.Stream != nil {
@@ -345,16 +353,25 @@ func (m *Model) fromTopology(p Spec) error {
 	}
 	stages, out := d.Stages, d.Output
 	m.Warnings = append(m.Warnings, d.Warnings...)
+	if d.ChangelogOnly {
+		if p.Output != "" {
+			return &Error{Key: "pipeline.output", Msg: fmt.Sprintf("is %q, but in %s the table of input topic %s leads nowhere (it ends in its changelog): remove pipeline.output to audit the changelog alone", p.Output, p.TopologyFile, stages[0].InputTopic)}
+		}
+		m.ChangelogOnly = true
+	}
 	if p.Output != "" && out != p.Output {
 		return &Error{Key: "pipeline.output", Msg: fmt.Sprintf("is %q, but in %s the inputs are joined into topic %q", p.Output, p.TopologyFile, out)}
 	}
-	if m.Output == "" {
+	if m.Output == "" && !m.ChangelogOnly {
 		m.Output, m.OutputOrigin = out, FromTopology
 	}
 	for i, ts := range stages {
 		s := &m.Stages[i]
 		name := fmt.Sprintf("pipeline.inputs[%d]", i)
 		s.Operator = ts.Operator
+		if ts.BufferStore != "" {
+			s.BufferStore, s.BufferTopic = ts.BufferStore, ChangelogName(m.ApplicationID, ts.BufferStore)
+		}
 		if err := s.checkTableSource(name); err != nil {
 			return err
 		}
@@ -548,6 +565,8 @@ func (m *Model) validate() error {
 			{"store", prefixed("store ", s.Store)},
 			{"repartition_topic", s.RepartitionTopic},
 			{"changelog_topic", s.ChangelogTopic},
+			{"store", prefixed("store ", s.BufferStore)},
+			{"changelog_topic", s.BufferTopic},
 		} {
 			if f.v == "" {
 				continue

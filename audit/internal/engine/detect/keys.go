@@ -84,6 +84,9 @@ type KeyEvidence struct {
 	Inputs     []InputState
 	Changelogs []StageState
 	Output     StageState
+	// Buffers are what each input's suppress buffer changelog holds of
+	// the key (InputSpec.Buffered).
+	Buffers []BufferState
 	// Tables holds, for inputs read by a table source (InputSpec.Table),
 	// the records the table rule needs (TableLast); Keys derives Inputs
 	// and Changelogs of those inputs from it.
@@ -95,7 +98,7 @@ type KeyEvidence struct {
 
 // NewKeyEvidence returns evidence for a pipeline of n inputs.
 func NewKeyEvidence(n int) *KeyEvidence {
-	e := &KeyEvidence{Inputs: make([]InputState, n), Changelogs: make([]StageState, n), Tables: make([]TableInput, n),
+	e := &KeyEvidence{Inputs: make([]InputState, n), Changelogs: make([]StageState, n), Buffers: make([]BufferState, n), Tables: make([]TableInput, n),
 		tails: make([]map[recID]struct{}, n), copies: make([]map[recID]copyAt, n)}
 	for i := range n {
 		e.tails[i] = map[recID]struct{}{}
@@ -109,6 +112,7 @@ func (e *KeyEvidence) Reset(key []byte) {
 	e.Key = append(e.Key[:0], key...)
 	clear(e.Inputs)
 	clear(e.Changelogs)
+	clear(e.Buffers)
 	e.Output = StageState{}
 	for i := range e.Tables {
 		e.Tables[i].reset()
@@ -200,6 +204,12 @@ func (e *KeyEvidence) AddChangelogAborted(x int, partition int32, ts int64) {
 	e.Changelogs[x].addAborted(partition, ts)
 }
 
+// AddBuffer records a committed record of input x's suppress buffer
+// changelog; tombstone says its value was null.
+func (e *KeyEvidence) AddBuffer(x int, partition int32, offset int64, tombstone bool) {
+	e.Buffers[x].add(partition, offset, tombstone)
+}
+
 // AddOutput records a committed record of the output topic.
 func (e *KeyEvidence) AddOutput(partition int32, ts, offset int64, tombstone bool) {
 	e.Output.addCommitted(partition, ts, offset, tombstone)
@@ -233,6 +243,10 @@ type InputSpec struct {
 	RepartitionTopic string
 	// ChangelogTopic names the changelog in count rows.
 	ChangelogTopic string
+	// Buffered says that a suppress buffer stands between the input's
+	// table and the output: a key it holds is pending at the output
+	// (BufferPending).
+	Buffered bool
 	// Count says that the input's table is a count and that every
 	// processed candidate of the key was added (not coalesced), so its
 	// changelog's count is checked (Undercount).
@@ -254,6 +268,9 @@ type KeySpec struct {
 	// "left" (OutputLeftJoin), "inner" (OutputInnerJoin) or "outer"
 	// (OutputOuterJoin).
 	Join string
+	// NoOutput says that the tables are the pipeline's end (a topology
+	// ending in its changelog): no output rule applies.
+	NoOutput bool
 	// Withheld reports whether rows at a stage for input x and key must be
 	// withheld because a partition they depend on never settled
 	// (stuck_lso). Nil withholds nothing.
@@ -268,6 +285,9 @@ type KeyCounts struct {
 	Withheld                        int
 	// CheckedCount counts the (input, key) pairs whose count was checked.
 	CheckedCount int
+	// BufferPending counts the (input, key) pairs the output lacks (or
+	// holds older) while the suppress buffer holds the key: pending.
+	BufferPending int
 }
 
 // Keys is the core check for one selected key: missing, stale and aborted
@@ -326,6 +346,9 @@ func Keys(spec *KeySpec, e *KeyEvidence, dst []finding.Row) ([]finding.Row, KeyC
 		if spec.Inputs[x].Count {
 			dst = e.count(spec, x, &kc, row, dst)
 		}
+		if spec.NoOutput {
+			continue
+		}
 		var kind finding.Kind
 		var checked, bad bool
 		switch spec.Join {
@@ -340,6 +363,10 @@ func Keys(spec *KeySpec, e *KeyEvidence, dst []finding.Row) ([]finding.Row, KeyC
 			continue // no join result is expected for a key the left table lacks
 		}
 		kc.CheckedOutput++
+		if bad && spec.Inputs[x].Buffered && BufferPending(e.Buffers[x]) {
+			kc.BufferPending++
+			continue
+		}
 		if bad {
 			if spec.Withheld != nil && spec.Withheld(finding.StageOutput, x, e.Key) {
 				kc.Withheld++

@@ -148,6 +148,8 @@ public final class StreamsApp {
                           Map<String, Set<String>> dropBeforeStore, Set<String> dropBeforeOutput, String tombstoneNote,
                           String failSelectNote, String failReduceNote) {
         StreamsBuilder builder = new StreamsBuilder();
+        // TABLE_OP=aggregate: each table is an aggregate keeping the newest value (KSTREAM-AGGREGATE-).
+        boolean aggregate = "aggregate".equals(cfg("TABLE_OP", "reduce"));
         @SuppressWarnings("unchecked")
         KTable<String, GenericRecord>[] tables = new KTable[3];
         for (int i = 0; i < 3; i++) {
@@ -163,15 +165,17 @@ public final class StreamsApp {
                 }
                 return newV;
             };
-            tables[i] = builder.stream(inputs.get(i), Consumed.with(Serdes.String(), serde))
+            var grouped = builder.stream(inputs.get(i), Consumed.with(Serdes.String(), serde))
                     .selectKey((k, v) -> {
                         if (v != null && failSelectNote != null && failSelectNote.equals(String.valueOf(v.get("note")))) {
                             throw new IllegalStateException("lossaudit testbed: selectKey fails on note " + failSelectNote);
                         }
                         return v == null ? null : String.valueOf(v.get("customerId"));
                     })
-                    .groupByKey(Grouped.with(Serdes.String(), serde))
-                    .reduce(newest, Materialized.with(Serdes.String(), serde));
+                    .groupByKey(Grouped.with(Serdes.String(), serde));
+            tables[i] = aggregate
+                    ? grouped.aggregate(() -> null, (k, v, agg) -> newest.apply(agg, v), Materialized.with(Serdes.String(), serde))
+                    : grouped.reduce(newest, Materialized.with(Serdes.String(), serde));
         }
         AvroSerde outSerde = new AvroSerde(registry, "output", Set.of(), truth);
         KTable<String, GenericRecord> out;
@@ -326,9 +330,11 @@ public final class StreamsApp {
         String appId = cfg("APPLICATION_ID", "lossaudit-tb");
         List<String> inputs = Arrays.asList(cfg("INPUT_TOPICS", "in-a,in-b,in-c").split(","));
         boolean countMode = "count".equals(cfg("TOPOLOGY", "join"));
+        boolean suppressMode = "count-suppress".equals(cfg("TOPOLOGY", "join"));
+        boolean changelogMode = "count-changelog".equals(cfg("TOPOLOGY", "join"));
         boolean stageMode = Set.of("enrich", "passthrough").contains(cfg("TOPOLOGY", "join")); // StreamStages
         boolean tableMode = "table".equals(cfg("TOPOLOGY", "join"));
-        boolean copyMode = countMode || stageMode || tableMode || "copy".equals(cfg("TOPOLOGY", "join"));
+        boolean copyMode = countMode || suppressMode || changelogMode || stageMode || tableMode || "copy".equals(cfg("TOPOLOGY", "join"));
         Properties optimization = new Properties();
         optimization.put("topology.optimization", cfg("TOPOLOGY_OPTIMIZATION", "none"));
         if (!copyMode && inputs.size() != 3) {
@@ -349,7 +355,9 @@ public final class StreamsApp {
             registry.load();
         }
 
-        Topology topology = stageMode ? StreamStages.build(cfg("TOPOLOGY", "join"), inputs, output, parseKeys(cfg("DROP_VALUES", "")))
+        Topology topology = changelogMode ? CountChangelog.build(inputs.get(0), parseKeys(cfg("DROP_COUNT", "")))
+                : suppressMode ? CountSuppress.build(inputs.get(0), output, Long.parseLong(cfg("SUPPRESS_MS", "60000")), dropBeforeOutput)
+                : stageMode ? StreamStages.build(cfg("TOPOLOGY", "join"), inputs, output, parseKeys(cfg("DROP_VALUES", "")))
                 : countMode ? count(inputs.get(0), output, parseKeys(cfg("DROP_COUNT", "")))
                 : tableMode ? table(inputs.get(0), inputs.get(1), output, optimization)
                 : copyMode ? copy(inputs.get(0), output)
