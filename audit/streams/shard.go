@@ -156,10 +156,15 @@ func CheckShardable(o Options) error {
 		return &UnsupportedShardingError{Reason: "a windowed audit (window.from, window.to) is not sharded yet"}
 	case o.DeadLetterTopic != "":
 		return &UnsupportedShardingError{Reason: "an audit with a dead-letter queue (pipeline.dead_letter_topic) is not sharded yet"}
+	case o.Output == "":
+		return &UnsupportedShardingError{Reason: "an aggregation ending in its changelog (no output topic) is not sharded yet"}
 	case o.OutputKey != nil:
 		return &UnsupportedShardingError{Reason: "output keys normalized to the selected key's form (Avro-framed keys) are not sharded yet"}
 	}
 	for _, in := range o.Inputs {
+		if in.BufferTopic != "" {
+			return &UnsupportedShardingError{Reason: fmt.Sprintf("input %s reaches the output through a suppress buffer: not sharded yet", in.Name)}
+		}
 		if in.Table {
 			return &UnsupportedShardingError{Reason: fmt.Sprintf("input %s is read by a table source (its last record by offset per key, per input partition): not sharded yet", in.Name)}
 		}

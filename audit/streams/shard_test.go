@@ -82,7 +82,7 @@ func TestShardViewRestrictsAndRefuses(t *testing.T) {
 		}
 	}
 	sel := func(*kread.Record) ([]byte, int64, SelectStatus, error) { return nil, 0, Selected, nil }
-	base := Options{Inputs: []Input{{Name: "a", Topic: "a", RepartitionTopic: "r", ChangelogTopic: "c", Select: sel}}}
+	base := Options{Output: "out", Inputs: []Input{{Name: "a", Topic: "a", RepartitionTopic: "r", ChangelogTopic: "c", Select: sel}}}
 	for _, tt := range []struct {
 		edit func(o *Options)
 		want string
@@ -92,6 +92,8 @@ func TestShardViewRestrictsAndRefuses(t *testing.T) {
 		{func(o *Options) { o.OutputKey = func(b []byte) []byte { return b } }, "Avro-framed keys"},
 		{func(o *Options) { o.Inputs[0].DownstreamKey = func(b []byte) []byte { return b } }, "input a: keys normalized"},
 		{func(o *Options) { o.Inputs[0].Table = true }, "input a is read by a table source"},
+		{func(o *Options) { o.Inputs[0].BufferTopic = "app-buf-changelog" }, "input a reaches the output through a suppress buffer"},
+		{func(o *Options) { o.Output = "" }, "ending in its changelog"},
 	} {
 		o := base
 		o.Inputs = append([]Input(nil), base.Inputs...)
