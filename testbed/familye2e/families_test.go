@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/lossaudit/lossaudit/testbed/kafka"
+	"github.com/lossaudit/lossaudit/testbed/streamsapp"
 )
 
 // TestOperatorFamilies starts one 3-node cluster and runs, on it, the join
@@ -73,4 +74,27 @@ func quoteList(ss []string) string {
 		fmt.Fprintf(&b, "%q", s)
 	}
 	return b.String()
+}
+
+// startApp builds and starts the application, waits until it runs, and
+// kills it when the test ends (logging its tail when the test failed).
+func startApp(ctx context.Context, t *testing.T, o streamsapp.Options) *streamsapp.App {
+	t.Helper()
+	sa, err := streamsapp.New(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("streams app log tail:\n%s", sa.LogTail(30))
+		}
+		_ = sa.Kill()
+	})
+	if err := sa.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if err := sa.WaitRunning(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return sa
 }

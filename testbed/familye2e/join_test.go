@@ -93,23 +93,8 @@ func joinScenario(ctx context.Context, t *testing.T, c *kafka.Cluster, adm *kafk
 	dir := t.TempDir()
 	t0, phases := time.Now(), ""
 	phase := func(name string) { phases += fmt.Sprintf(" %s %.1fs", name, time.Since(t0).Seconds()) }
-	sa, err := streamsapp.New(ctx, streamsapp.Options{Bootstrap: c.Bootstrap(), ApplicationID: group, Inputs: inputs,
+	sa := startApp(ctx, t, streamsapp.Options{Bootstrap: c.Bootstrap(), ApplicationID: group, Inputs: inputs,
 		Output: out, SchemasTopic: schemas, Dir: dir, JoinType: joinType, DropBeforeOutput: drop, SessionTimeout: 6 * time.Second, Aggregate: aggregate})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("%s: streams app log tail:\n%s", group, sa.LogTail(30))
-		}
-		_ = sa.Kill()
-	})
-	if err := sa.Start(); err != nil {
-		t.Fatal(err)
-	}
-	if err := sa.WaitRunning(ctx); err != nil {
-		t.Fatal(err)
-	}
 	phase("running")
 	// Every customer in all three inputs, then three keys in a only and
 	// three in c only.

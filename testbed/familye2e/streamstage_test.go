@@ -270,29 +270,6 @@ func streamStageScenario(ctx context.Context, t *testing.T, c *kafka.Cluster, ad
 	t.Logf("%s: %d records audited, %d dropped by design, rows %q", group, audited, nulls, got)
 }
 
-// startApp builds and starts the application, waits until it runs, and
-// kills it when the test ends (logging its tail when the test failed).
-func startApp(ctx context.Context, t *testing.T, o streamsapp.Options) *streamsapp.App {
-	t.Helper()
-	sa, err := streamsapp.New(ctx, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("streams app log tail:\n%s", sa.LogTail(30))
-		}
-		_ = sa.Kill()
-	})
-	if err := sa.Start(); err != nil {
-		t.Fatal(err)
-	}
-	if err := sa.WaitRunning(ctx); err != nil {
-		t.Fatal(err)
-	}
-	return sa
-}
-
 // allBrokersDown kills every broker of c, keeps them down a while and
 // restarts them, waiting until the cluster is ready again.
 func allBrokersDown(ctx context.Context, t *testing.T, c *kafka.Cluster) {

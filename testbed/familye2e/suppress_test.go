@@ -60,23 +60,8 @@ func suppressScenario(ctx context.Context, t *testing.T, c *kafka.Cluster, adm *
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	sa, err := streamsapp.New(ctx, streamsapp.Options{Bootstrap: c.Bootstrap(), ApplicationID: group, Inputs: [3]string{in},
+	sa := startApp(ctx, t, streamsapp.Options{Bootstrap: c.Bootstrap(), ApplicationID: group, Inputs: [3]string{in},
 		Output: out, Dir: dir, Count: true, Suppress: time.Minute, DropBeforeOutput: drop, SessionTimeout: 6 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("streams app log tail:\n%s", sa.LogTail(30))
-		}
-		_ = sa.Kill()
-	})
-	if err := sa.Start(); err != nil {
-		t.Fatal(err)
-	}
-	if err := sa.WaitRunning(ctx); err != nil {
-		t.Fatal(err)
-	}
 	const total, words, ticks = 2000, 20, 30
 	// In the past: brokers refuse timestamps too far in the future.
 	base := time.Now().Add(-30 * time.Minute)

@@ -118,23 +118,8 @@ func tableScenario(ctx context.Context, t *testing.T, c *kafka.Cluster, adm *kaf
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	sa, err := streamsapp.New(ctx, streamsapp.Options{Bootstrap: c.Bootstrap(), ApplicationID: group, Inputs: [3]string{profiles, clicks},
+	sa := startApp(ctx, t, streamsapp.Options{Bootstrap: c.Bootstrap(), ApplicationID: group, Inputs: [3]string{profiles, clicks},
 		Output: out, Dir: dir, Table: true, Optimize: optimize, SessionTimeout: 6 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("streams app log tail:\n%s", sa.LogTail(30))
-		}
-		_ = sa.Kill()
-	})
-	if err := sa.Start(); err != nil {
-		t.Fatal(err)
-	}
-	if err := sa.WaitRunning(ctx); err != nil {
-		t.Fatal(err)
-	}
 	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Bootstrap()...))
 	if err != nil {
 		t.Fatal(err)
