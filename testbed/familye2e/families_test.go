@@ -98,3 +98,22 @@ func startApp(ctx context.Context, t *testing.T, o streamsapp.Options) *streamsa
 	}
 	return sa
 }
+
+// allBrokersDown kills every broker of c, keeps them down a while and
+// restarts them, waiting until the cluster is ready again.
+func allBrokersDown(ctx context.Context, t *testing.T, c *kafka.Cluster) {
+	t.Helper()
+	if err := c.KillAll(); err != nil {
+		t.Fatal(err)
+	}
+	// The outage's length is the fault itself (what the application rides
+	// through), not a wait for a state: the state waited for is the
+	// cluster ready again, and every assertion after it polls.
+	time.Sleep(8 * time.Second)
+	if err := c.StartAll(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.WaitReady(ctx); err != nil {
+		t.Fatal(err)
+	}
+}

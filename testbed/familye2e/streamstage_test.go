@@ -269,19 +269,3 @@ func streamStageScenario(ctx context.Context, t *testing.T, c *kafka.Cluster, ad
 	}
 	t.Logf("%s: %d records audited, %d dropped by design, rows %q", group, audited, nulls, got)
 }
-
-// allBrokersDown kills every broker of c, keeps them down a while and
-// restarts them, waiting until the cluster is ready again.
-func allBrokersDown(ctx context.Context, t *testing.T, c *kafka.Cluster) {
-	t.Helper()
-	if err := c.KillAll(); err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(8 * time.Second) // the outage itself, not a wait for a state
-	if err := c.StartAll(); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.WaitReady(ctx); err != nil {
-		t.Fatal(err)
-	}
-}
