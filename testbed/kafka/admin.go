@@ -37,6 +37,23 @@ func (a *Admin) Close() { a.cl.Close() }
 // Client returns the underlying franz-go client.
 func (a *Admin) Client() *kgo.Client { return a.cl }
 
+// BrokersSeenBy returns the node ids that node id's own metadata answer
+// lists: asking each node, rather than any, is what tells a node that is
+// still starting (it does not answer) from one whose registration another
+// broker still holds (a stale answer lists a stopped broker for a while).
+func (a *Admin) BrokersSeenBy(ctx context.Context, id int32) ([]int32, error) {
+	resp, err := a.cl.Broker(int(id)).Request(ctx, kmsg.NewPtrMetadataRequest())
+	if err != nil {
+		return nil, fmt.Errorf("requesting metadata from node %d: %w", id, err)
+	}
+	var ids []int32
+	for _, b := range resp.(*kmsg.MetadataResponse).Brokers {
+		ids = append(ids, b.NodeID)
+	}
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	return ids, nil
+}
+
 // Brokers returns the node ids the metadata currently lists.
 func (a *Admin) Brokers(ctx context.Context) ([]int32, error) {
 	req := kmsg.NewPtrMetadataRequest()
@@ -394,6 +411,15 @@ func (c *Cluster) WaitReady(ctx context.Context) error {
 			}
 			if len(ids) != len(c.Nodes) {
 				return fmt.Errorf("metadata lists brokers %v, want %d", ids, len(c.Nodes))
+			}
+			for _, n := range c.Nodes {
+				seen, err := adm.BrokersSeenBy(ctx, int32(n.ID))
+				if err != nil {
+					return err
+				}
+				if len(seen) != len(c.Nodes) {
+					return fmt.Errorf("node %d lists brokers %v, want %d", n.ID, seen, len(c.Nodes))
+				}
 			}
 			if !created {
 				if err := adm.CreateTopics(ctx, TopicSpec{Name: probe, Partitions: 1}); err != nil {
