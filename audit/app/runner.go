@@ -545,6 +545,7 @@ func Inputs(ctx context.Context, cfg *config.Config, model *topology.Model, reg 
 			Name: in.Name, Topic: in.Topic, RepartitionTopic: st.RepartitionTopic,
 			ChangelogTopic: st.ChangelogTopic, Select: sel, DownstreamKey: norm, Field: in.Rekey,
 			Count: st.Operator == topology.KindCount, Table: table, BufferTopic: st.BufferTopic,
+			Operator: string(st.Operator),
 		}
 		if st.SourceTopicChangelog() {
 			ai.ChangelogTopic = "" // the table is restored from its input topic

@@ -309,6 +309,10 @@ type InputCounts struct {
 type StageCounts struct {
 	KeysChecked int64
 	Findings    map[Kind]int64
+	// KeysPending counts, at the output of a pipeline with a suppress
+	// buffer, the (input, key) pairs the output lacks while the buffer
+	// still holds the key: not yet emitted, so not lost.
+	KeysPending int64
 }
 
 // PartialReason says why a run is partial.
@@ -490,6 +494,13 @@ type PipelineInput struct {
 	// record by offset; ChangelogTopic is "" when the table is restored
 	// from the input topic.
 	Table bool
+	// Operator is the operator that writes the input's table ("reduce",
+	// "count", "aggregate", "table-source", "to-table"; "" reads as
+	// "reduce").
+	Operator string
+	// BufferTopic is the changelog of the suppress buffer between the
+	// input's table and the output, "" for none.
+	BufferTopic string
 }
 
 // Timeline is a histogram of input records by their timestamp (the one the

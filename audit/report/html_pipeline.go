@@ -8,17 +8,23 @@ import (
 	"github.com/lossaudit/lossaudit/audit/finding"
 )
 
-// pipelineView is the picture of a Kafka Streams pipeline: one lane per
-// input (input topic -> repartition topic -> store and its changelog),
-// the join of the stores, and the output topic.
+// pipelineView is the picture of a Kafka Streams pipeline as the audit
+// modelled it: one lane per input (input topic, its repartition topic if
+// any, the table's store and changelog, a suppress buffer if any), the
+// join of the tables when there are several, and the output topic, or
+// none when the table is the pipeline's end. It never draws a stage the
+// audit did not check.
 type pipelineView struct {
-	Lanes  []pipelineLane
-	Join   pipelineNode
-	Output pipelineNode
+	Hint  string
+	Lanes []pipelineLane
+	// Join is nil for one input; Output nil when there is none.
+	Join   *pipelineNode
+	Output *pipelineNode
 }
 
+// pipelineLane is one input's boxes, left to right.
 type pipelineLane struct {
-	Input, Repartition, Store pipelineNode
+	Nodes []pipelineNode
 }
 
 // pipelineNode is one box of the picture. Stage and Input identify it
@@ -44,47 +50,96 @@ func newPipelineView(res *finding.Result, pl *finding.Pipeline) *pipelineView {
 		return nil
 	}
 	f := newPipelineFindings(res)
-	v := &pipelineView{}
+	v := &pipelineView{Hint: pipelineHint(pl)}
 	for _, in := range pl.Inputs {
 		inNode := inputNode(in, s.Inputs[in.Name])
 		f.partProblems(&inNode, in.Topic)
+		lane := pipelineLane{Nodes: []pipelineNode{inNode}}
 
-		rep := pipelineNode{Role: "selectKey, repartition", Stage: "repartition", Input: safe(in.Name), Topic: safe(in.RepartitionTopic)}
-		f.partProblems(&rep, in.RepartitionTopic)
+		if in.RepartitionTopic != "" {
+			rep := pipelineNode{Role: "selectKey, repartition", Stage: "repartition", Input: safe(in.Name), Topic: safe(in.RepartitionTopic)}
+			f.partProblems(&rep, in.RepartitionTopic)
+			lane.Nodes = append(lane.Nodes, rep)
+		}
 
-		store := pipelineNode{Role: "reduce store, changelog", Stage: string(finding.StageChangelog), Input: safe(in.Name), Topic: safe(in.ChangelogTopic)}
+		store := pipelineNode{Role: operatorWord(in) + " store, changelog", Stage: string(finding.StageChangelog), Input: safe(in.Name), Topic: safe(in.ChangelogTopic)}
 		f.keyProblems(&store, finding.StageChangelog, in.Name)
 		if in.Count {
 			store.Role = "count store, changelog (recounted)"
 			f.keyProblems(&store, finding.StageCount, in.Name)
 		}
 		if in.Table {
-			tableLane(&rep, &store, in)
+			tableStore(&store, in)
 		}
 		f.partProblems(&store, in.ChangelogTopic)
-		v.Lanes = append(v.Lanes, pipelineLane{Input: inNode, Repartition: rep, Store: store})
+		lane.Nodes = append(lane.Nodes, store)
+
+		if in.BufferTopic != "" {
+			buf := pipelineNode{Role: "suppress buffer, changelog", Stage: "buffer", Input: safe(in.Name), Topic: safe(in.BufferTopic),
+				Facts: []string{"a key it still holds is pending at the output"}}
+			f.partProblems(&buf, in.BufferTopic)
+			lane.Nodes = append(lane.Nodes, buf)
+		}
+		v.Lanes = append(v.Lanes, lane)
 	}
-	v.Join = pipelineNode{Role: "leftJoin", Stage: "join", Facts: []string{"the stores, in input order"}}
-	switch pl.Join {
-	case "inner":
-		v.Join.Role = "join (inner)"
-	case "outer":
-		v.Join.Role = "outerJoin"
+	if len(pl.Inputs) > 1 {
+		join := pipelineNode{Role: "leftJoin", Stage: "join", Facts: []string{"the tables, in input order"}}
+		switch pl.Join {
+		case "inner":
+			join.Role = "join (inner)"
+		case "outer":
+			join.Role = "outerJoin"
+		}
+		if c := s.Stages[finding.StageChangelog]; c != nil {
+			join.Facts = append(join.Facts, Thousands(c.KeysChecked)+" keys checked at the changelogs")
+		}
+		v.Join = &join
 	}
-	if c := s.Stages[finding.StageChangelog]; c != nil {
-		v.Join.Facts = append(v.Join.Facts, Thousands(c.KeysChecked)+" keys checked at the changelogs")
+	if pl.Output == "" {
+		return v
 	}
-	v.Output = pipelineNode{Role: "output", Stage: string(finding.StageOutput), Topic: safe(pl.Output)}
+	out := pipelineNode{Role: "output", Stage: string(finding.StageOutput), Topic: safe(pl.Output)}
 	if c := s.Stages[finding.StageOutput]; c != nil {
-		v.Output.Facts = append(v.Output.Facts, Thousands(c.KeysChecked)+" keys checked")
+		out.Facts = append(out.Facts, Thousands(c.KeysChecked)+" keys checked")
+		if c.KeysPending > 0 {
+			out.Facts = append(out.Facts, Thousands(c.KeysPending)+" pending in the suppress buffer")
+		}
 	}
 	var names []string
 	for _, in := range pl.Inputs {
 		names = append(names, in.Name)
 	}
-	f.keyProblems(&v.Output, finding.StageOutput, names...)
-	f.partProblems(&v.Output, pl.Output)
+	f.keyProblems(&out, finding.StageOutput, names...)
+	f.partProblems(&out, pl.Output)
+	v.Output = &out
 	return v
+}
+
+// operatorWord names the operator that writes in's table, as the picture
+// shows it.
+func operatorWord(in finding.PipelineInput) string {
+	switch in.Operator {
+	case "count", "aggregate", "reduce":
+		return in.Operator
+	case "":
+		return "reduce"
+	}
+	return "table"
+}
+
+// pipelineHint is the sentence above the picture: how records flow in pl.
+func pipelineHint(pl *finding.Pipeline) string {
+	var b strings.Builder
+	switch {
+	case len(pl.Inputs) > 1:
+		b.WriteString("Each input reaches its table (through its repartition topic when re-keyed); the tables are joined into the output.")
+	case pl.Output == "":
+		b.WriteString("The input reaches its table (through its repartition topic when re-keyed); the table's changelog is the pipeline's end: there is no output topic.")
+	default:
+		b.WriteString("The input reaches its table (through its repartition topic when re-keyed), which is streamed into the output.")
+	}
+	b.WriteString(" A red box is a stage where updates went missing.")
+	return b.String()
 }
 
 // inputNode is the box of one input, with its counts c (nil: none).
@@ -193,12 +248,11 @@ func kindOrder(m map[finding.Kind]int64) []finding.Kind {
 	return append(out, extra...)
 }
 
-// tableLane words the lane of an input read by a table source: no
-// repartition topic, and a table that holds each key's last record by
-// offset (restored from the input topic when it has no changelog).
-func tableLane(rep, store *pipelineNode, in finding.PipelineInput) {
-	rep.Role, rep.Topic = "table source", "(no repartition)"
-	store.Role = "table store, changelog (last record by offset)"
+// tableStore words the store of an input read by a table source: a table
+// that holds each key's last record by offset (restored from the input
+// topic when it has no changelog).
+func tableStore(store *pipelineNode, in finding.PipelineInput) {
+	store.Role = "table source store, changelog (last record by offset)"
 	if in.ChangelogTopic == "" {
 		store.Role, store.Topic = "table store, restored from the input topic", safe(in.Topic)
 	}

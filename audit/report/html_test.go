@@ -8,7 +8,9 @@ import (
 	"html"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -329,7 +331,7 @@ func TestPipelineViewMarksTheStagesWithFindings(t *testing.T) {
 	v := newPipelineView(res, streamsOf(res).Pipeline)
 	bad := map[string]int64{}
 	for _, l := range v.Lanes {
-		for _, n := range []pipelineNode{l.Input, l.Repartition, l.Store} {
+		for _, n := range l.Nodes {
 			if n.Findings > 0 {
 				bad[n.Stage+" "+n.Input] = n.Findings
 			}
@@ -350,6 +352,69 @@ func TestPipelineViewMarksTheStagesWithFindings(t *testing.T) {
 	}
 	if newPipelineView(res, nil) != nil {
 		t.Error("no pipeline described, yet a picture")
+	}
+}
+
+// TestPipelineViewDrawsTheModelledShape: the picture draws the stages the
+// audit checked, no more: no repartition box for a table source, a buffer
+// box for a suppress, no join box for one input, no output box for a
+// table that is the pipeline's end.
+func TestPipelineViewDrawsTheModelledShape(t *testing.T) {
+	res := cleanResult()
+	res.Summary.Stages[finding.StageOutput] = &finding.StageCounts{KeysChecked: 10, KeysPending: 3}
+	for _, tc := range []struct {
+		name  string
+		pl    finding.Pipeline
+		lanes [][]string // per lane, the roles of its boxes
+		join  string     // "" for no join box
+		out   bool
+		hint  string
+	}{
+		{"count by a new key", finding.Pipeline{Output: "counts", Inputs: []finding.PipelineInput{
+			{Name: "a", Topic: "words", RepartitionTopic: "app-x-repartition", ChangelogTopic: "app-x-changelog", Operator: "count", Count: true}}},
+			[][]string{{"input a", "selectKey, repartition", "count store, changelog (recounted)"}}, "", true, "streamed into the output"},
+		{"suppress", finding.Pipeline{Output: "o", Inputs: []finding.PipelineInput{
+			{Name: "a", Topic: "t", RepartitionTopic: "r", ChangelogTopic: "c", Operator: "aggregate", BufferTopic: "app-buf-changelog"}}},
+			[][]string{{"input a", "selectKey, repartition", "aggregate store, changelog", "suppress buffer, changelog"}}, "", true, "streamed into the output"},
+		{"table source, changelog only", finding.Pipeline{Inputs: []finding.PipelineInput{
+			{Name: "a", Topic: "t", ChangelogTopic: "c", Operator: "table-source", Table: true}}},
+			[][]string{{"input a", "table source store, changelog (last record by offset)"}}, "", false, "no output topic"},
+		{"outer join", finding.Pipeline{Output: "o", Join: "outer", Inputs: []finding.PipelineInput{
+			{Name: "a", Topic: "ta", RepartitionTopic: "ra", ChangelogTopic: "ca"},
+			{Name: "b", Topic: "tb", RepartitionTopic: "rb", ChangelogTopic: "cb", Operator: "reduce"}}},
+			[][]string{{"input a", "selectKey, repartition", "reduce store, changelog"}, {"input b", "selectKey, repartition", "reduce store, changelog"}},
+			"outerJoin", true, "tables are joined"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v := newPipelineView(res, &tc.pl)
+			var lanes [][]string
+			for _, l := range v.Lanes {
+				var roles []string
+				for _, n := range l.Nodes {
+					roles = append(roles, n.Role)
+				}
+				lanes = append(lanes, roles)
+			}
+			if !reflect.DeepEqual(lanes, tc.lanes) {
+				t.Errorf("lanes %q, want %q", lanes, tc.lanes)
+			}
+			join := ""
+			if v.Join != nil {
+				join = v.Join.Role
+			}
+			if join != tc.join {
+				t.Errorf("join box %q, want %q", join, tc.join)
+			}
+			if (v.Output != nil) != tc.out {
+				t.Errorf("output box %v, want %v", v.Output != nil, tc.out)
+			}
+			if v.Output != nil && !slices.Contains(v.Output.Facts, "3 pending in the suppress buffer") {
+				t.Errorf("output facts %q lack the keys pending in the buffer", v.Output.Facts)
+			}
+			if !strings.Contains(v.Hint, tc.hint) {
+				t.Errorf("hint %q lacks %q", v.Hint, tc.hint)
+			}
+		})
 	}
 }
 

@@ -219,6 +219,8 @@ type jsonStage struct {
 	Stage       finding.Stage          `json:"stage"`
 	KeysChecked int64                  `json:"keys_checked"`
 	Findings    map[finding.Kind]int64 `json:"findings"`
+	// KeysPending: finding.StageCounts.KeysPending, left out when 0.
+	KeysPending int64 `json:"keys_pending,omitempty"`
 }
 
 type jsonRow struct {
@@ -346,7 +348,7 @@ func jsonStages(s *finding.Summary) []jsonStage {
 			js.Findings[k] = 0
 		}
 		if c := s.Stages[st]; c != nil {
-			js.KeysChecked = c.KeysChecked
+			js.KeysChecked, js.KeysPending = c.KeysChecked, c.KeysPending
 			maps.Copy(js.Findings, c.Findings)
 		}
 		out = append(out, js)

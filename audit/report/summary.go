@@ -68,6 +68,9 @@ func WriteSummary(w io.Writer, res *finding.Result, opt SummaryOptions) error {
 	b.WriteString("\nStages\n")
 	st := stageTable(s, mode)
 	st.write(&b, "  ")
+	if line := pendingLine(s); line != "" {
+		b.WriteString(wrap("  ", line, "  "))
+	}
 	writeStep(&b, res)
 	writePartitions(&b, s.Partitions)
 	writeReads(&b, s.Reads)
@@ -236,6 +239,21 @@ func stageTable(s *finding.Summary, mode modeView) table {
 		st.add(cells...)
 	}
 	return st
+}
+
+// pendingLine says how many (input, key) pairs the output does not hold
+// yet because a suppress buffer still holds them; "" when none.
+func pendingLine(s *finding.Summary) string {
+	c := s.Stages[finding.StageOutput]
+	if c == nil || c.KeysPending == 0 {
+		return ""
+	}
+	verb := "are"
+	if c.KeysPending == 1 {
+		verb = "is"
+	}
+	return plural(c.KeysPending, "key", "keys") + " not yet at the output " + verb +
+		" pending in the suppress buffer (emitted when its time limit passes): not lost"
 }
 
 // stageKinds returns the finding kinds the stages can report, each once, in

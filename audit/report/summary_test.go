@@ -195,3 +195,24 @@ func verdictParagraph(summary string) string {
 	}
 	return strings.Join(lines[:n], "\n")
 }
+
+// TestPendingLine: the summary says how many keys the output lacks while
+// a suppress buffer still holds them, and nothing when there are none.
+func TestPendingLine(t *testing.T) {
+	for _, tc := range []struct {
+		pending int64
+		want    string
+	}{
+		{0, ""},
+		{1, "1 key not yet at the output is pending in the suppress buffer (emitted when its time limit passes): not lost"},
+		{1200, "1,200 keys not yet at the output are pending in the suppress buffer (emitted when its time limit passes): not lost"},
+	} {
+		s := &finding.Summary{Stages: map[finding.Stage]*finding.StageCounts{finding.StageOutput: {KeysChecked: 5000, KeysPending: tc.pending}}}
+		if got := pendingLine(s); got != tc.want {
+			t.Errorf("pending %d: %q, want %q", tc.pending, got, tc.want)
+		}
+	}
+	if got := pendingLine(&finding.Summary{}); got != "" {
+		t.Errorf("no output stage: %q", got)
+	}
+}

@@ -23,6 +23,9 @@ type checked struct {
 	pending []int64
 	// keys counts the keys checked.
 	keys int64
+	// bufferPending counts the (input, key) pairs the output owes that a
+	// suppress buffer still holds (detect.KeyCounts.BufferPending).
+	bufferPending int64
 }
 
 // heldRow names a row that the check withheld for a key.
@@ -122,6 +125,7 @@ func check(o Options, snap *pipelineSnapshot, stuck map[kread.TP]bool, tl *timel
 		res.checkedOutput += int64(kc.CheckedOutput)
 		res.checkedCount += int64(kc.CheckedCount)
 		res.withheld += int64(kc.Withheld)
+		res.bufferPending += int64(kc.BufferPending)
 		for x := range ev.Inputs {
 			res.pending[x] += ev.Inputs[x].Pending
 		}

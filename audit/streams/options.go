@@ -70,6 +70,10 @@ type Input struct {
 	// topic (the source-topic optimization: nothing to check between
 	// them). An audit only: a reconcile step refuses it.
 	Table bool
+	// Operator names the operator that writes the input's table as the
+	// reports show it ("reduce", "count", "aggregate", "table-source",
+	// "to-table"); "" reads as "reduce". It changes no check.
+	Operator string
 }
 
 // Progress receives progress of the long phases; nil means none.

@@ -72,7 +72,7 @@ func assemble(ctx context.Context, o Options, snap *pipelineSnapshot, col *colle
 		Inputs: map[string]*finding.InputCounts{},
 		Stages: map[finding.Stage]*finding.StageCounts{
 			finding.StageChangelog: {KeysChecked: chk.checkedChangelog, Findings: map[finding.Kind]int64{}},
-			finding.StageOutput:    {KeysChecked: chk.checkedOutput, Findings: map[finding.Kind]int64{}},
+			finding.StageOutput:    {KeysChecked: chk.checkedOutput, Findings: map[finding.Kind]int64{}, KeysPending: chk.bufferPending},
 		},
 		Partitions:           parts,
 		Withheld:             chk.withheld,
@@ -93,7 +93,8 @@ func assemble(ctx context.Context, o Options, snap *pipelineSnapshot, col *colle
 	var outcome []detect.InputOutcome
 	for x, in := range o.Inputs {
 		pl.Inputs = append(pl.Inputs, finding.PipelineInput{Name: in.Name, Topic: in.Topic,
-			RepartitionTopic: in.RepartitionTopic, ChangelogTopic: in.ChangelogTopic, Count: in.Count, Table: in.Table})
+			RepartitionTopic: in.RepartitionTopic, ChangelogTopic: in.ChangelogTopic, Count: in.Count, Table: in.Table,
+			Operator: in.Operator, BufferTopic: in.BufferTopic})
 		c := counts[x]
 		s.InputOrder = append(s.InputOrder, in.Name)
 		s.Inputs[in.Name] = &c

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/lossaudit/lossaudit/audit/finding"
 	"github.com/lossaudit/lossaudit/audit/kread"
 )
 
@@ -81,14 +82,17 @@ func TestRunSuppress(t *testing.T) {
 		name string
 		drop map[int]bool // the updates whose evictions lose their output
 		want []string
+		// pending: the keys the output lacks that the buffer holds.
+		pending int64
 	}{
-		{name: "clean: the keys still buffered are pending"},
+		// k1 and k2, buffered since 1007 and 1008, are pending.
+		{name: "clean: the keys still buffered are pending", pending: 2},
 		// k2's eviction at 1007 is lost, but k2 is buffered again since:
 		// its newest update is pending, the loss unseen (not invented).
-		{name: "an eviction's output lost, the key buffered again", drop: map[int]bool{7: true}},
+		{name: "an eviction's output lost, the key buffered again", drop: map[int]bool{7: true}, pending: 2},
 		// k0's second eviction (its update at 1009) is lost: the output
 		// holds its first (1003), the buffer a tombstone.
-		{name: "the last eviction's output lost", drop: map[int]bool{11: true}, want: []string{"k0 stale output"}},
+		{name: "the last eviction's output lost", drop: map[int]bool{11: true}, want: []string{"k0 stale output"}, pending: 2},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -107,6 +111,9 @@ func TestRunSuppress(t *testing.T) {
 			}
 			if fmt.Sprint(got) != fmt.Sprint(tc.want) {
 				t.Errorf("rows %v, want %v", got, tc.want)
+			}
+			if p := res.Summary.Stages[finding.StageOutput].KeysPending; p != tc.pending {
+				t.Errorf("%d keys pending in the buffer, want %d", p, tc.pending)
 			}
 		})
 	}
