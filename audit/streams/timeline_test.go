@@ -173,7 +173,7 @@ func TestRunTimelineAndPipeline(t *testing.T) {
 	}
 	p := sec.Pipeline
 	if p == nil || p.Output != "out" || len(p.Inputs) != 2 ||
-		fmt.Sprint(p.Inputs[1]) != "{b inB app-repB-repartition app-storeB-changelog false false}" {
+		fmt.Sprint(p.Inputs[1]) != "{b inB app-repB-repartition app-storeB-changelog false false  }" {
 		t.Errorf("pipeline = %+v, want inputs a, b with their topics and output out", p)
 	}
 }
