@@ -12,9 +12,6 @@ import (
 // its state, which it does not keep yet, and without it a key waiting in
 // the buffer would be reported missing at the output. `audit` checks it.
 func refuseBuffers(m *topology.Model) error {
-	if m.ChangelogOnly {
-		return &config.Error{Key: "pipeline.topology_file", Msg: fmt.Sprintf("the table of input %s ends in its changelog (no output topic): `lossaudit audit` checks it, reconcile and watch do not yet", m.Stages[0].Input.Name)}
-	}
 	for _, s := range m.Stages {
 		if s.BufferStore != "" {
 			return &config.Error{Key: "pipeline.topology_file", Msg: fmt.Sprintf("input %s passes a suppress (buffer store %s) before the output: `lossaudit audit` checks it, reconcile and watch do not yet (a step does not carry the buffer's state)", s.Input.Name, s.BufferStore)}

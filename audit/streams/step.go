@@ -115,9 +115,6 @@ func Step(ctx context.Context, o Options, so StepOptions) (*incremental.Stepped,
 	if so.State == nil {
 		return nil, errors.New("reconcile: no state store")
 	}
-	if o.Output == "" {
-		return nil, errors.New("reconcile: a pipeline without an output topic is audited by audit only")
-	}
 	for _, in := range o.Inputs {
 		if in.BufferTopic != "" {
 			return nil, fmt.Errorf("reconcile: input %s has a suppress buffer (%s), which a step does not read", in.Name, in.BufferTopic)

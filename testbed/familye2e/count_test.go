@@ -170,6 +170,32 @@ func countScenario(ctx context.Context, t *testing.T, c *kafka.Cluster, adm *kaf
 		t.Errorf("count stage %+v, partitions %+v, inconclusive %+v; want %d keys recounted and nothing else", st, res.Summary.Partitions, res.Summary.Inconclusive, words)
 	}
 	t.Logf("%s: %d records, %d keys recounted, rows %q", group, res.Summary.Inputs["words"].Audited, st.KeysChecked, got)
+	if changelogOnly && len(drop) == 0 {
+		// A reconcile baseline of the clean table (no output topic):
+		// the same records, nothing found.
+		step, err := app.Reconcile(ctx, cfg, app.Options{})
+		if err != nil {
+			t.Fatalf("reconcile of a table with no output: %v", err)
+		}
+		defer step.Close()
+		sr := step.Result
+		if len(sr.Rows) != 0 || len(sr.Summary.Partitions) != 0 || sr.Summary.Inputs["words"].Audited != res.Summary.Inputs["words"].Audited {
+			t.Errorf("reconcile baseline rows %q, partitions %+v, %d audited; want none, none, %d", rowsOf(sr.Rows), sr.Summary.Partitions,
+				sr.Summary.Inputs["words"].Audited, res.Summary.Inputs["words"].Audited)
+		}
+		if err := step.Commit(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// rowsOf renders rows as kind, stage and key, for a failure message.
+func rowsOf(rows []finding.Row) []string {
+	var out []string
+	for _, r := range rows {
+		out = append(out, fmt.Sprintf("%s %s %s", r.Kind, r.Stage, r.Key))
+	}
+	return out
 }
 
 // waitAllCommitted polls until group's committed offsets reach the last
