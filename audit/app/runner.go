@@ -392,10 +392,6 @@ func Reconcile(ctx context.Context, cfg *config.Config, o Options) (*Step, error
 		p.close()
 		return nil, &config.Error{Key: "pipeline.topology_file", Msg: "describes a per-record stream stage, which reconcile and watch do not check yet: run lossaudit audit"}
 	}
-	if err := refuseBuffers(p.model); err != nil {
-		p.close()
-		return nil, err
-	}
 	if err := stepRefusesTables(p.model); err != nil {
 		p.close()
 		return nil, err

@@ -21,6 +21,9 @@ type known struct {
 	changelogs []detect.StageState
 	output     detect.StageState
 	open       []openFinding
+	// buffers are, per input, the last record of the key in its suppress
+	// buffer's changelog (zero for an input without one).
+	buffers []detect.BufferState
 }
 
 // knownInput is what is known of one input for the key.
@@ -55,7 +58,7 @@ type openFinding struct {
 // (incremental.Codec) for a pipeline whose inputs are ins (join order).
 type knownCodec struct{ ins []Input }
 
-func (c knownCodec) Encode(k *known, b []byte) []byte { return k.encode(b) }
+func (c knownCodec) Encode(k *known, b []byte) []byte { return k.encode(b, c.ins) }
 func (c knownCodec) Decode(b []byte, k *known) error  { return k.decode(b, c.ins) }
 func (c knownCodec) Empty(k *known) bool              { return k.empty() }
 
@@ -71,15 +74,21 @@ func (k *known) empty() bool {
 			return false
 		}
 	}
+	for _, b := range k.buffers {
+		if b.Has {
+			return false
+		}
+	}
 	return !k.output.Has && !k.output.HasAborted && len(k.open) == 0
 }
 
 // reset makes k a key of n inputs that nothing is known of.
 func (k *known) reset(n int) {
 	if cap(k.inputs) < n {
-		k.inputs, k.changelogs = make([]knownInput, n), make([]detect.StageState, n)
+		k.inputs, k.changelogs, k.buffers = make([]knownInput, n), make([]detect.StageState, n), make([]detect.BufferState, n)
 	}
-	k.inputs, k.changelogs = k.inputs[:n], k.changelogs[:n]
+	k.inputs, k.changelogs, k.buffers = k.inputs[:n], k.changelogs[:n], k.buffers[:n]
+	clear(k.buffers)
 	for i := range k.inputs {
 		k.inputs[i] = knownInput{pending: k.inputs[i].pending[:0]}
 	}
@@ -90,8 +99,11 @@ func (k *known) reset(n int) {
 
 // The encoding of known, version 1: a version byte, the number of inputs,
 // then per input its flags and fields, per stage (changelogs, then the
-// output) its flags and fields, then the open findings. Integers are
-// varints; fingerprints fixed 8 bytes.
+// output) its flags and fields, then the open findings, then, for each
+// input with a suppress buffer (Input.BufferTopic) and only for those, its
+// buffer state's flags and fields (so the states of pipelines without a
+// buffer are encoded as before). Integers are varints; fingerprints fixed
+// 8 bytes.
 const knownVersion = 1
 
 const (
@@ -125,8 +137,8 @@ func kindCode(k finding.Kind) byte {
 	return 0xff
 }
 
-// encode appends k's encoding to b.
-func (k *known) encode(b []byte) []byte {
+// encode appends k's encoding to b, for a pipeline whose inputs are ins.
+func (k *known) encode(b []byte, ins []Input) []byte {
 	b = append(b, knownVersion, byte(len(k.inputs)))
 	for _, in := range k.inputs {
 		var f byte
@@ -218,6 +230,24 @@ func (k *known) encode(b []byte) []byte {
 		}
 		if o.hasBefore {
 			b = binary.AppendVarint(b, o.beforeTS)
+		}
+	}
+	for x, in := range ins {
+		if in.BufferTopic == "" {
+			continue
+		}
+		s := k.buffers[x]
+		var f byte
+		if s.Has {
+			f |= stHas
+		}
+		if s.Tombstone {
+			f |= stTombstone
+		}
+		b = append(b, f)
+		if s.Has {
+			b = binary.AppendUvarint(b, uint64(s.Partition))
+			b = binary.AppendVarint(b, s.Offset)
 		}
 	}
 	return b
@@ -367,6 +397,17 @@ func (k *known) decode(b []byte, ins []Input) error {
 			o.beforeTS = d.varint()
 		}
 		k.open = append(k.open, o)
+	}
+	for x, in := range ins {
+		if in.BufferTopic == "" {
+			continue
+		}
+		s := &k.buffers[x]
+		f := d.byte()
+		s.Has, s.Tombstone = f&stHas != 0, f&stTombstone != 0
+		if s.Has {
+			s.Partition, s.Offset = int32(d.uvarint()), d.varint()
+		}
 	}
 	if d.err != nil {
 		return d.err

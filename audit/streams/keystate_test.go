@@ -9,7 +9,7 @@ import (
 )
 
 func TestKnownEncodingRoundTrips(t *testing.T) {
-	ins := []Input{{Name: "a", Topic: "inA", RepartitionTopic: "repA"}, {Name: "b", Topic: "inB", RepartitionTopic: "repB"}}
+	ins := []Input{{Name: "a", Topic: "inA", RepartitionTopic: "repA"}, {Name: "b", Topic: "inB", RepartitionTopic: "repB", BufferTopic: "bufB"}}
 	full := known{
 		inputs: []knownInput{
 			{has: true, ev: detect.InputRecord{TS: 1795946400123, Partition: 3, Offset: 1 << 40, FP: 0xfeedfacecafebeef},
@@ -19,6 +19,7 @@ func TestKnownEncodingRoundTrips(t *testing.T) {
 		},
 		changelogs: []detect.StageState{{Has: true, TS: 10, Offset: 4, Tombstone: true, Partition: 2}, {HasAborted: true, AbortedTS: 99, Partition: 1}},
 		output:     detect.StageState{Has: true, TS: 11, Offset: 5, HasAborted: true, AbortedTS: 12},
+		buffers:    []detect.BufferState{{}, {Has: true, Partition: 1, Offset: 1 << 33, Tombstone: true}},
 		open: []openFinding{
 			{x: 0, firstSeen: 1795946401000, row: finding.Row{Kind: finding.Stale, Stage: finding.StageChangelog, Input: "a", Topic: "inA",
 				Partition: 3, Offset: 1 << 40, Timestamp: 100, ExpectedTS: 100, HasObserved: true, ObservedTS: 90,
@@ -28,9 +29,10 @@ func TestKnownEncodingRoundTrips(t *testing.T) {
 			{x: 0, row: finding.Row{Kind: finding.Missing, Stage: finding.StageChangelog, Input: "a", Topic: "inA", Evidence: &finding.Witness{Topic: "repA"}}},
 		},
 	}
-	for name, k := range map[string]known{"full": full, "empty": {inputs: make([]knownInput, 2), changelogs: make([]detect.StageState, 2)}} {
+	empty := known{inputs: make([]knownInput, 2), changelogs: make([]detect.StageState, 2), buffers: make([]detect.BufferState, 2)}
+	for name, k := range map[string]known{"full": full, "empty": empty} {
 		t.Run(name, func(t *testing.T) {
-			b := k.encode(nil)
+			b := k.encode(nil, ins)
 			var got known
 			if err := got.decode(b, ins); err != nil {
 				t.Fatal(err)
@@ -59,5 +61,14 @@ func TestKnownEncodingRoundTrips(t *testing.T) {
 				t.Error("a value of 2 inputs decoded for a 1-input pipeline")
 			}
 		})
+	}
+	// A pipeline without a buffer encodes no buffer state: its states
+	// read as they did before buffers were kept.
+	noBuf := []Input{ins[0], {Name: "b", Topic: "inB", RepartitionTopic: "repB"}}
+	k := full
+	k.buffers = nil
+	withBuf, without := full.encode(nil, ins), k.encode(nil, noBuf)
+	if len(withBuf) <= len(without) || string(withBuf[:len(without)]) != string(without) {
+		t.Errorf("the buffer state is not a suffix: %x vs %x", withBuf, without)
 	}
 }

@@ -60,8 +60,9 @@ type Input struct {
 	// BufferTopic is the changelog of a suppress buffer between the
 	// input's table and the output (Suppressed.untilTimeLimit), "" for
 	// none: a key whose last record there is a value is pending at the
-	// output (detect.BufferPending). Audits only: a reconcile step refuses
-	// it.
+	// output (detect.BufferPending). A reconcile step keeps each key's
+	// last buffer record in its state and judges the keys the buffer
+	// holds at every step.
 	BufferTopic string
 	// Table says that the input is read by a table source (builder.table,
 	// KStream#toTable on the input topic): no repartition topic, its table

@@ -85,6 +85,11 @@ func describePipeline(o Options, extra string) string {
 	fmt.Fprintf(&b, "group=%s output=%s", o.Group, o.Output)
 	for _, in := range o.Inputs {
 		fmt.Fprintf(&b, " input=%s:%s>%s>%s key=%q", in.Name, in.Topic, in.RepartitionTopic, in.ChangelogTopic, in.Field)
+		if in.BufferTopic != "" {
+			// Pipelines with a buffer were refused before: no state
+			// without this part can be one of them.
+			fmt.Fprintf(&b, " buffer=%s", in.BufferTopic)
+		}
 	}
 	if o.Join != "" && o.Join != "left" {
 		fmt.Fprintf(&b, " join=%s", o.Join) // left joins were all there was before: their states stay valid
@@ -114,11 +119,6 @@ func Step(ctx context.Context, o Options, so StepOptions) (*incremental.Stepped,
 	}
 	if so.State == nil {
 		return nil, errors.New("reconcile: no state store")
-	}
-	for _, in := range o.Inputs {
-		if in.BufferTopic != "" {
-			return nil, fmt.Errorf("reconcile: input %s has a suppress buffer (%s), which a step does not read", in.Name, in.BufferTopic)
-		}
 	}
 	desc := describePipeline(o, so.Describe)
 	var last checkpoint
@@ -265,7 +265,7 @@ func planStep(o Options, snap *pipelineSnapshot, cp *checkpoint) (*readPlan, map
 			}
 		}
 	}
-	for _, t := range append(slices.Clone(snap.changelogs), snap.output) {
+	for _, t := range snap.withBuffers(append(slices.Clone(snap.changelogs), snap.output)) {
 		for _, p := range t.Parts {
 			tp := kread.TP{Topic: t.Name, Partition: p}
 			l, ok := last(t.Name, p)
@@ -302,6 +302,11 @@ func touchKeys(o Options, keys *incremental.Keys[known], ew entryWriter, rebuild
 		if rebuilt(rebuild, o.Output, k.output) {
 			return ew.touch(key)
 		}
+		for x := range k.buffers {
+			if bufferRebuilt(rebuild, o.Inputs[x].BufferTopic, k.buffers[x]) {
+				return ew.touch(key)
+			}
+		}
 		return nil
 	})
 }
@@ -310,6 +315,12 @@ func touchKeys(o Options, keys *incremental.Keys[known], ew entryWriter, rebuild
 // that is being rebuilt.
 func rebuilt(rebuild map[kread.TP]bool, topic string, s detect.StageState) bool {
 	return (s.Has || s.HasAborted) && rebuild[kread.TP{Topic: topic, Partition: s.Partition}]
+}
+
+// bufferRebuilt reports whether buffer state b came from a partition of
+// topic that is being rebuilt.
+func bufferRebuilt(rebuild map[kread.TP]bool, topic string, b detect.BufferState) bool {
+	return b.Has && rebuild[kread.TP{Topic: topic, Partition: b.Partition}]
 }
 
 // nextCheckpoint returns the checkpoint of this step and the per-input
@@ -348,6 +359,9 @@ func nextCheckpoint(o Options, snap *pipelineSnapshot, plan *readPlan, cp *check
 			return of.LogStart
 		})
 		add(engine.RoleChangelog, snap.changelogs[x], func(_ int32, of kread.Offsets) int64 { return of.LSO })
+		if x < len(snap.buffers) && snap.buffers[x].Name != "" {
+			add(engine.RoleBuffer, snap.buffers[x], func(_ int32, of kread.Offsets) int64 { return of.LSO })
+		}
 		var ci cpInput
 		if cp != nil && x < len(cp.Inputs) {
 			ci = cp.Inputs[x]

@@ -62,6 +62,32 @@ func (s *stepper) stepLikeAudit(t *testing.T) *finding.Result {
 	return res
 }
 
+// checkResolved fails unless the findings open at the last step (prev) and
+// not at this one (res) are exactly res's resolved ones; it returns how
+// many were resolved.
+func (s *stepper) checkResolved(t *testing.T, prev []finding.Row, res *finding.Result) int {
+	t.Helper()
+	open := map[string]bool{}
+	for _, r := range res.Rows {
+		open[fmt.Sprintf("%s %s %s", r.Stage, r.Input, r.Key)] = true
+	}
+	var gone, resolved []string
+	for _, r := range prev {
+		if k := fmt.Sprintf("%s %s %s", r.Stage, r.Input, r.Key); !open[k] {
+			gone = append(gone, k)
+		}
+	}
+	for _, r := range res.Resolved {
+		resolved = append(resolved, fmt.Sprintf("%s %s %s", r.Stage, r.Input, r.Key))
+	}
+	slices.Sort(gone)
+	slices.Sort(resolved)
+	if !slices.Equal(gone, resolved) {
+		t.Errorf("step %d: resolved %v, want the findings gone since the last step %v", s.n, resolved, gone)
+	}
+	return len(resolved)
+}
+
 // audit runs a full audit of the pipeline as it is now, on a fresh index.
 func (s *stepper) audit(t *testing.T) *finding.Result {
 	t.Helper()
@@ -266,26 +292,7 @@ func TestStepEqualsFullAuditOnAGrowingPipeline(t *testing.T) {
 					}
 				}
 				res := s.stepLikeAudit(t)
-				// What was open and is not now was resolved, and nothing else.
-				open := map[string]bool{}
-				for _, r := range res.Rows {
-					open[fmt.Sprintf("%s %s %s", r.Stage, r.Input, r.Key)] = true
-				}
-				var gone, resolved []string
-				for _, r := range prev {
-					if k := fmt.Sprintf("%s %s %s", r.Stage, r.Input, r.Key); !open[k] {
-						gone = append(gone, k)
-					}
-				}
-				for _, r := range res.Resolved {
-					resolved = append(resolved, fmt.Sprintf("%s %s %s", r.Stage, r.Input, r.Key))
-				}
-				slices.Sort(gone)
-				slices.Sort(resolved)
-				if !slices.Equal(gone, resolved) {
-					t.Errorf("step %d: resolved %v, want the findings gone since the last step %v", s.n, resolved, gone)
-				}
-				resolvedSeen += len(resolved)
+				resolvedSeen += s.checkResolved(t, prev, res)
 				prev = res.Rows
 			}
 			t.Logf("seed %d: %d findings open at the end, %d resolved on the way", seed, len(prev), resolvedSeen)

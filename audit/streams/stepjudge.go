@@ -96,6 +96,11 @@ func (v *stepVisitor) known(key []byte, ev *detect.KeyEvidence) error {
 	if !rebuilt(v.rebuild, v.o.Output, v.cur.output) {
 		ev.Output.Add(v.cur.output)
 	}
+	for x, b := range v.cur.buffers {
+		if !bufferRebuilt(v.rebuild, v.o.Inputs[x].BufferTopic, b) {
+			ev.Buffers[x].Add(b)
+		}
+	}
 	return nil
 }
 
@@ -128,6 +133,7 @@ func (v *stepVisitor) judged(ev *detect.KeyEvidence, rows []finding.Row, held []
 	}
 	copy(next.changelogs, ev.Changelogs)
 	next.output = ev.Output
+	copy(next.buffers, ev.Buffers)
 
 	lookup := false
 	for i := range rows {
@@ -169,6 +175,12 @@ func (v *stepVisitor) judged(ev *detect.KeyEvidence, rows []finding.Row, held []
 		v.resolved = append(v.resolved, r)
 	}
 	marks := pending || len(next.open) > 0 || len(held) > 0
+	for _, b := range ev.Buffers {
+		// A key its suppress buffer holds is judged again by every step
+		// until it is evicted, so that each step counts the keys pending
+		// in the buffer as a full audit does (at most the buffer's keys).
+		marks = marks || detect.BufferPending(b)
+	}
 	if lookup {
 		d := deferredKey{key: append([]byte(nil), ev.Key...), val: append([]byte(nil), v.curVal...), was: v.curMarked, marks: marks}
 		d.k.copyFrom(next)
@@ -258,5 +270,6 @@ func (k *known) copyFrom(src *known) {
 	}
 	copy(k.changelogs, src.changelogs)
 	k.output = src.output
+	copy(k.buffers, src.buffers)
 	k.open = append(k.open[:0], src.open...)
 }

@@ -191,5 +191,26 @@ func suppressScenario(ctx context.Context, t *testing.T, c *kafka.Cluster, adm *
 	if len(res.Summary.Partitions) != 0 || len(res.Summary.Inconclusive) != 0 {
 		t.Errorf("partitions %+v, inconclusive %+v: want none", res.Summary.Partitions, res.Summary.Inconclusive)
 	}
+	pending := res.Summary.Stages[finding.StageOutput].KeysPending
+	if (fault == nil && pending != int64(len(buffered))) || pending > int64(len(buffered)) {
+		t.Errorf("%d keys pending in the buffer, the topics say %d buffered", pending, len(buffered))
+	}
 	t.Logf("%s: %d records audited, %d keys buffered (pending), rows %q", group, res.Summary.Inputs["words"].Audited, len(buffered), got)
+
+	// A reconcile baseline reads the same topics, the buffer's changelog
+	// with them, and must say the same.
+	step, err := app.Reconcile(ctx, cfg, app.Options{})
+	if err != nil {
+		t.Fatalf("reconcile of a count with suppress: %v", err)
+	}
+	defer step.Close()
+	sr := step.Result
+	if g, w := rowsOf(sr.Rows), rowsOf(res.Rows); strings.Join(g, ",") != strings.Join(w, ",") ||
+		sr.Summary.Stages[finding.StageOutput].KeysPending != pending || len(sr.Summary.Partitions) != 0 {
+		t.Errorf("reconcile baseline rows %q, %d keys pending, partitions %+v; the audit %q, %d, none",
+			g, sr.Summary.Stages[finding.StageOutput].KeysPending, sr.Summary.Partitions, w, pending)
+	}
+	if err := step.Commit(); err != nil {
+		t.Fatal(err)
+	}
 }
