@@ -52,10 +52,10 @@ type keyVisitor interface {
 func check(o Options, snap *pipelineSnapshot, stuck map[kread.TP]bool, tl *timeline, v keyVisitor) (*checked, error) {
 	spec := &detect.KeySpec{Join: o.Join, NoOutput: o.Output == ""}
 	for _, in := range o.Inputs {
-		// A reconcile step (v) reads only what is new: its candidates are
-		// not the key's whole history, so it does not count.
+		// A reconcile step (v) reads only what is new: its key visitor
+		// adds what earlier steps counted (detect.InputState.Processed).
 		spec.Inputs = append(spec.Inputs, detect.InputSpec{Name: in.Name, Topic: in.Topic, RepartitionTopic: in.RepartitionTopic,
-			ChangelogTopic: in.ChangelogTopic, Count: in.Count && v == nil, Table: in.Table, NoChangelog: in.Table && in.ChangelogTopic == "", Buffered: in.BufferTopic != ""})
+			ChangelogTopic: in.ChangelogTopic, Count: in.Count, Table: in.Table, NoChangelog: in.Table && in.ChangelogTopic == "", Buffered: in.BufferTopic != ""})
 	}
 	var held []heldRow
 	if len(stuck) > 0 {

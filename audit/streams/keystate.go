@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/lossaudit/lossaudit/audit/finding"
 	"github.com/lossaudit/lossaudit/audit/internal/engine/detect"
@@ -37,6 +38,11 @@ type knownInput struct {
 	copyOffset    int64
 	// pending are the candidates whose copy was in the repartition tail.
 	pending []detect.InputRecord
+	// processed counts the key's processed candidates of the input that
+	// the steps so far read (detect.InputState.Processed), when
+	// hasProcessed: states written before it was kept lack it.
+	hasProcessed bool
+	processed    int64
 }
 
 // openFinding is a finding on the key that the last step reported (or
@@ -109,12 +115,14 @@ const knownVersion = 1
 const (
 	inHas = 1 << iota
 	inCopied
+	inProcessed // since the recount in steps: processed follows
 )
 
 const (
 	stHas = 1 << iota
 	stTombstone
 	stAborted
+	stCount // since the recount in steps: the newest record's count follows
 )
 
 const (
@@ -124,9 +132,15 @@ const (
 	ofHasObserved
 	ofWitness
 	ofWitnessSeen
+	ofCount // an undercount's CountEvidence follows
 )
 
-var kindCodes = []finding.Kind{finding.Missing, finding.Stale, finding.Aborted}
+// kindCodes and stageCodes are the codes of an open finding's kind and
+// stage: append only (undercounts came with the recount in steps).
+var (
+	kindCodes  = []finding.Kind{finding.Missing, finding.Stale, finding.Aborted, finding.Undercount}
+	stageCodes = []finding.Stage{finding.StageChangelog, finding.StageOutput, finding.StageCount}
+)
 
 func kindCode(k finding.Kind) byte {
 	for i, c := range kindCodes {
@@ -148,6 +162,9 @@ func (k *known) encode(b []byte, ins []Input) []byte {
 		if in.copied {
 			f |= inCopied
 		}
+		if in.hasProcessed {
+			f |= inProcessed
+		}
 		b = append(b, f)
 		if in.has {
 			b = appendRecord(b, in.ev)
@@ -155,6 +172,9 @@ func (k *known) encode(b []byte, ins []Input) []byte {
 		if in.copied {
 			b = binary.AppendUvarint(b, uint64(in.copyPartition))
 			b = binary.AppendVarint(b, in.copyOffset)
+		}
+		if in.hasProcessed {
+			b = binary.AppendVarint(b, in.processed)
 		}
 		b = binary.AppendUvarint(b, uint64(len(in.pending)))
 		for _, r := range in.pending {
@@ -176,6 +196,9 @@ func (k *known) encode(b []byte, ins []Input) []byte {
 		if s.HasAborted {
 			f |= stAborted
 		}
+		if s.Has && s.HasCount {
+			f |= stCount
+		}
 		b = append(b, f)
 		if s.Has || s.HasAborted {
 			b = binary.AppendUvarint(b, uint64(s.Partition))
@@ -187,14 +210,14 @@ func (k *known) encode(b []byte, ins []Input) []byte {
 		if s.HasAborted {
 			b = binary.AppendVarint(b, s.AbortedTS)
 		}
+		if s.Has && s.HasCount {
+			b = binary.AppendVarint(b, s.Count)
+		}
 	}
 	b = binary.AppendUvarint(b, uint64(len(k.open)))
 	for _, o := range k.open {
 		r := &o.row
-		stage := byte(0)
-		if r.Stage == finding.StageOutput {
-			stage = 1
-		}
+		stage := byte(slices.Index(stageCodes, r.Stage))
 		var f byte
 		if o.withheld {
 			f |= ofWithheld
@@ -215,6 +238,10 @@ func (k *known) encode(b []byte, ins []Input) []byte {
 				f |= ofWitnessSeen
 			}
 		}
+		ce, _ := r.Evidence.(*finding.CountEvidence)
+		if ce != nil {
+			f |= ofCount
+		}
 		b = append(b, byte(o.x), stage, kindCode(r.Kind), f)
 		b = binary.AppendVarint(b, o.firstSeen)
 		b = binary.AppendUvarint(b, uint64(r.Partition))
@@ -230,6 +257,12 @@ func (k *known) encode(b []byte, ins []Input) []byte {
 		}
 		if o.hasBefore {
 			b = binary.AppendVarint(b, o.beforeTS)
+		}
+		if ce != nil {
+			b = binary.AppendUvarint(b, uint64(ce.Partition))
+			b = binary.AppendVarint(b, ce.Offset)
+			b = binary.AppendVarint(b, ce.Count)
+			b = binary.AppendVarint(b, ce.Processed)
 		}
 	}
 	for x, in := range ins {
@@ -326,12 +359,15 @@ func (k *known) decode(b []byte, ins []Input) error {
 	for x := range k.inputs {
 		in := &k.inputs[x]
 		f := d.byte()
-		in.has, in.copied = f&inHas != 0, f&inCopied != 0
+		in.has, in.copied, in.hasProcessed = f&inHas != 0, f&inCopied != 0, f&inProcessed != 0
 		if in.has {
 			in.ev = d.record()
 		}
 		if in.copied {
 			in.copyPartition, in.copyOffset = int32(d.uvarint()), d.varint()
+		}
+		if in.hasProcessed {
+			in.processed = d.varint()
 		}
 		np := d.uvarint()
 		if np > uint64(len(d.b)) {
@@ -354,6 +390,9 @@ func (k *known) decode(b []byte, ins []Input) error {
 		if s.HasAborted {
 			s.AbortedTS = d.varint()
 		}
+		if s.Has && f&stCount != 0 {
+			s.HasCount, s.Count = true, d.varint()
+		}
 		if i < len(k.changelogs) {
 			k.changelogs[i] = s
 		} else {
@@ -371,16 +410,13 @@ func (k *known) decode(b []byte, ins []Input) error {
 		if d.err != nil {
 			break
 		}
-		if o.x >= len(ins) || stage > 1 || int(kind) >= len(kindCodes) {
+		if o.x >= len(ins) || int(stage) >= len(stageCodes) || int(kind) >= len(kindCodes) {
 			return fmt.Errorf("state value with a finding of input %d, stage %d, kind %d", o.x, stage, kind)
 		}
 		o.withheld, o.looked, o.hasBefore = f&ofWithheld != 0, f&ofLooked != 0, f&ofHasBefore != 0
 		o.firstSeen = d.varint()
 		r := &o.row
-		r.Kind, r.Stage = kindCodes[kind], finding.StageChangelog
-		if stage == 1 {
-			r.Stage = finding.StageOutput
-		}
+		r.Kind, r.Stage = kindCodes[kind], stageCodes[stage]
 		r.Input, r.Topic = ins[o.x].Name, ins[o.x].Topic
 		r.Partition, r.Offset, r.Timestamp, r.ExpectedTS = int32(d.uvarint()), d.varint(), d.varint(), d.varint()
 		if f&ofHasObserved != 0 {
@@ -395,6 +431,10 @@ func (k *known) decode(b []byte, ins []Input) error {
 		}
 		if o.hasBefore {
 			o.beforeTS = d.varint()
+		}
+		if f&ofCount != 0 {
+			r.Evidence = &finding.CountEvidence{Changelog: ins[o.x].ChangelogTopic, Partition: int32(d.uvarint()), Offset: d.varint(),
+				Count: d.varint(), Processed: d.varint()}
 		}
 		k.open = append(k.open, o)
 	}

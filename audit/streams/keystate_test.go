@@ -9,15 +9,15 @@ import (
 )
 
 func TestKnownEncodingRoundTrips(t *testing.T) {
-	ins := []Input{{Name: "a", Topic: "inA", RepartitionTopic: "repA"}, {Name: "b", Topic: "inB", RepartitionTopic: "repB", BufferTopic: "bufB"}}
+	ins := []Input{{Name: "a", Topic: "inA", RepartitionTopic: "repA"}, {Name: "b", Topic: "inB", RepartitionTopic: "repB", ChangelogTopic: "clB", BufferTopic: "bufB"}}
 	full := known{
 		inputs: []knownInput{
 			{has: true, ev: detect.InputRecord{TS: 1795946400123, Partition: 3, Offset: 1 << 40, FP: 0xfeedfacecafebeef},
-				copied: true, copyPartition: 1, copyOffset: 77,
+				copied: true, copyPartition: 1, copyOffset: 77, hasProcessed: true, processed: 1 << 35,
 				pending: []detect.InputRecord{{TS: -5, Partition: 0, Offset: 0, FP: 1}, {TS: 9, Partition: 2, Offset: 12, FP: 2}}},
 			{},
 		},
-		changelogs: []detect.StageState{{Has: true, TS: 10, Offset: 4, Tombstone: true, Partition: 2}, {HasAborted: true, AbortedTS: 99, Partition: 1}},
+		changelogs: []detect.StageState{{Has: true, TS: 10, Offset: 4, Partition: 2, HasCount: true, Count: 41}, {HasAborted: true, AbortedTS: 99, Partition: 1}},
 		output:     detect.StageState{Has: true, TS: 11, Offset: 5, HasAborted: true, AbortedTS: 12},
 		buffers:    []detect.BufferState{{}, {Has: true, Partition: 1, Offset: 1 << 33, Tombstone: true}},
 		open: []openFinding{
@@ -27,6 +27,9 @@ func TestKnownEncodingRoundTrips(t *testing.T) {
 			{x: 1, firstSeen: 5, withheld: true, looked: true, hasBefore: true, beforeTS: -3,
 				row: finding.Row{Kind: finding.Aborted, Stage: finding.StageOutput, Input: "b", Topic: "inB", Timestamp: 7, ExpectedTS: 7}},
 			{x: 0, row: finding.Row{Kind: finding.Missing, Stage: finding.StageChangelog, Input: "a", Topic: "inA", Evidence: &finding.Witness{Topic: "repA"}}},
+			{x: 1, firstSeen: 9, row: finding.Row{Kind: finding.Undercount, Stage: finding.StageCount, Input: "b", Topic: "inB", Partition: 1, Offset: 3,
+				Timestamp: 8, ExpectedTS: 8, HasObserved: true, ObservedTS: 8,
+				Evidence: &finding.CountEvidence{Changelog: "clB", Partition: 1, Offset: 99, Count: 40, Processed: 42}}},
 		},
 	}
 	empty := known{inputs: make([]knownInput, 2), changelogs: make([]detect.StageState, 2), buffers: make([]detect.BufferState, 2)}

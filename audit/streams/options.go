@@ -55,7 +55,8 @@ type Input struct {
 	// Count says that the input's table is a count (KGroupedStream#count,
 	// its changelog values Longs): an audit then recomputes each key's
 	// count from the processed records and reports an undercount
-	// (docs/checks.md). A reconcile step checks the table like a reduce's.
+	// (docs/checks.md). A reconcile step recounts from the processed
+	// records its state counted per key (detect.InputState.Processed).
 	Count bool
 	// BufferTopic is the changelog of a suppress buffer between the
 	// input's table and the output (Suppressed.untilTimeLimit), "" for

@@ -34,6 +34,11 @@ type checkpoint struct {
 	// DeadLetters is what the step kept of the dead-letter queue (nil
 	// without one).
 	DeadLetters *cpDeadLetters `json:"dead_letters,omitempty"`
+	// NoRecount says that a step since the baseline saw a committed
+	// offset move back or a changelog rebuilt (recountVoided): the counts
+	// kept per key no longer bound the application's, so steps recount
+	// nothing until a new baseline.
+	NoRecount bool `json:"no_recount,omitempty"`
 }
 
 // cpPart is one partition in a checkpoint: what the step's snapshot saw
@@ -163,6 +168,8 @@ type stepRun struct {
 	next     *checkpoint
 	// dlqStuck: a dead-letter partition's LSO stayed below its mark.
 	dlqStuck bool
+	// noRecount: the next checkpoint's NoRecount.
+	noRecount bool
 }
 
 // plan is, for the tails, the plan of the inputs and repartition topics;
@@ -171,6 +178,7 @@ func (s *stepRun) plan(complete bool) *readPlan {
 	plan, rebuild := planStep(s.p.o, s.p.snap, s.cp)
 	if complete {
 		s.readPlan, s.rebuild = plan, rebuild
+		s.noRecount = s.cp != nil && (s.cp.NoRecount || recountVoided(s.p.o, s.p.snap, s.cp, rebuild))
 		s.p.col.dlq.resume(s.cp) // read after the plan is complete
 	}
 	return plan
@@ -188,7 +196,7 @@ func (s *stepRun) touch() error { return touchKeys(s.p.o, s.keys, s.p.w, s.rebui
 func (s *stepRun) visitor() keyVisitor {
 	o := s.p.o
 	s.v = &stepVisitor{o: o, snap: s.p.snap, keys: s.keys, now: s.p.started.UnixMilli(), dlq: s.p.col.dlq,
-		rebuild: s.rebuild, windowed: !o.From.IsZero()}
+		rebuild: s.rebuild, windowed: !o.From.IsZero(), noRecount: s.noRecount}
 	return s.v
 }
 
@@ -199,6 +207,7 @@ func (s *stepRun) lookup(ctx context.Context) error { return s.v.lookBefore(ctx,
 func (s *stepRun) assemble(ctx context.Context, parts []finding.PartitionFinding) *finding.Result {
 	o, snap, col, chk, cp, v := s.p.o, s.p.snap, s.p.col, s.p.chk, s.cp, s.v
 	next, counts := nextCheckpoint(o, snap, s.readPlan, cp, col, chk, s.step.Next(checkpointVersion, s.desc, s.p.started))
+	next.NoRecount = s.noRecount
 	s.next = next
 	for _, pf := range parts {
 		s.dlqStuck = s.dlqStuck || (pf.Kind == finding.StuckLSO && o.DeadLetterTopic != "" && pf.Topic == o.DeadLetterTopic)
@@ -315,6 +324,35 @@ func touchKeys(o Options, keys *incremental.Keys[known], ew entryWriter, rebuild
 // that is being rebuilt.
 func rebuilt(rebuild map[kread.TP]bool, topic string, s detect.StageState) bool {
 	return (s.Has || s.HasAborted) && rebuild[kread.TP{Topic: topic, Partition: s.Partition}]
+}
+
+// recountVoided reports whether, since the last checkpoint cp, a committed
+// offset of an input or repartition partition moved back (an offset
+// reset: the application may count records again that no step reads
+// again, or count from zero in a new store) or a changelog partition is
+// rebuilt (truncated or recreated: its counts may start over). Either way
+// the processed records a step's state counted per key no longer bound the
+// counts the changelog shows, and recounting would report undercounts
+// that are not losses.
+func recountVoided(o Options, snap *pipelineSnapshot, cp *checkpoint, rebuild map[kread.TP]bool) bool {
+	for x := range o.Inputs {
+		for _, t := range []snapshot.Topic{snap.inputs[x], snap.reparts[x]} {
+			for _, p := range t.Parts {
+				tp := kread.TP{Topic: t.Name, Partition: p}
+				l, ok := cp.part(t.Name, p)
+				c, committed := snap.group[tp]
+				if ok && committed && c < l.Next {
+					return true
+				}
+			}
+		}
+		for tp := range rebuild {
+			if tp.Topic == o.Inputs[x].ChangelogTopic {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // bufferRebuilt reports whether buffer state b came from a partition of

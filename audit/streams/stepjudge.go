@@ -23,6 +23,8 @@ type stepVisitor struct {
 	now      int64 // the step's start, Unix ms: first_seen of new findings
 	windowed bool
 	rebuild  map[kread.TP]bool
+	// noRecount: counts kept per key are void (checkpoint.NoRecount).
+	noRecount bool
 	// dlq is the dead-letter queue (nil without one): it exempts the
 	// records pending in the state that were dead-lettered since.
 	dlq *deadLetterQueue
@@ -85,7 +87,15 @@ func (v *stepVisitor) known(key []byte, ev *detect.KeyEvidence) error {
 			ev.AddCandidate(x, r)
 		}
 		if in.has {
-			ev.AddCandidate(x, in.ev)
+			ev.AddKnownCandidate(x, in.ev)
+		}
+		switch {
+		case v.noRecount:
+			ev.AddProcessedBefore(x, -1)
+		case in.hasProcessed:
+			ev.AddProcessedBefore(x, in.processed)
+		case in.has || len(in.pending) > 0:
+			ev.AddProcessedBefore(x, -1) // a state from before counts were kept
 		}
 	}
 	for x, s := range v.cur.changelogs {
@@ -125,6 +135,9 @@ func (v *stepVisitor) judged(ev *detect.KeyEvidence, rows []finding.Row, held []
 		in := &ev.Inputs[x]
 		ki := &next.inputs[x]
 		ki.has, ki.ev = in.Has, in.Evidence
+		if n := in.Processed(); n >= 0 {
+			ki.hasProcessed, ki.processed = true, n
+		}
 		ki.pending = append(ki.pending[:0], in.PendingRecords...)
 		pending = pending || len(ki.pending) > 0
 		if p, off, ok := ev.Copy(x); ok {

@@ -17,7 +17,11 @@ package detect
 // processed (retention, compaction): processed is then smaller than the
 // true number, which can only hide an undercount, never invent one. A
 // higher count is duplication (at-least-once), not loss. A tombstone or a
-// value that is not a Long gives no count and no check.
+// value that is not a Long gives no count and no check. A reconcile step
+// reads only the records processed since the last step: InputState.Processed
+// adds what earlier steps counted, each candidate counted once, by the step
+// that finds it no longer pending; a state that never counted (written
+// before counts were kept) gives processed -1, no check.
 func Undercount(st StageState, processed int64) (lost int64, checked, bad bool) {
 	if !st.Has || st.Tombstone || !st.HasCount || processed <= 0 {
 		return 0, false, false

@@ -39,6 +39,22 @@ type InputState struct {
 	// PendingRecords are the candidates counted in Pending, in the order
 	// they were added: what an incremental step must judge again later.
 	PendingRecords []InputRecord
+	// Before counts the processed candidates an earlier reconcile step
+	// counted (AddProcessedBefore), -1 when unknown; Readded counts the
+	// candidates added again from such a step's state (AddKnownCandidate),
+	// already in Before. Both are 0 in an audit.
+	Before, Readded int64
+}
+
+// Processed is the number of the key's records of the input that the
+// application processed (both hops): the candidates not pending, with
+// those an earlier step counted; -1 when an earlier step's count is
+// unknown.
+func (in *InputState) Processed() int64 {
+	if in.Before < 0 {
+		return -1
+	}
+	return in.Before + in.Candidates - in.Pending - in.Readded
 }
 
 // StageState is what one changelog, or the output, holds for a key.
@@ -154,6 +170,21 @@ func (e *KeyEvidence) AddCandidate(x int, r InputRecord) {
 	if !in.Has || r.newer(in.Evidence) {
 		in.Has, in.Evidence = true, r
 	}
+}
+
+// AddKnownCandidate is AddCandidate for a candidate a reconcile step
+// counted already (its state's evidence): it is evidence again, and not
+// counted twice by Processed.
+func (e *KeyEvidence) AddKnownCandidate(x int, r InputRecord) {
+	e.Inputs[x].Readded++
+	e.AddCandidate(x, r)
+}
+
+// AddProcessedBefore records that earlier reconcile steps counted n
+// processed candidates of input x for the key (-1: unknown, a state
+// written before they were counted).
+func (e *KeyEvidence) AddProcessedBefore(x int, n int64) {
+	e.Inputs[x].Before = n
 }
 
 func (s *StageState) addCommitted(partition int32, ts, offset int64, tombstone bool) bool {
@@ -385,7 +416,7 @@ func Keys(spec *KeySpec, e *KeyEvidence, dst []finding.Row) ([]finding.Row, KeyC
 // appends its row, if any, to dst; row is the key's row for input x.
 func (e *KeyEvidence) count(spec *KeySpec, x int, kc *KeyCounts, row finding.Row, dst []finding.Row) []finding.Row {
 	in, st := &e.Inputs[x], e.Changelogs[x]
-	processed := in.Candidates - in.Pending
+	processed := in.Processed()
 	_, checked, bad := Undercount(st, processed)
 	if !checked {
 		return dst
