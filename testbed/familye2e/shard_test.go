@@ -1,0 +1,249 @@
+package familye2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/lossaudit/lossaudit/audit/app"
+	"github.com/lossaudit/lossaudit/audit/finding"
+	"github.com/lossaudit/lossaudit/audit/report"
+	"github.com/lossaudit/lossaudit/config"
+	"github.com/lossaudit/lossaudit/testbed/e2e"
+	"github.com/lossaudit/lossaudit/testbed/kafka"
+	"github.com/lossaudit/lossaudit/testbed/loadgen"
+	"github.com/lossaudit/lossaudit/testbed/streamsapp"
+	"github.com/lossaudit/lossaudit/testbed/testbedenv"
+)
+
+// shardedAudit runs the testbed's selectKey -> reduce -> leftJoin
+// application on real brokers twice at once, on one cluster with distinct
+// application ids and topics: clean, and losing one key's updates of input
+// b before its store and one key's joined results before the output. Once
+// each application has committed all its input at both hops and stopped,
+// lossaudit audit in one process must report exactly the injected losses
+// (the ledger's, as testbed/e2e derives them), and the sharded audit
+// (docs/scale.md) of 1, 2 and 3 shards, its indexes run at once with one
+// of them killed at its first map entry and run again under a new
+// attempt, must give the same rows, CSV, JSON (timings aside) and verdict.
+func shardedAudit(t *testing.T, c *kafka.Cluster, adm *kafka.Admin) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	t.Cleanup(cancel)
+	cases := []struct {
+		name string
+		dbs  map[string][]string
+		dbo  []string
+	}{
+		{name: "clean"},
+		{name: "lossy", dbs: map[string][]string{"b": {"cust-005"}}, dbo: []string{"cust-007"}},
+	}
+	// Both at once, not t.Parallel (see tableJoinTypes): most of a run is
+	// waiting for the application.
+	var wg sync.WaitGroup
+	for _, tc := range cases {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			t.Run(tc.name, func(t *testing.T) { shardScenario(ctx, t, c, adm, "shard-"+tc.name, tc.dbs, tc.dbo) })
+		}()
+	}
+	wg.Wait()
+}
+
+// shardScenario runs the left-join application as group with the given
+// drops, loads it, waits until it has committed everything and stopped,
+// and checks the single audit against the ledger and the sharded audits
+// against the single one.
+func shardScenario(ctx context.Context, t *testing.T, c *kafka.Cluster, adm *kafka.Admin, group string, dbs map[string][]string, dbo []string) {
+	inputs := [3]string{group + "-a", group + "-b", group + "-c"}
+	out, schemas := group+"-out", group+"-schemas"
+	specs := []kafka.TopicSpec{{Name: out, Partitions: 3}, {Name: schemas, Partitions: 1, Configs: map[string]string{"cleanup.policy": "compact"}}}
+	for _, in := range inputs {
+		specs = append(specs, kafka.TopicSpec{Name: in, Partitions: 3})
+	}
+	if err := adm.CreateTopics(ctx, specs...); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	t0, phases := time.Now(), ""
+	phase := func(name string) { phases += fmt.Sprintf(" %s %.1fs", name, time.Since(t0).Seconds()) }
+	sa := startApp(ctx, t, streamsapp.Options{Bootstrap: c.Bootstrap(), ApplicationID: group, Inputs: inputs, Output: out,
+		SchemasTopic: schemas, Dir: dir, DropBeforeStore: dbs, DropBeforeOutput: dbo, SessionTimeout: 6 * time.Second})
+	gen, err := loadgen.New(ctx, loadgen.Config{Brokers: c.Bootstrap(), Topics: inputs, SchemasTopic: schemas, Customers: 30, Records: 300, Rate: 150})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := gen.Run(ctx); err != nil {
+		t.Fatalf("load: %v", err)
+	}
+	phase("loaded")
+	text, err := os.ReadFile(sa.TopologyFile())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var topics []string
+	for _, m := range joinStore.FindAllSubmatch(text, -1) {
+		topics = append(topics, group+"-"+string(m[1])+"-repartition")
+	}
+	if len(topics) != 3 {
+		t.Fatalf("want 3 repartition topics in the topology, found %q:\n%s", topics, text)
+	}
+	waitAllCommitted(ctx, t, adm, group, append(topics, inputs[:]...), sa.Running)
+	if err := sa.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	phase("stopped")
+
+	cfgFile := filepath.Join(dir, "audit.yaml")
+	var y strings.Builder
+	fmt.Fprintf(&y, "kafka:\n  brokers: [%s]\n", quoteList(c.Bootstrap()))
+	fmt.Fprintf(&y, "schema:\n  schemas_topic: %q\n", schemas)
+	fmt.Fprintf(&y, "pipeline:\n  application_id: %q\n  topology_file: %q\n  output: %q\n  join: left\n  reduce: plain\n  inputs:\n", group, sa.TopologyFile(), out)
+	for i, in := range inputs {
+		fmt.Fprintf(&y, "    - {name: %s, topic: %q, rekey: customerId, key_format: string}\n", loadgen.InputNames[i], in)
+	}
+	fmt.Fprintf(&y, "store:\n  dir: %q\nreport:\n  csv: \"\"\n", filepath.Join(dir, "single"))
+	if err := os.WriteFile(cfgFile, []byte(y.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Load(config.LoadOptions{IgnoreEnv: testbedenv.Is, File: cfgFile})
+	if err != nil {
+		t.Fatalf("loading %s: %v", cfgFile, err)
+	}
+	single, _, err := app.Run(ctx, cfg, app.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	phase("single audit")
+	want := e2e.Injected(gen.Ledger(), dbs, dbo)
+	if g, w := discrepancies(e2e.FromAudit(single)), discrepancies(want); g != w {
+		t.Fatalf("the single audit reports\n%s\nwant exactly the injected\n%s", g, w)
+	}
+	if len(dbs)+len(dbo) > 0 && len(want) != len(dbs["b"])+len(dbo) {
+		t.Fatalf("the ledger gives %d injected losses %v, want one per dropped key", len(want), want)
+	}
+	if len(single.Summary.Partitions) != 0 || len(single.Summary.Inconclusive) != 0 {
+		t.Fatalf("partitions %+v, inconclusive %+v; want none", single.Summary.Partitions, single.Summary.Inconclusive)
+	}
+	wantCSV, wantJSON := normalReports(t, single)
+	for n := 1; n <= 3; n++ {
+		// The last index is killed at its first map entry (mid-map: its
+		// buckets half written, no marker) and run again.
+		res := shardIndexes(ctx, t, cfg, filepath.Join(dir, fmt.Sprintf("n%d", n)), n, n-1, "map-entry")
+		gotCSV, gotJSON := normalReports(t, res)
+		if gotCSV != wantCSV {
+			t.Errorf("%d shards: the CSV differs from the single audit's:\n got %s\nwant %s", n, gotCSV, wantCSV)
+		}
+		if gotJSON != wantJSON {
+			t.Errorf("%d shards: the JSON differs from the single audit's:\n got %s\nwant %s", n, gotJSON, wantJSON)
+		}
+		if g, w := report.Verdict(res), report.Verdict(single); g != w {
+			t.Errorf("%d shards: verdict %s, the single audit's %s", n, g, w)
+		}
+		if g, w := discrepancies(e2e.FromAudit(res)), discrepancies(want); g != w {
+			t.Errorf("%d shards: the rows say\n%s\nwant\n%s", n, g, w)
+		}
+		phase(fmt.Sprintf("%d shards", n))
+	}
+	t.Logf("%s: %d rows (%s), verdict %s; phases:%s", group, len(single.Rows), discrepancies(want), report.Verdict(single), phases)
+}
+
+// discrepancies is ds one per line, without the timestamps seen.
+func discrepancies(ds []e2e.Discrepancy) string {
+	var b strings.Builder
+	for _, d := range ds {
+		fmt.Fprintf(&b, "%s/%s/%s %s want_ts=%d\n", d.Stage, d.Input, d.Key, d.Kind, d.Want)
+	}
+	return b.String()
+}
+
+// errKilled stops a shard as a killed process would.
+var errKilled = errors.New("killed by the test")
+
+// shardIndexes runs the n indexes of a sharded audit of cfg at once, in
+// this process, each with its own store under dir and the shard directory
+// dir/shards; index kill's first attempt is stopped at hook point at and
+// run again. It returns index 0's result.
+func shardIndexes(ctx context.Context, t *testing.T, cfg *config.Config, dir string, n, kill int, at string) *finding.Result {
+	t.Helper()
+	var wg sync.WaitGroup
+	var res *finding.Result
+	errs := make([]error, n)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c := *cfg
+			c.Store.Dir = filepath.Join(dir, fmt.Sprintf("store-%d", i))
+			so := app.ShardOptions{Dir: filepath.Join(dir, "shards"), Shards: n, Index: i, Poll: 50 * time.Millisecond, Wait: 2 * time.Minute}
+			if i == kill {
+				killed := false
+				so.Hook = func(point string) error {
+					if point == at {
+						killed = true
+						return errKilled
+					}
+					return nil
+				}
+				if _, _, _, err := app.Shard(ctx, &c, app.Options{}, so); !errors.Is(err, errKilled) || !killed {
+					errs[i] = fmt.Errorf("index %d of %d, killed at %s: %v, want it killed there", i, n, at, err)
+					return
+				}
+				so.Hook = nil
+			}
+			r, _, _, err := app.Shard(ctx, &c, app.Options{}, so)
+			switch {
+			case err != nil:
+				errs[i] = fmt.Errorf("index %d of %d: %w", i, n, err)
+			case (r != nil) != (i == 0):
+				errs[i] = fmt.Errorf("index %d of %d: a result %t, want one from index 0 only", i, n, r != nil)
+			case i == 0:
+				res = r
+			}
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return res
+}
+
+// normalReports renders res as the CSV and JSON reports, the JSON without
+// what differs between two audits of the same snapshot (when they ran, how
+// long each phase took, which decode errors were read first).
+func normalReports(t *testing.T, res *finding.Result) (csv, js string) {
+	t.Helper()
+	var c, j bytes.Buffer
+	if err := report.WriteResultCSV(&c, res); err != nil {
+		t.Fatal(err)
+	}
+	if err := report.WriteJSON(&j, res); err != nil {
+		t.Fatal(err)
+	}
+	var v map[string]any
+	if err := json.Unmarshal(j.Bytes(), &v); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"started", "finished", "timings"} {
+		delete(v, k)
+	}
+	if ds, ok := v["decode_error_samples"].([]any); ok {
+		v["decode_error_samples"] = len(ds)
+	}
+	out, err := json.MarshalIndent(v, "", " ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c.String(), string(out)
+}
