@@ -212,12 +212,13 @@ func TestShardedAuditEqualsSingleAudit(t *testing.T) {
 	}
 }
 
-// TestShardedAuditKilledAndRetried: shard 1 killed mid-map (at its first
-// entry), shard 2 after writing a complete map output but before its
-// marker, and index 0 after writing its reduce output but before its
-// marker, each run again, give the same reports; the killed attempts'
-// files (damaged here, so that reading them would fail) are never read,
-// and index 0, restarted, reuses the manifest.
+// TestShardedAuditKilledAndRetried: of 4 shards, shard 1 killed mid-map
+// (at its first entry), shard 2 after writing a complete map output but
+// before its marker, shard 3 mid-reduce (at the first record it reads of
+// its task partitions), and index 0 after writing its reduce output but
+// before its marker, each run again, give the same reports; the killed
+// attempts' files (damaged here, so that reading them would fail) are
+// never read, and index 0, restarted, reuses the manifest.
 func TestShardedAuditKilledAndRetried(t *testing.T) {
 	brokers, ctx := propertyCluster(t, 5*time.Minute)
 	sc := shardScenarios()[4]
@@ -241,7 +242,7 @@ func TestShardedAuditKilledAndRetried(t *testing.T) {
 	}
 	var killed sync.Map
 	hook := func(i int) func(string) error {
-		at := map[int]string{0: "reduce-written", 1: "map-entry", 2: "map-written"}[i]
+		at := map[int]string{0: "reduce-written", 1: "map-entry", 2: "map-written", 3: "reduce-read"}[i]
 		return func(point string) error {
 			if point != at {
 				return nil
@@ -255,8 +256,8 @@ func TestShardedAuditKilledAndRetried(t *testing.T) {
 			return errKilled
 		}
 	}
-	res := shardRun(ctx, t, cfg, filepath.Join(dir, "sharded"), 3, hook)
-	for i := 0; i < 3; i++ {
+	res := shardRun(ctx, t, cfg, filepath.Join(dir, "sharded"), 4, hook)
+	for i := 0; i < 4; i++ {
 		if _, ok := killed.Load(i); !ok {
 			t.Errorf("shard %d was never killed", i)
 		}

@@ -44,8 +44,11 @@ type Options struct {
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 	// Hook, when set, is called at named points of the shard's work
-	// ("map-entry", "map-written", "reduce-written"); an error it returns
-	// stops the shard there, as a killed process would (tests).
+	// ("map-entry": the first input entry routed; "map-written": the map's
+	// files complete, its marker not yet written; "reduce-read": the first
+	// changelog or output record read by the reduce; "reduce-written");
+	// an error it returns stops the shard there, as a killed process would
+	// (tests).
 	Hook func(point string) error
 }
 
@@ -409,7 +412,7 @@ func runReduce(ctx context.Context, so Options, o streams.Options, m *manifest, 
 			}
 		}
 		return nil
-	})
+	}, func() error { return so.Hook("reduce-read") })
 	if err != nil {
 		return err
 	}

@@ -74,8 +74,9 @@ func runShard(cmd *cobra.Command, cfg *config.Config, f *shardFlags, quiet bool)
 	started := time.Now()
 	prog := newProgress(cmd.ErrOrStderr(), quiet)
 	so.Log = prog.Log()
-	// The test bed's binary stops here at shard-map-entry, shard-map-written
-	// and shard-reduce-written (failpoints); a release binary never does.
+	// The test bed's binary stops here at shard-map-entry, shard-map-written,
+	// shard-reduce-read and shard-reduce-written (failpoints); a release
+	// binary never does.
 	fp := failpointsFromEnv(cmd.Context())
 	so.Hook = func(point string) error {
 		fp.at("shard-" + point)

@@ -32,8 +32,9 @@ import (
 // lossaudit audit in one process must report exactly the injected losses
 // (the ledger's, as testbed/e2e derives them), and the sharded audit
 // (docs/scale.md) of 1, 2 and 3 shards, its indexes run at once with one
-// of them killed at its first map entry and run again under a new
-// attempt, must give the same rows, CSV, JSON (timings aside) and verdict.
+// of them killed at its first map entry and another at the first record
+// its reduce reads, each run again under a new attempt, must give the same
+// rows, CSV, JSON (timings aside) and verdict.
 func shardedAudit(t *testing.T, c *kafka.Cluster, adm *kafka.Admin) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	t.Cleanup(cancel)
@@ -136,8 +137,14 @@ func shardScenario(ctx context.Context, t *testing.T, c *kafka.Cluster, adm *kaf
 	wantCSV, wantJSON := normalReports(t, single)
 	for n := 1; n <= 3; n++ {
 		// The last index is killed at its first map entry (mid-map: its
-		// buckets half written, no marker) and run again.
-		res := shardIndexes(ctx, t, cfg, filepath.Join(dir, fmt.Sprintf("n%d", n)), n, n-1, "map-entry")
+		// buckets half written, no marker) and, with more than one, index
+		// 0 at the first record its reduce reads of its task partitions;
+		// each is run again.
+		kills := map[int]string{n - 1: "map-entry"}
+		if n > 1 {
+			kills[0] = "reduce-read"
+		}
+		res := shardIndexes(ctx, t, cfg, filepath.Join(dir, fmt.Sprintf("n%d", n)), n, kills)
 		gotCSV, gotJSON := normalReports(t, res)
 		if gotCSV != wantCSV {
 			t.Errorf("%d shards: the CSV differs from the single audit's:\n got %s\nwant %s", n, gotCSV, wantCSV)
@@ -170,9 +177,10 @@ var errKilled = errors.New("killed by the test")
 
 // shardIndexes runs the n indexes of a sharded audit of cfg at once, in
 // this process, each with its own store under dir and the shard directory
-// dir/shards; index kill's first attempt is stopped at hook point at and
-// run again. It returns index 0's result.
-func shardIndexes(ctx context.Context, t *testing.T, cfg *config.Config, dir string, n, kill int, at string) *finding.Result {
+// dir/shards; the first attempt of each index of kills is stopped at its
+// hook point (audit/shard's Options.Hook) and run again. It returns index
+// 0's result.
+func shardIndexes(ctx context.Context, t *testing.T, cfg *config.Config, dir string, n int, kills map[int]string) *finding.Result {
 	t.Helper()
 	var wg sync.WaitGroup
 	var res *finding.Result
@@ -184,7 +192,7 @@ func shardIndexes(ctx context.Context, t *testing.T, cfg *config.Config, dir str
 			c := *cfg
 			c.Store.Dir = filepath.Join(dir, fmt.Sprintf("store-%d", i))
 			so := app.ShardOptions{Dir: filepath.Join(dir, "shards"), Shards: n, Index: i, Poll: 50 * time.Millisecond, Wait: 2 * time.Minute}
-			if i == kill {
+			if at, ok := kills[i]; ok {
 				killed := false
 				so.Hook = func(point string) error {
 					if point == at {
