@@ -218,7 +218,9 @@ func TestShardedAuditEqualsSingleAudit(t *testing.T) {
 // its task partitions), and index 0 after writing its reduce output but
 // before its marker, each run again, give the same reports; the killed
 // attempts' files (damaged here, so that reading them would fail) are
-// never read, and index 0, restarted, reuses the manifest.
+// never read, and index 0, restarted, reuses the manifest. After the merge
+// only the marked attempts are left, and index 0 run again merges the same
+// reports from them.
 func TestShardedAuditKilledAndRetried(t *testing.T) {
 	brokers, ctx := propertyCluster(t, 5*time.Minute)
 	sc := shardScenarios()[4]
@@ -263,6 +265,35 @@ func TestShardedAuditKilledAndRetried(t *testing.T) {
 		}
 	}
 	sameReports(t, tr, res, single)
+	// The merge removed the killed attempts' files: one attempt is left
+	// of every map and reduce (the one its marker names), no temporary
+	// file, no other run.
+	for _, part := range []string{"map-0", "map-1", "map-2", "map-3", "reduce-0", "reduce-1", "reduce-2", "reduce-3"} {
+		if left, _ := filepath.Glob(filepath.Join(shards, "run-*", part, "*")); len(left) != 1 {
+			t.Errorf("%s: %d attempts left after the merge, want the marked one: %v", part, len(left), left)
+		}
+	}
+	if runs, _ := filepath.Glob(filepath.Join(shards, "run-*")); len(runs) != 1 {
+		t.Errorf("runs left: %v", runs)
+	}
+	filepath.Walk(shards, func(p string, fi os.FileInfo, err error) error {
+		if err == nil && strings.Contains(fi.Name(), ".tmp-") {
+			t.Errorf("temporary file left: %s", p)
+		}
+		return nil
+	})
+	// What is left is what the merge reads: index 0 run again (killed
+	// before its reports were written, say) merges the same reports.
+	c := *cfg
+	c.Store.Dir = filepath.Join(dir, "sharded", "store-0-again")
+	again, _, st, err := app.Shard(ctx, &c, app.Options{}, app.ShardOptions{Dir: shards, Shards: 4, Index: 0, Poll: 20 * time.Millisecond, Wait: time.Minute})
+	if err != nil {
+		t.Fatalf("index 0 run again after the merge: %v", err)
+	}
+	if !st.MapSkipped || !st.ReduceSkipped || st.Removed != 0 {
+		t.Errorf("index 0 run again: %+v, want its map and reduce kept and nothing left to remove", st)
+	}
+	sameReports(t, tr, again, single)
 }
 
 // TestShardedAuditMeasure measures a sharded audit of a larger simulated
