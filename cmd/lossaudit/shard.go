@@ -93,8 +93,12 @@ func runShard(cmd *cobra.Command, cfg *config.Config, f *shardFlags, quiet bool)
 		}
 		return auditError(err)
 	}
-	fmt.Fprintf(cmd.ErrOrStderr(), "lossaudit: shard %d of %d (run %s): read %d input, %d changelog and output records; shuffled %d entries, %d bytes; judged %d entries\n",
-		so.Index, so.Shards, st.RunID, st.MapRecords, st.ReduceRecords, st.ShuffledEntries, st.ShuffledBytes, st.ReduceEntries)
+	snap := ""
+	if so.Index == 0 {
+		snap = fmt.Sprintf(" (and %d repartition records for the snapshot)", st.SnapshotRecords)
+	}
+	fmt.Fprintf(cmd.ErrOrStderr(), "lossaudit: shard %d of %d (run %s): read %d input, %d changelog and output records%s; shuffled %d entries, %d bytes; judged %d entries\n",
+		so.Index, so.Shards, st.RunID, st.MapRecords, st.ReduceRecords, snap, st.ShuffledEntries, st.ShuffledBytes, st.ReduceEntries)
 	if res == nil {
 		return nil
 	}

@@ -7,9 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -64,67 +67,17 @@ func shardedAudit(t *testing.T, c *kafka.Cluster, adm *kafka.Admin) {
 // and checks the single audit against the ledger and the sharded audits
 // against the single one.
 func shardScenario(ctx context.Context, t *testing.T, c *kafka.Cluster, adm *kafka.Admin, group string, dbs map[string][]string, dbo []string) {
-	inputs := [3]string{group + "-a", group + "-b", group + "-c"}
-	out, schemas := group+"-out", group+"-schemas"
-	specs := []kafka.TopicSpec{{Name: out, Partitions: 3}, {Name: schemas, Partitions: 1, Configs: map[string]string{"cleanup.policy": "compact"}}}
-	for _, in := range inputs {
-		specs = append(specs, kafka.TopicSpec{Name: in, Partitions: 3})
-	}
-	if err := adm.CreateTopics(ctx, specs...); err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
 	t0, phases := time.Now(), ""
 	phase := func(name string) { phases += fmt.Sprintf(" %s %.1fs", name, time.Since(t0).Seconds()) }
-	sa := startApp(ctx, t, streamsapp.Options{Bootstrap: c.Bootstrap(), ApplicationID: group, Inputs: inputs, Output: out,
-		SchemasTopic: schemas, Dir: dir, DropBeforeStore: dbs, DropBeforeOutput: dbo, SessionTimeout: 6 * time.Second})
-	gen, err := loadgen.New(ctx, loadgen.Config{Brokers: c.Bootstrap(), Topics: inputs, SchemasTopic: schemas, Customers: 30, Records: 300, Rate: 150})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := gen.Run(ctx); err != nil {
-		t.Fatalf("load: %v", err)
-	}
-	phase("loaded")
-	text, err := os.ReadFile(sa.TopologyFile())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var topics []string
-	for _, m := range joinStore.FindAllSubmatch(text, -1) {
-		topics = append(topics, group+"-"+string(m[1])+"-repartition")
-	}
-	if len(topics) != 3 {
-		t.Fatalf("want 3 repartition topics in the topology, found %q:\n%s", topics, text)
-	}
-	waitAllCommitted(ctx, t, adm, group, append(topics, inputs[:]...), sa.Running)
-	if err := sa.Stop(); err != nil {
-		t.Fatal(err)
-	}
+	p := leftJoinPipeline(ctx, t, c, adm, group, dbs, dbo, loadgen.Config{Customers: 30, Records: 300, Rate: 150})
+	cfg := p.cfg
 	phase("stopped")
-
-	cfgFile := filepath.Join(dir, "audit.yaml")
-	var y strings.Builder
-	fmt.Fprintf(&y, "kafka:\n  brokers: [%s]\n", quoteList(c.Bootstrap()))
-	fmt.Fprintf(&y, "schema:\n  schemas_topic: %q\n", schemas)
-	fmt.Fprintf(&y, "pipeline:\n  application_id: %q\n  topology_file: %q\n  output: %q\n  join: left\n  reduce: plain\n  inputs:\n", group, sa.TopologyFile(), out)
-	for i, in := range inputs {
-		fmt.Fprintf(&y, "    - {name: %s, topic: %q, rekey: customerId, key_format: string}\n", loadgen.InputNames[i], in)
-	}
-	fmt.Fprintf(&y, "store:\n  dir: %q\nreport:\n  csv: \"\"\n", filepath.Join(dir, "single"))
-	if err := os.WriteFile(cfgFile, []byte(y.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := config.Load(config.LoadOptions{IgnoreEnv: testbedenv.Is, File: cfgFile})
-	if err != nil {
-		t.Fatalf("loading %s: %v", cfgFile, err)
-	}
 	single, _, err := app.Run(ctx, cfg, app.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	phase("single audit")
-	want := e2e.Injected(gen.Ledger(), dbs, dbo)
+	want := e2e.Injected(p.ledger, dbs, dbo)
 	if g, w := discrepancies(e2e.FromAudit(single)), discrepancies(want); g != w {
 		t.Fatalf("the single audit reports\n%s\nwant exactly the injected\n%s", g, w)
 	}
@@ -144,7 +97,7 @@ func shardScenario(ctx context.Context, t *testing.T, c *kafka.Cluster, adm *kaf
 		if n > 1 {
 			kills[0] = "reduce-read"
 		}
-		res := shardIndexes(ctx, t, cfg, filepath.Join(dir, fmt.Sprintf("n%d", n)), n, kills)
+		res := shardIndexes(ctx, t, cfg, filepath.Join(p.dir, fmt.Sprintf("n%d", n)), n, kills)
 		gotCSV, gotJSON := normalReports(t, res)
 		if gotCSV != wantCSV {
 			t.Errorf("%d shards: the CSV differs from the single audit's:\n got %s\nwant %s", n, gotCSV, wantCSV)
@@ -161,6 +114,76 @@ func shardScenario(ctx context.Context, t *testing.T, c *kafka.Cluster, adm *kaf
 		phase(fmt.Sprintf("%d shards", n))
 	}
 	t.Logf("%s: %d rows (%s), verdict %s; phases:%s", group, len(single.Rows), discrepancies(want), report.Verdict(single), phases)
+}
+
+// leftJoin is a run of the left-join application, stopped once it
+// committed everything.
+type leftJoin struct {
+	dir, cfgFile string
+	cfg          *config.Config
+	ledger       *loadgen.Ledger
+}
+
+// leftJoinPipeline runs the testbed's selectKey -> reduce -> leftJoin
+// application as group on its own topics (3 partitions each) with the
+// given drops, writes load (its brokers, topics and schemas topic set
+// here), waits until the application has committed all of it at both hops,
+// stops it and returns its audit configuration (the store under the run's
+// directory, "single").
+func leftJoinPipeline(ctx context.Context, t *testing.T, c *kafka.Cluster, adm *kafka.Admin, group string, dbs map[string][]string, dbo []string, load loadgen.Config) *leftJoin {
+	t.Helper()
+	inputs := [3]string{group + "-a", group + "-b", group + "-c"}
+	out, schemas := group+"-out", group+"-schemas"
+	specs := []kafka.TopicSpec{{Name: out, Partitions: 3}, {Name: schemas, Partitions: 1, Configs: map[string]string{"cleanup.policy": "compact"}}}
+	for _, in := range inputs {
+		specs = append(specs, kafka.TopicSpec{Name: in, Partitions: 3})
+	}
+	if err := adm.CreateTopics(ctx, specs...); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	sa := startApp(ctx, t, streamsapp.Options{Bootstrap: c.Bootstrap(), ApplicationID: group, Inputs: inputs, Output: out,
+		SchemasTopic: schemas, Dir: dir, DropBeforeStore: dbs, DropBeforeOutput: dbo, SessionTimeout: 6 * time.Second})
+	load.Brokers, load.Topics, load.SchemasTopic = c.Bootstrap(), inputs, schemas
+	gen, err := loadgen.New(ctx, load)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := gen.Run(ctx); err != nil {
+		t.Fatalf("load: %v", err)
+	}
+	text, err := os.ReadFile(sa.TopologyFile())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var topics []string
+	for _, m := range joinStore.FindAllSubmatch(text, -1) {
+		topics = append(topics, group+"-"+string(m[1])+"-repartition")
+	}
+	if len(topics) != 3 {
+		t.Fatalf("want 3 repartition topics in the topology, found %q:\n%s", topics, text)
+	}
+	waitAllCommitted(ctx, t, adm, group, append(topics, inputs[:]...), sa.Running)
+	if err := sa.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	cfgFile := filepath.Join(dir, "audit.yaml")
+	var y strings.Builder
+	fmt.Fprintf(&y, "kafka:\n  brokers: [%s]\n", quoteList(c.Bootstrap()))
+	fmt.Fprintf(&y, "schema:\n  schemas_topic: %q\n", schemas)
+	fmt.Fprintf(&y, "pipeline:\n  application_id: %q\n  topology_file: %q\n  output: %q\n  join: left\n  reduce: plain\n  inputs:\n", group, sa.TopologyFile(), out)
+	for i, in := range inputs {
+		fmt.Fprintf(&y, "    - {name: %s, topic: %q, rekey: customerId, key_format: string}\n", loadgen.InputNames[i], in)
+	}
+	fmt.Fprintf(&y, "store:\n  dir: %q\nreport:\n  csv: \"\"\n", filepath.Join(dir, "single"))
+	if err := os.WriteFile(cfgFile, []byte(y.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Load(config.LoadOptions{IgnoreEnv: testbedenv.Is, File: cfgFile})
+	if err != nil {
+		t.Fatalf("loading %s: %v", cfgFile, err)
+	}
+	return &leftJoin{dir: dir, cfgFile: cfgFile, cfg: cfg, ledger: gen.Ledger()}
 }
 
 // discrepancies is ds one per line, without the timestamps seen.
@@ -239,8 +262,15 @@ func normalReports(t *testing.T, res *finding.Result) (csv, js string) {
 	if err := report.WriteJSON(&j, res); err != nil {
 		t.Fatal(err)
 	}
+	return c.String(), normalJSON(t, j.Bytes())
+}
+
+// normalJSON is the JSON report js without what differs between two
+// audits of the same snapshot.
+func normalJSON(t *testing.T, js []byte) string {
+	t.Helper()
 	var v map[string]any
-	if err := json.Unmarshal(j.Bytes(), &v); err != nil {
+	if err := json.Unmarshal(js, &v); err != nil {
 		t.Fatal(err)
 	}
 	for _, k := range []string{"started", "finished", "timings"} {
@@ -253,5 +283,123 @@ func normalReports(t *testing.T, res *finding.Result) (csv, js string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return c.String(), string(out)
+	return string(out)
+}
+
+// TestShardedAuditMeasure (LOSSAUDIT_SHARD_MEASURE=records per input, e.g.
+// 100000; skipped without it) measures the sharded audit on real brokers
+// (docs/scale.md, "Measured"): a cluster of its own, the left-join
+// application run over that many records per input (a tenth as many
+// customers), then `lossaudit audit` as one process and as 1 and 2
+// processes at once (JOB_COMPLETION_INDEX): each process's wall time,
+// peak RSS and what it read and shuffled are logged, and the reports must
+// equal the single audit's.
+func TestShardedAuditMeasure(t *testing.T) {
+	n, _ := strconv.Atoi(os.Getenv("LOSSAUDIT_SHARD_MEASURE"))
+	if n <= 0 {
+		t.Skip("LOSSAUDIT_SHARD_MEASURE (records per input) is not set")
+	}
+	c := kafka.StartForTest(t, 3)
+	adm, err := kafka.NewAdmin(c.Bootstrap())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(adm.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
+	defer cancel()
+	began := time.Now()
+	p := leftJoinPipeline(ctx, t, c, adm, "shard-measure", nil, nil, loadgen.Config{Customers: max(n/10, 1), Records: n, Rate: -1, Timeout: 20 * time.Minute})
+	t.Logf("application: %d records per input, %d customers, loaded and processed in %s", n, max(n/10, 1), time.Since(began).Round(time.Second))
+	bin := filepath.Join(t.TempDir(), "lossaudit")
+	if out, err := exec.CommandContext(ctx, "go", "build", "-o", bin, "github.com/lossaudit/lossaudit/cmd/lossaudit").CombinedOutput(); err != nil {
+		t.Fatalf("building lossaudit: %v\n%s", err, out)
+	}
+	run := func(label string, env []string, args ...string) (string, time.Duration, int64) {
+		cmd := exec.CommandContext(ctx, bin, append([]string{"audit", "-q", "-c", p.cfgFile}, args...)...)
+		cmd.Env = append(testbedenv.Strip(os.Environ()), env...)
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		start := time.Now()
+		if err := cmd.Start(); err != nil {
+			t.Fatalf("%s: %v", label, err)
+		}
+		hwm := peakRSS(cmd.Process.Pid)
+		err := cmd.Wait()
+		took := time.Since(start)
+		kb := hwm()
+		if code := cmd.ProcessState.ExitCode(); err != nil && code != 1 {
+			t.Errorf("%s: %v\n%s", label, err, stderr.String())
+		}
+		return stderr.String(), took, kb
+	}
+	report := func(name string) []string {
+		return []string{"--csv", filepath.Join(p.dir, name+".csv"), "--json", filepath.Join(p.dir, name+".json")}
+	}
+	_, took, kb := run("single audit", nil, append(report("single"), "--store-dir", filepath.Join(p.dir, "single"))...)
+	t.Logf("single audit: wall %s, peak RSS %d MiB", took.Round(time.Millisecond), kb>>10)
+	want, err := os.ReadFile(filepath.Join(p.dir, "single.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, shards := range []int{1, 2} {
+		name := fmt.Sprintf("n%d", shards)
+		var wg sync.WaitGroup
+		lines := make([]string, shards)
+		start := time.Now()
+		for i := range shards {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				stderr, took, kb := run(fmt.Sprintf("%d shards, index %d", shards, i), []string{fmt.Sprintf("JOB_COMPLETION_INDEX=%d", i)},
+					append(report(name), "--shards", strconv.Itoa(shards), "--shard-dir", filepath.Join(p.dir, name), "--store-dir", filepath.Join(p.dir, fmt.Sprintf("%s-s%d", name, i)))...)
+				lines[i] = fmt.Sprintf("index %d: wall %s, peak RSS %d MiB; %s", i, took.Round(time.Millisecond), kb>>10, strings.TrimSpace(stderr))
+			}()
+		}
+		wg.Wait()
+		t.Logf("%d shards: wall %s\n  %s", shards, time.Since(start).Round(time.Millisecond), strings.Join(lines, "\n  "))
+		got, err := os.ReadFile(filepath.Join(p.dir, name+".json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if g, w := normalJSON(t, got), normalJSON(t, want); g != w {
+			t.Errorf("%d shards: the JSON differs from the single audit's:\n got %s\nwant %s", shards, g, w)
+		}
+	}
+	if l1, l2 := p.ledger.Entries(), 3*n; len(l1) != l2 {
+		t.Errorf("the ledger holds %d records, want %d", len(l1), l2)
+	}
+}
+
+// peakRSS samples the peak RSS (VmHWM) of process pid every 20 ms until
+// the function it returns is called (after the process was waited for),
+// which returns the largest value seen, in KiB.
+func peakRSS(pid int) func() int64 {
+	var hwm atomic.Int64
+	done := make(chan struct{})
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		status := fmt.Sprintf("/proc/%d/status", pid)
+		for {
+			if b, err := os.ReadFile(status); err == nil {
+				for _, line := range strings.Split(string(b), "\n") {
+					if kb, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+						if v, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(kb), "kB")), 10, 64); err == nil && v > hwm.Load() {
+							hwm.Store(v)
+						}
+					}
+				}
+			}
+			select {
+			case <-done:
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+	}()
+	return func() int64 {
+		close(done)
+		<-stopped
+		return hwm.Load()
+	}
 }
