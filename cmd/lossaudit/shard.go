@@ -21,6 +21,7 @@ type shardFlags struct {
 	index  string
 	dir    string
 	wait   time.Duration
+	poll   time.Duration
 	keep   bool
 }
 
@@ -31,6 +32,7 @@ func addShardFlags(cmd *cobra.Command) *shardFlags {
 	cmd.Flags().StringVar(&f.index, "shard-index", "", "this shard's index, 0 to shards-1 (default: $JOB_COMPLETION_INDEX, as a Kubernetes Indexed Job sets it)")
 	cmd.Flags().StringVar(&f.dir, "shard-dir", "", "the directory every shard shares (a ReadWriteMany volume); one per run")
 	cmd.Flags().DurationVar(&f.wait, "shard-wait", 24*time.Hour, "how long a shard waits for the others at each step")
+	cmd.Flags().DurationVar(&f.poll, "shard-poll", time.Second, "how often a waiting shard looks at the shard directory")
 	cmd.Flags().BoolVar(&f.keep, "shard-keep-attempts", false, "keep the files of killed and dropped attempts after the merge (index 0 removes them by default)")
 	return f
 }
@@ -54,12 +56,14 @@ func (f *shardFlags) options() (app.ShardOptions, error) {
 		return bad("shard-dir", "a sharded audit needs the directory its shards share")
 	case f.wait <= 0:
 		return bad("shard-wait", "give a positive duration")
+	case f.poll <= 0:
+		return bad("shard-poll", "give a positive duration")
 	}
 	i, err := strconv.Atoi(idx)
 	if err != nil || i < 0 || i >= f.shards {
 		return bad("shard-index", fmt.Sprintf("%s %q is not a shard index of 0 to %d", from, idx, f.shards-1))
 	}
-	return app.ShardOptions{Dir: f.dir, Shards: f.shards, Index: i, Wait: f.wait, KeepAttempts: f.keep}, nil
+	return app.ShardOptions{Dir: f.dir, Shards: f.shards, Index: i, Wait: f.wait, Poll: f.poll, KeepAttempts: f.keep}, nil
 }
 
 // runShard runs one shard of a sharded audit: index 0 writes the reports

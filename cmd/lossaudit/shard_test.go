@@ -85,6 +85,7 @@ func TestShardedAuditCommand(t *testing.T) {
 		{"an index out of range", []string{"audit", "-q", "-c", cfg, "--shards", "2", "--shard-index", "2", "--shard-dir", shards},
 			`--shard-index: shard-index "2" is not a shard index of 0 to 1`},
 		{"no shard directory", []string{"audit", "-q", "-c", cfg, "--shards", "2"}, "--shard-dir: a sharded audit needs the directory its shards share"},
+		{"no poll interval", []string{"audit", "-q", "-c", cfg, "--shards", "2", "--shard-dir", shards, "--shard-poll", "0s"}, "--shard-poll: give a positive duration"},
 		{"a windowed audit", []string{"audit", "-q", "-c", cfg, "--store-dir", filepath.Join(dir, "y"), "--shards", "2", "--shard-dir", filepath.Join(dir, "other"), "--from", "2026-01-01T00:00:00Z"},
 			"the audit cannot be sharded: a windowed audit (window.from, window.to) is not sharded yet"},
 	} {

@@ -69,7 +69,7 @@ func shardedAudit(t *testing.T, c *kafka.Cluster, adm *kafka.Admin) {
 func shardScenario(ctx context.Context, t *testing.T, c *kafka.Cluster, adm *kafka.Admin, group string, dbs map[string][]string, dbo []string) {
 	t0, phases := time.Now(), ""
 	phase := func(name string) { phases += fmt.Sprintf(" %s %.1fs", name, time.Since(t0).Seconds()) }
-	p := leftJoinPipeline(ctx, t, c, adm, group, dbs, dbo, loadgen.Config{Customers: 30, Records: 300, Rate: 150})
+	p := leftJoinPipeline(ctx, t, c, adm, group, 0, dbs, dbo, loadgen.Config{Customers: 30, Records: 300, Rate: 150})
 	cfg := p.cfg
 	phase("stopped")
 	single, _, err := app.Run(ctx, cfg, app.Options{})
@@ -125,18 +125,21 @@ type leftJoin struct {
 }
 
 // leftJoinPipeline runs the testbed's selectKey -> reduce -> leftJoin
-// application as group on its own topics (3 partitions each) with the
-// given drops, writes load (its brokers, topics and schemas topic set
+// application as group on its own topics (parts partitions each, 0: 3)
+// with the given drops, writes load (its brokers, topics and schemas topic set
 // here), waits until the application has committed all of it at both hops,
 // stops it and returns its audit configuration (the store under the run's
 // directory, "single").
-func leftJoinPipeline(ctx context.Context, t *testing.T, c *kafka.Cluster, adm *kafka.Admin, group string, dbs map[string][]string, dbo []string, load loadgen.Config) *leftJoin {
+func leftJoinPipeline(ctx context.Context, t *testing.T, c *kafka.Cluster, adm *kafka.Admin, group string, parts int32, dbs map[string][]string, dbo []string, load loadgen.Config) *leftJoin {
 	t.Helper()
+	if parts == 0 {
+		parts = 3
+	}
 	inputs := [3]string{group + "-a", group + "-b", group + "-c"}
 	out, schemas := group+"-out", group+"-schemas"
-	specs := []kafka.TopicSpec{{Name: out, Partitions: 3}, {Name: schemas, Partitions: 1, Configs: map[string]string{"cleanup.policy": "compact"}}}
+	specs := []kafka.TopicSpec{{Name: out, Partitions: parts}, {Name: schemas, Partitions: 1, Configs: map[string]string{"cleanup.policy": "compact"}}}
 	for _, in := range inputs {
-		specs = append(specs, kafka.TopicSpec{Name: in, Partitions: 3})
+		specs = append(specs, kafka.TopicSpec{Name: in, Partitions: parts})
 	}
 	if err := adm.CreateTopics(ctx, specs...); err != nil {
 		t.Fatal(err)
@@ -289,8 +292,8 @@ func normalJSON(t *testing.T, js []byte) string {
 // TestShardedAuditMeasure (LOSSAUDIT_SHARD_MEASURE=records per input, e.g.
 // 100000; skipped without it) measures the sharded audit on real brokers
 // (docs/scale.md, "Measured"): a cluster of its own, the left-join
-// application run over that many records per input (a tenth as many
-// customers), then `lossaudit audit` as one process and as 1 and 2
+// application run over that many records per input (6 partitions, a
+// tenth as many customers), then `lossaudit audit` as one process and as 1 and 2
 // processes at once (JOB_COMPLETION_INDEX): each process's wall time,
 // peak RSS and what it read and shuffled are logged, and the reports must
 // equal the single audit's.
@@ -308,7 +311,7 @@ func TestShardedAuditMeasure(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
 	began := time.Now()
-	p := leftJoinPipeline(ctx, t, c, adm, "shard-measure", nil, nil, loadgen.Config{Customers: max(n/10, 1), Records: n, Rate: -1, Timeout: 20 * time.Minute})
+	p := leftJoinPipeline(ctx, t, c, adm, "shard-measure", 6, nil, nil, loadgen.Config{Customers: max(n/10, 1), Records: n, Rate: -1, Timeout: 20 * time.Minute})
 	t.Logf("application: %d records per input, %d customers, loaded and processed in %s", n, max(n/10, 1), time.Since(began).Round(time.Second))
 	bin := filepath.Join(t.TempDir(), "lossaudit")
 	if out, err := exec.CommandContext(ctx, "go", "build", "-o", bin, "github.com/lossaudit/lossaudit/cmd/lossaudit").CombinedOutput(); err != nil {
@@ -351,7 +354,7 @@ func TestShardedAuditMeasure(t *testing.T) {
 			go func() {
 				defer wg.Done()
 				stderr, took, kb := run(fmt.Sprintf("%d shards, index %d", shards, i), []string{fmt.Sprintf("JOB_COMPLETION_INDEX=%d", i)},
-					append(report(name), "--shards", strconv.Itoa(shards), "--shard-dir", filepath.Join(p.dir, name), "--store-dir", filepath.Join(p.dir, fmt.Sprintf("%s-s%d", name, i)))...)
+					append(report(name), "--shards", strconv.Itoa(shards), "--shard-poll", "100ms", "--shard-dir", filepath.Join(p.dir, name), "--store-dir", filepath.Join(p.dir, fmt.Sprintf("%s-s%d", name, i)))...)
 				lines[i] = fmt.Sprintf("index %d: wall %s, peak RSS %d MiB; %s", i, took.Round(time.Millisecond), kb>>10, strings.TrimSpace(stderr))
 			}()
 		}
