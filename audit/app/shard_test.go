@@ -353,3 +353,81 @@ func TestShardedAuditMeasure(t *testing.T) {
 		sameReports(t, tr, res, single)
 	}
 }
+
+// TestShardedAuditDuplicateAttempt: two attempts of one index both
+// complete (a duplicate pod): the first to mark its part wins, the marker
+// is never replaced, the other drops its files and adopts the winner's.
+// Index 1's first attempt, its map output complete but not marked, and
+// index 2's, its reduce output complete but not marked, each wait while a
+// second attempt of their index runs to the end and index 0 merges; then
+// they go on, find the marker and keep it. The reports equal a single
+// audit's, one attempt of each part is left, and index 0 run again merges
+// the same reports from what is left.
+func TestShardedAuditDuplicateAttempt(t *testing.T) {
+	brokers, ctx := propertyCluster(t, 5*time.Minute)
+	sc := shardScenarios()[0]
+	sc.AppID, sc.TopicPrefix, sc.Output = "dup-"+sc.AppID, "dup-"+sc.TopicPrefix, "dup-"+sc.Output
+	dir := t.TempDir()
+	tr, cfg, single := simAudit(ctx, t, brokers, sc, dir)
+	shards := filepath.Join(dir, "shards")
+	runShard := func(i int, store string, hook func(string) error) (*finding.Result, *shard.Stats, error) {
+		c := *cfg
+		c.Store.Dir = filepath.Join(dir, store)
+		res, _, st, err := app.Shard(ctx, &c, app.Options{}, app.ShardOptions{Dir: shards, Shards: 3, Index: i, Poll: 20 * time.Millisecond, Wait: 2 * time.Minute, Hook: hook})
+		return res, st, err
+	}
+	merged := make(chan struct{})
+	var res *finding.Result
+	errs := make([]error, 5)
+	stats := make([]*shard.Stats, 3)
+	var wg sync.WaitGroup
+	wg.Add(3)
+	go func() {
+		defer wg.Done()
+		defer close(merged)
+		res, _, errs[0] = runShard(0, "s0", nil)
+	}()
+	for i, at := range map[int]string{1: "map-written", 2: "reduce-written"} {
+		go func() {
+			defer wg.Done()
+			_, stats[i], errs[i] = runShard(i, fmt.Sprintf("s%d-first", i), func(point string) error {
+				if point != at {
+					return nil
+				}
+				// The duplicate runs to the end, index 0 merges: then this
+				// attempt goes on to mark what it wrote.
+				if _, _, err := runShard(i, fmt.Sprintf("s%d-second", i), nil); err != nil {
+					errs[i+2] = fmt.Errorf("the second attempt of index %d: %w", i, err)
+				}
+				<-merged
+				return nil
+			})
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("%d: %v", i, err)
+		}
+	}
+	sameReports(t, tr, res, single)
+	// Index 1's first attempt adopted the map (it had passed the marker
+	// check before writing) and then found the reduce complete; index 2's
+	// ran its map and adopted the reduce.
+	if !stats[1].MapSkipped || !stats[1].ReduceSkipped || stats[2].MapSkipped || !stats[2].ReduceSkipped {
+		t.Errorf("the first attempts' stats %+v, %+v: want index 1's map and index 2's reduce adopted", *stats[1], *stats[2])
+	}
+	for _, part := range []string{"map-0", "map-1", "map-2", "reduce-0", "reduce-1", "reduce-2"} {
+		if left, _ := filepath.Glob(filepath.Join(shards, "run-*", part, "*")); len(left) != 1 {
+			t.Errorf("%s: %d attempts left, want the marked one: %v", part, len(left), left)
+		}
+	}
+	again, st, err := runShard(0, "s0-again", nil)
+	if err != nil {
+		t.Fatalf("index 0 run again after the merge: %v", err)
+	}
+	if !st.MapSkipped || !st.ReduceSkipped {
+		t.Errorf("index 0 run again: %+v, want its map and reduce kept", st)
+	}
+	sameReports(t, tr, again, single)
+}
