@@ -173,7 +173,8 @@ func reconcileStep(ctx context.Context, cfg *config.Config, o app.Options, stdou
 // and applied (audit/internal/store/state); in a sharded audit,
 // shard-map-entry (a map's first entry), shard-map-written (its output
 // complete, no marker yet), shard-reduce-read (a reduce's first changelog
-// or output record) and shard-reduce-written (likewise).
+// or output record), shard-reduce-written (likewise) and shard-merged
+// (index 0 merged, its reports not written).
 type failpoints struct {
 	ctx              context.Context
 	crash, interrupt string

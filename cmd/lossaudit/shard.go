@@ -81,8 +81,8 @@ func runShard(cmd *cobra.Command, cfg *config.Config, f *shardFlags, quiet bool)
 	prog := newProgress(cmd.ErrOrStderr(), quiet)
 	so.Log = prog.Log()
 	// The test bed's binary stops here at shard-map-entry, shard-map-written,
-	// shard-reduce-read and shard-reduce-written (failpoints); a release
-	// binary never does.
+	// shard-reduce-read, shard-reduce-written and (below) shard-merged
+	// (failpoints); a release binary never does.
 	fp := failpointsFromEnv(cmd.Context())
 	so.Hook = func(point string) error {
 		fp.at("shard-" + point)
@@ -106,6 +106,9 @@ func runShard(cmd *cobra.Command, cfg *config.Config, f *shardFlags, quiet bool)
 	if res == nil {
 		return nil
 	}
+	// Index 0 has merged (and removed the unreferenced attempts) but not
+	// written its reports: a kill here must leave what a rerun merges.
+	fp.at("shard-merged")
 	w := writeReports(cmd.OutOrStdout(), cmd.ErrOrStderr(), cfg, res)
 	if len(w.failed) == 0 {
 		w.writeMetrics(cfg, res, started)
