@@ -219,15 +219,16 @@ func shardIndexes(ctx context.Context, t *testing.T, cfg *config.Config, dir str
 			c.Store.Dir = filepath.Join(dir, fmt.Sprintf("store-%d", i))
 			so := app.ShardOptions{Dir: filepath.Join(dir, "shards"), Shards: n, Index: i, Poll: 50 * time.Millisecond, Wait: 2 * time.Minute}
 			if at, ok := kills[i]; ok {
-				killed := false
+				// The hook runs on a read's goroutine at reduce-read.
+				var killed atomic.Bool
 				so.Hook = func(point string) error {
 					if point == at {
-						killed = true
+						killed.Store(true)
 						return errKilled
 					}
 					return nil
 				}
-				if _, _, _, err := app.Shard(ctx, &c, app.Options{}, so); !errors.Is(err, errKilled) || !killed {
+				if _, _, _, err := app.Shard(ctx, &c, app.Options{}, so); !errors.Is(err, errKilled) || !killed.Load() {
 					errs[i] = fmt.Errorf("index %d of %d, killed at %s: %v, want it killed there", i, n, at, err)
 					return
 				}
