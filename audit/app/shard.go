@@ -33,6 +33,9 @@ type ShardOptions struct {
 	Log io.Writer
 	// Hook stops the shard at a named point (tests); nil for none.
 	Hook func(point string) error
+	// KeepAttempts keeps the files of killed and dropped attempts after
+	// the merge (index 0 removes them by default).
+	KeepAttempts bool
 }
 
 // Shard runs one shard of a sharded audit of the configured pipeline, with
@@ -60,7 +63,7 @@ func Shard(ctx context.Context, cfg *config.Config, o Options, so ShardOptions) 
 		ao.History = hist
 	}
 	res, st, err := shard.Run(ctx, shard.Options{Dir: so.Dir, Shards: so.Shards, Index: so.Index, Config: configDigest(cfg, ao),
-		Wait: so.Wait, Poll: so.Poll, Log: so.Log, Hook: so.Hook}, ao)
+		Wait: so.Wait, Poll: so.Poll, Log: so.Log, Hook: so.Hook, KeepAttempts: so.KeepAttempts}, ao)
 	if err != nil {
 		if streams.IsUnsupportedSharding(err) {
 			return nil, nil, nil, &config.Error{Flag: "shards", Msg: err.Error()}

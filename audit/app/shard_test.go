@@ -212,12 +212,15 @@ func TestShardedAuditEqualsSingleAudit(t *testing.T) {
 	}
 }
 
-// TestShardedAuditKilledAndRetried: shard 1 killed mid-map (at its first
-// entry), shard 2 after writing a complete map output but before its
-// marker, and index 0 after writing its reduce output but before its
-// marker, each run again, give the same reports; the killed attempts'
-// files (damaged here, so that reading them would fail) are never read,
-// and index 0, restarted, reuses the manifest.
+// TestShardedAuditKilledAndRetried: of 4 shards, shard 1 killed mid-map
+// (at its first entry), shard 2 after writing a complete map output but
+// before its marker, shard 3 mid-reduce (at the first record it reads of
+// its task partitions), and index 0 after writing its reduce output but
+// before its marker, each run again, give the same reports; the killed
+// attempts' files (damaged here, so that reading them would fail) are
+// never read, and index 0, restarted, reuses the manifest. After the merge
+// only the marked attempts are left, and index 0 run again merges the same
+// reports from them.
 func TestShardedAuditKilledAndRetried(t *testing.T) {
 	brokers, ctx := propertyCluster(t, 5*time.Minute)
 	sc := shardScenarios()[4]
@@ -241,7 +244,7 @@ func TestShardedAuditKilledAndRetried(t *testing.T) {
 	}
 	var killed sync.Map
 	hook := func(i int) func(string) error {
-		at := map[int]string{0: "reduce-written", 1: "map-entry", 2: "map-written"}[i]
+		at := map[int]string{0: "reduce-written", 1: "map-entry", 2: "map-written", 3: "reduce-read"}[i]
 		return func(point string) error {
 			if point != at {
 				return nil
@@ -255,13 +258,42 @@ func TestShardedAuditKilledAndRetried(t *testing.T) {
 			return errKilled
 		}
 	}
-	res := shardRun(ctx, t, cfg, filepath.Join(dir, "sharded"), 3, hook)
-	for i := 0; i < 3; i++ {
+	res := shardRun(ctx, t, cfg, filepath.Join(dir, "sharded"), 4, hook)
+	for i := 0; i < 4; i++ {
 		if _, ok := killed.Load(i); !ok {
 			t.Errorf("shard %d was never killed", i)
 		}
 	}
 	sameReports(t, tr, res, single)
+	// The merge removed the killed attempts' files: one attempt is left
+	// of every map and reduce (the one its marker names), no temporary
+	// file, no other run.
+	for _, part := range []string{"map-0", "map-1", "map-2", "map-3", "reduce-0", "reduce-1", "reduce-2", "reduce-3"} {
+		if left, _ := filepath.Glob(filepath.Join(shards, "run-*", part, "*")); len(left) != 1 {
+			t.Errorf("%s: %d attempts left after the merge, want the marked one: %v", part, len(left), left)
+		}
+	}
+	if runs, _ := filepath.Glob(filepath.Join(shards, "run-*")); len(runs) != 1 {
+		t.Errorf("runs left: %v", runs)
+	}
+	filepath.Walk(shards, func(p string, fi os.FileInfo, err error) error {
+		if err == nil && strings.Contains(fi.Name(), ".tmp-") {
+			t.Errorf("temporary file left: %s", p)
+		}
+		return nil
+	})
+	// What is left is what the merge reads: index 0 run again (killed
+	// before its reports were written, say) merges the same reports.
+	c := *cfg
+	c.Store.Dir = filepath.Join(dir, "sharded", "store-0-again")
+	again, _, st, err := app.Shard(ctx, &c, app.Options{}, app.ShardOptions{Dir: shards, Shards: 4, Index: 0, Poll: 20 * time.Millisecond, Wait: time.Minute})
+	if err != nil {
+		t.Fatalf("index 0 run again after the merge: %v", err)
+	}
+	if !st.MapSkipped || !st.ReduceSkipped || st.Removed != 0 {
+		t.Errorf("index 0 run again: %+v, want its map and reduce kept and nothing left to remove", st)
+	}
+	sameReports(t, tr, again, single)
 }
 
 // TestShardedAuditMeasure measures a sharded audit of a larger simulated
@@ -320,4 +352,82 @@ func TestShardedAuditMeasure(t *testing.T) {
 		}
 		sameReports(t, tr, res, single)
 	}
+}
+
+// TestShardedAuditDuplicateAttempt: two attempts of one index both
+// complete (a duplicate pod): the first to mark its part wins, the marker
+// is never replaced, the other drops its files and adopts the winner's.
+// Index 1's first attempt, its map output complete but not marked, and
+// index 2's, its reduce output complete but not marked, each wait while a
+// second attempt of their index runs to the end and index 0 merges; then
+// they go on, find the marker and keep it. The reports equal a single
+// audit's, one attempt of each part is left, and index 0 run again merges
+// the same reports from what is left.
+func TestShardedAuditDuplicateAttempt(t *testing.T) {
+	brokers, ctx := propertyCluster(t, 5*time.Minute)
+	sc := shardScenarios()[0]
+	sc.AppID, sc.TopicPrefix, sc.Output = "dup-"+sc.AppID, "dup-"+sc.TopicPrefix, "dup-"+sc.Output
+	dir := t.TempDir()
+	tr, cfg, single := simAudit(ctx, t, brokers, sc, dir)
+	shards := filepath.Join(dir, "shards")
+	runShard := func(i int, store string, hook func(string) error) (*finding.Result, *shard.Stats, error) {
+		c := *cfg
+		c.Store.Dir = filepath.Join(dir, store)
+		res, _, st, err := app.Shard(ctx, &c, app.Options{}, app.ShardOptions{Dir: shards, Shards: 3, Index: i, Poll: 20 * time.Millisecond, Wait: 2 * time.Minute, Hook: hook})
+		return res, st, err
+	}
+	merged := make(chan struct{})
+	var res *finding.Result
+	errs := make([]error, 5)
+	stats := make([]*shard.Stats, 3)
+	var wg sync.WaitGroup
+	wg.Add(3)
+	go func() {
+		defer wg.Done()
+		defer close(merged)
+		res, _, errs[0] = runShard(0, "s0", nil)
+	}()
+	for i, at := range map[int]string{1: "map-written", 2: "reduce-written"} {
+		go func() {
+			defer wg.Done()
+			_, stats[i], errs[i] = runShard(i, fmt.Sprintf("s%d-first", i), func(point string) error {
+				if point != at {
+					return nil
+				}
+				// The duplicate runs to the end, index 0 merges: then this
+				// attempt goes on to mark what it wrote.
+				if _, _, err := runShard(i, fmt.Sprintf("s%d-second", i), nil); err != nil {
+					errs[i+2] = fmt.Errorf("the second attempt of index %d: %w", i, err)
+				}
+				<-merged
+				return nil
+			})
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("%d: %v", i, err)
+		}
+	}
+	sameReports(t, tr, res, single)
+	// Index 1's first attempt adopted the map (it had passed the marker
+	// check before writing) and then found the reduce complete; index 2's
+	// ran its map and adopted the reduce.
+	if !stats[1].MapSkipped || !stats[1].ReduceSkipped || stats[2].MapSkipped || !stats[2].ReduceSkipped {
+		t.Errorf("the first attempts' stats %+v, %+v: want index 1's map and index 2's reduce adopted", *stats[1], *stats[2])
+	}
+	for _, part := range []string{"map-0", "map-1", "map-2", "reduce-0", "reduce-1", "reduce-2"} {
+		if left, _ := filepath.Glob(filepath.Join(shards, "run-*", part, "*")); len(left) != 1 {
+			t.Errorf("%s: %d attempts left, want the marked one: %v", part, len(left), left)
+		}
+	}
+	again, st, err := runShard(0, "s0-again", nil)
+	if err != nil {
+		t.Fatalf("index 0 run again after the merge: %v", err)
+	}
+	if !st.MapSkipped || !st.ReduceSkipped {
+		t.Errorf("index 0 run again: %+v, want its map and reduce kept", st)
+	}
+	sameReports(t, tr, again, single)
 }

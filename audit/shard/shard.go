@@ -43,9 +43,16 @@ type Options struct {
 	Log io.Writer
 	// Now is the clock (default time.Now).
 	Now func() time.Time
+	// KeepAttempts keeps, after the merge, what no marker names (the
+	// files of killed or duplicate attempts); by default index 0 removes
+	// them once the merge has read every part (docs/scale.md).
+	KeepAttempts bool
 	// Hook, when set, is called at named points of the shard's work
-	// ("map-entry", "map-written", "reduce-written"); an error it returns
-	// stops the shard there, as a killed process would (tests).
+	// ("map-entry": the first input entry routed; "map-written": the map's
+	// files complete, its marker not yet written; "reduce-read": the first
+	// changelog or output record read by the reduce; "reduce-written");
+	// an error it returns stops the shard there, as a killed process would
+	// (tests).
 	Hook func(point string) error
 }
 
@@ -63,6 +70,9 @@ type Stats struct {
 	// MapSkipped and ReduceSkipped say a completed earlier attempt was
 	// kept.
 	MapSkipped, ReduceSkipped bool
+	// Removed is the number of unreferenced attempt directories, runs and
+	// temporary files index 0 removed after the merge.
+	Removed int
 }
 
 // MismatchError says the shard directory holds another run: another
@@ -161,9 +171,20 @@ func Run(ctx context.Context, so Options, o streams.Options) (*finding.Result, *
 		so.logf("shard %d of %d: done (run %s); index 0 writes the reports", so.Index, so.Shards, m.RunID)
 		return nil, st, nil
 	}
-	res, err := merge(ctx, so, o, m, l)
+	res, maps, reduces, err := merge(ctx, so, o, m, l)
 	if err != nil {
 		return nil, nil, err
+	}
+	if !so.KeepAttempts {
+		// Only what no marker names goes: the attempts the markers name
+		// stay, so index 0 restarted before its reports are written (or
+		// after) merges the same parts again.
+		if st.Removed, err = cleanup(so, l, maps, reduces); err != nil {
+			return nil, nil, err
+		}
+		if st.Removed > 0 {
+			so.logf("shard 0 of %d: removed %d unreferenced attempt directories and temporary files of run %s", so.Shards, st.Removed, m.RunID)
+		}
 	}
 	return res, st, nil
 }
@@ -350,7 +371,12 @@ func runMap(ctx context.Context, so Options, o streams.Options, m *manifest, l l
 		return err
 	}
 	mk := &marker{Attempt: attempt, Entries: b.Entries, Bytes: b.Bytes, Records: res.Records}
-	if err := writeAtomic(done, attempt, mk); err != nil {
+	if err := createAtomic(done, attempt, mk); errors.Is(err, os.ErrExist) {
+		// Another attempt of this index (a duplicate pod) marked its
+		// output first: the marker never changes once written, so the
+		// merge and its cleanup see one attempt; this one's is dropped.
+		return adoptMap(so, done, dir, st)
+	} else if err != nil {
 		return err
 	}
 	st.MapRecords = res.Records
@@ -409,7 +435,7 @@ func runReduce(ctx context.Context, so Options, o streams.Options, m *manifest, 
 			}
 		}
 		return nil
-	})
+	}, func() error { return so.Hook("reduce-read") })
 	if err != nil {
 		return err
 	}
@@ -423,7 +449,19 @@ func runReduce(ctx context.Context, so Options, o streams.Options, m *manifest, 
 	if err := so.Hook("reduce-written"); err != nil {
 		return err
 	}
-	if err := writeAtomic(done, attempt, &marker{Attempt: attempt, Records: res.Records, Stored: res.Entries}); err != nil {
+	if err := createAtomic(done, attempt, &marker{Attempt: attempt, Records: res.Records, Stored: res.Entries}); errors.Is(err, os.ErrExist) {
+		// As for a map: the first marked attempt is the reduce's.
+		if err := os.RemoveAll(dir); err != nil {
+			return fmt.Errorf("shard: removing the dropped attempt %s: %w", dir, err)
+		}
+		mk := &marker{}
+		if err := readGob(done, mk); err != nil {
+			return err
+		}
+		st.ReduceSkipped, st.ReduceRecords, st.ReduceEntries = true, mk.Records, mk.Stored
+		so.logf("shard %d of %d: another attempt (%s) completed the reduce first: kept, this one dropped", so.Index, so.Shards, mk.Attempt)
+		return nil
+	} else if err != nil {
 		return err
 	}
 	st.ReduceRecords, st.ReduceEntries = res.Records, res.Entries
@@ -432,38 +470,64 @@ func runReduce(ctx context.Context, so Options, o streams.Options, m *manifest, 
 }
 
 // merge waits for every reduce and assembles the result from the maps'
-// and the reduces' parts.
-func merge(ctx context.Context, so Options, o streams.Options, m *manifest, l layout) (*finding.Result, error) {
+// and the reduces' parts; it returns the result and the markers it read.
+func merge(ctx context.Context, so Options, o streams.Options, m *manifest, l layout) (*finding.Result, []*marker, []*marker, error) {
 	var paths []string
 	for i := 0; i < so.Shards; i++ {
 		paths = append(paths, l.reduceDone(i))
 	}
 	if err := wait(ctx, so, "the reduce outputs", func() (int, int, error) { return countDone(paths) }); err != nil {
-		return nil, err
+		return nil, nil, nil, err
 	}
 	maps, err := mapMarkers(ctx, so, l)
 	if err != nil {
-		return nil, err
+		return nil, nil, nil, err
 	}
 	var mres []*streams.ShardMapResult
 	for i, mk := range maps {
 		r := &streams.ShardMapResult{}
 		if err := readGob(filepath.Join(l.mapDir(i, mk.Attempt), "counts"), r); err != nil {
-			return nil, err
+			return nil, nil, nil, err
 		}
 		mres = append(mres, r)
 	}
 	var rres []*streams.ShardReduceResult
+	var reduces []*marker
 	for i, p := range paths {
 		mk := &marker{}
 		if err := readGob(p, mk); err != nil {
-			return nil, err
+			return nil, nil, nil, err
 		}
 		r := &streams.ShardReduceResult{}
 		if err := readGob(filepath.Join(l.reduceDir(i, mk.Attempt), "result"), r); err != nil {
-			return nil, err
+			return nil, nil, nil, err
 		}
 		rres = append(rres, r)
+		reduces = append(reduces, mk)
 	}
-	return streams.ShardMerge(ctx, o, m.Snapshot, mres, rres, m.Created)
+	res, err := streams.ShardMerge(ctx, o, m.Snapshot, mres, rres, m.Created)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return res, maps, reduces, nil
+}
+
+// adoptMap makes the map's marked attempt this shard's after another
+// attempt of the index marked its output first: this attempt's directory
+// dir is removed, the stats are the winner's.
+func adoptMap(so Options, done, dir string, st *Stats) error {
+	if err := os.RemoveAll(dir); err != nil {
+		return fmt.Errorf("shard: removing the dropped attempt %s: %w", dir, err)
+	}
+	mk := &marker{}
+	if err := readGob(done, mk); err != nil {
+		return err
+	}
+	st.MapSkipped, st.MapRecords = true, mk.Records
+	for r := range mk.Entries {
+		st.ShuffledEntries += mk.Entries[r]
+		st.ShuffledBytes += mk.Bytes[r]
+	}
+	so.logf("shard %d of %d: another attempt (%s) completed the map first: kept, this one dropped", so.Index, so.Shards, mk.Attempt)
+	return nil
 }

@@ -12,6 +12,8 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 
 	"github.com/lossaudit/lossaudit/audit/internal/store/index"
 )
@@ -255,4 +257,84 @@ func noEOF(err error) error {
 		return io.ErrUnexpectedEOF
 	}
 	return err
+}
+
+// cleanup removes, after the merge has read every part, what no marker
+// names: the attempt directories of killed or dropped attempts, the
+// temporary files of interrupted writes (a process killed between writing
+// and renaming), and the runs of a duplicate index 0 that lost the race
+// for the manifest. The manifest, the markers, the snapshot's buckets and
+// the attempts the markers name (maps[i], reduces[i]) stay, as does any
+// file this package did not write. It returns how many entries it removed.
+func cleanup(so Options, l layout, maps, reduces []*marker) (int, error) {
+	removed := 0
+	remove := func(p string) error {
+		if err := os.RemoveAll(p); err != nil {
+			return fmt.Errorf("shard: removing %s: %w", p, err)
+		}
+		removed++
+		return nil
+	}
+	top, err := os.ReadDir(so.Dir)
+	if err != nil {
+		return 0, fmt.Errorf("shard: listing %s: %w", so.Dir, err)
+	}
+	for _, e := range top {
+		name := e.Name()
+		switch {
+		case strings.HasPrefix(name, "manifest.tmp-"):
+		case e.IsDir() && strings.HasPrefix(name, "run-") && name != filepath.Base(l.runDir()):
+		default:
+			continue
+		}
+		if err := remove(filepath.Join(so.Dir, name)); err != nil {
+			return removed, err
+		}
+	}
+	entries, err := os.ReadDir(l.runDir())
+	if err != nil {
+		return removed, fmt.Errorf("shard: listing %s: %w", l.runDir(), err)
+	}
+	for _, e := range entries {
+		name := e.Name()
+		if strings.Contains(name, ".tmp-") {
+			if err := remove(filepath.Join(l.runDir(), name)); err != nil {
+				return removed, err
+			}
+			continue
+		}
+		if !e.IsDir() {
+			continue
+		}
+		var keep string
+		for kind, ms := range map[string][]*marker{"map-": maps, "reduce-": reduces} {
+			if rest, ok := strings.CutPrefix(name, kind); ok {
+				if i, err := strconv.Atoi(rest); err == nil && i >= 0 && i < len(ms) && ms[i] != nil {
+					keep = ms[i].Attempt
+				}
+			}
+		}
+		if keep == "" {
+			continue // the snapshot's buckets, or not this package's
+		}
+		dir := filepath.Join(l.runDir(), name)
+		attempts, err := os.ReadDir(dir)
+		if err != nil {
+			return removed, fmt.Errorf("shard: listing %s: %w", dir, err)
+		}
+		for _, a := range attempts {
+			if a.Name() == keep {
+				continue
+			}
+			if err := remove(filepath.Join(dir, a.Name())); err != nil {
+				return removed, err
+			}
+		}
+	}
+	if removed > 0 {
+		if err := syncDir(l.runDir()); err != nil {
+			return removed, err
+		}
+	}
+	return removed, nil
 }

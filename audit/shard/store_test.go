@@ -109,3 +109,65 @@ func TestWaitGivesUpAtItsDeadline(t *testing.T) {
 		t.Errorf("progress lines:\n%s\nwant one per change (1 of 3, 2 of 3)", got)
 	}
 }
+
+// TestCleanup: after the merge, what no marker names goes (the attempts
+// of killed and dropped shards, interrupted writes' temporary files, a
+// losing index 0's run); the manifest, the markers, the snapshot's buckets,
+// the named attempts and files this package did not write stay.
+func TestCleanup(t *testing.T) {
+	files := []string{
+		"manifest", "manifest.tmp-x1", "report.csv",
+		"run-r1/snapshot/to-0", "run-r1/snapshot/to-1",
+		"run-r1/map-0.done", "run-r1/map-0.done.tmp-b", "run-r1/map-0/a/to-0", "run-r1/map-0/a/counts", "run-r1/map-0/b/to-0",
+		"run-r1/map-1.done", "run-r1/map-1/c/to-1", "run-r1/map-1/c/counts",
+		"run-r1/reduce-0.done", "run-r1/reduce-0/d/result", "run-r1/reduce-0/e/result.tmp-e",
+		"run-r1/reduce-1.done", "run-r1/reduce-1/f/result", "run-r1/reduce-1/g/result",
+		"run-r1/notes.txt", "run-r1/map-x/y/z",
+		"run-r2/snapshot/to-0",
+	}
+	for _, tc := range []struct {
+		name    string
+		maps    []string
+		reduces []string
+		removed []string
+	}{
+		{name: "killed attempts", maps: []string{"a", "c"}, reduces: []string{"d", "f"},
+			removed: []string{"manifest.tmp-x1", "run-r1/map-0.done.tmp-b", "run-r1/map-0/b", "run-r1/reduce-0/e", "run-r1/reduce-1/g", "run-r2"}},
+		{name: "the later attempts won", maps: []string{"b", "c"}, reduces: []string{"e", "g"},
+			removed: []string{"manifest.tmp-x1", "run-r1/map-0.done.tmp-b", "run-r1/map-0/a", "run-r1/reduce-0/d", "run-r1/reduce-1/f", "run-r2"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			for _, f := range files {
+				p := filepath.Join(dir, f)
+				if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(p, []byte(f), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			marks := func(as []string) []*marker {
+				var out []*marker
+				for _, a := range as {
+					out = append(out, &marker{Attempt: a})
+				}
+				return out
+			}
+			n, err := cleanup(Options{Dir: dir}, layout{dir: dir, run: "r1"}, marks(tc.maps), marks(tc.reduces))
+			if err != nil || n != len(tc.removed) {
+				t.Errorf("cleanup: %d removed, %v; want %d", n, err, len(tc.removed))
+			}
+			for _, f := range files {
+				gone := false
+				for _, r := range tc.removed {
+					gone = gone || f == r || strings.HasPrefix(f, r+"/")
+				}
+				_, err := os.Stat(filepath.Join(dir, f))
+				if ok := err == nil; ok == gone {
+					t.Errorf("%s: present %t, want %t", f, ok, !gone)
+				}
+			}
+		})
+	}
+}

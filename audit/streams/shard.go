@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/lossaudit/lossaudit/audit/finding"
@@ -118,6 +119,11 @@ type shardView struct {
 	// reduce restricts the changelogs and the output to the task
 	// partitions p with p % n == index.
 	reduce bool
+	// read, when set, is called at the first changelog or output record a
+	// reduce shard reads; an error it returns stops the read (tests: a
+	// shard killed mid-read).
+	read  func() error
+	fired atomic.Bool
 }
 
 // filter returns the ranges of rs the shard reads, and their offsets.
@@ -141,6 +147,11 @@ func (v *shardView) filter(rs []kread.Range, input bool) ([]kread.Range, int64) 
 // a key of another shard: its evidence would be judged without the key's
 // inputs (a custom partitioner, an output partitioned otherwise).
 func (v *shardView) owns(key []byte, rec *kread.Record) error {
+	if v.read != nil && v.fired.CompareAndSwap(false, true) {
+		if err := v.read(); err != nil {
+			return err
+		}
+	}
 	if s := KeyShard(key, v.taskParts, v.n); s != v.index {
 		return &UnsupportedShardingError{Reason: fmt.Sprintf("%s[%d]@%d holds a key of task partition %d (shard %d of %d), not of this partition's shard %d: the topic is not partitioned like the task partitions",
 			rec.Topic, rec.Partition, rec.Offset, partitionFor(key, v.taskParts), s, v.n, v.index)}
@@ -327,8 +338,10 @@ func ShardMap(ctx context.Context, o Options, d *ShardSnapshot, n, shard int, em
 // ShardReduce judges the keys of reduce shard shard: load hands it every
 // entry routed to it (the snapshot's and the maps'), then it reads its task
 // partitions of the changelogs and the output up to the manifest's bounds
-// and runs the check.
-func ShardReduce(ctx context.Context, o Options, d *ShardSnapshot, n, shard int, load func(add Emit) error) (*ShardReduceResult, error) {
+// and runs the check. read, when not nil, is called at the first
+// changelog or output record read; an error it returns stops the reduce
+// (a shard killed mid-read, in tests).
+func ShardReduce(ctx context.Context, o Options, d *ShardSnapshot, n, shard int, load func(add Emit) error, read func() error) (*ShardReduceResult, error) {
 	o, err := o.withDefaults()
 	if err != nil {
 		return nil, err
@@ -337,7 +350,7 @@ func ShardReduce(ctx context.Context, o Options, d *ShardSnapshot, n, shard int,
 		return nil, err
 	}
 	w := o.Store.NewWriter()
-	c := shardCollector(o, d, entryWriter{w}, &shardView{n: n, index: shard, taskParts: d.TaskParts, reduce: true})
+	c := shardCollector(o, d, entryWriter{w}, &shardView{n: n, index: shard, taskParts: d.TaskParts, reduce: true, read: read})
 	coalesce := c.tails.complete()
 	err = func() error {
 		// Entries are added as the single audit adds them (AddFirst for

@@ -167,7 +167,7 @@ func shardedRun(t *testing.T, o Options, n int) (*finding.Result, *ShardSnapshot
 				}
 			}
 			return nil
-		})
+		}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -172,7 +172,9 @@ func reconcileStep(ctx context.Context, cfg *config.Config, o app.Options, stdou
 // state not committed), and the state store's staged, committed, applying
 // and applied (audit/internal/store/state); in a sharded audit,
 // shard-map-entry (a map's first entry), shard-map-written (its output
-// complete, no marker yet) and shard-reduce-written (likewise).
+// complete, no marker yet), shard-reduce-read (a reduce's first changelog
+// or output record), shard-reduce-written (likewise) and shard-merged
+// (index 0 merged, its reports not written).
 type failpoints struct {
 	ctx              context.Context
 	crash, interrupt string

@@ -21,6 +21,8 @@ type shardFlags struct {
 	index  string
 	dir    string
 	wait   time.Duration
+	poll   time.Duration
+	keep   bool
 }
 
 // addShardFlags declares the sharding flags on the audit command.
@@ -30,6 +32,8 @@ func addShardFlags(cmd *cobra.Command) *shardFlags {
 	cmd.Flags().StringVar(&f.index, "shard-index", "", "this shard's index, 0 to shards-1 (default: $JOB_COMPLETION_INDEX, as a Kubernetes Indexed Job sets it)")
 	cmd.Flags().StringVar(&f.dir, "shard-dir", "", "the directory every shard shares (a ReadWriteMany volume); one per run")
 	cmd.Flags().DurationVar(&f.wait, "shard-wait", 24*time.Hour, "how long a shard waits for the others at each step")
+	cmd.Flags().DurationVar(&f.poll, "shard-poll", time.Second, "how often a waiting shard looks at the shard directory")
+	cmd.Flags().BoolVar(&f.keep, "shard-keep-attempts", false, "keep the files of killed and dropped attempts after the merge (index 0 removes them by default)")
 	return f
 }
 
@@ -52,12 +56,14 @@ func (f *shardFlags) options() (app.ShardOptions, error) {
 		return bad("shard-dir", "a sharded audit needs the directory its shards share")
 	case f.wait <= 0:
 		return bad("shard-wait", "give a positive duration")
+	case f.poll <= 0:
+		return bad("shard-poll", "give a positive duration")
 	}
 	i, err := strconv.Atoi(idx)
 	if err != nil || i < 0 || i >= f.shards {
 		return bad("shard-index", fmt.Sprintf("%s %q is not a shard index of 0 to %d", from, idx, f.shards-1))
 	}
-	return app.ShardOptions{Dir: f.dir, Shards: f.shards, Index: i, Wait: f.wait}, nil
+	return app.ShardOptions{Dir: f.dir, Shards: f.shards, Index: i, Wait: f.wait, Poll: f.poll, KeepAttempts: f.keep}, nil
 }
 
 // runShard runs one shard of a sharded audit: index 0 writes the reports
@@ -74,8 +80,9 @@ func runShard(cmd *cobra.Command, cfg *config.Config, f *shardFlags, quiet bool)
 	started := time.Now()
 	prog := newProgress(cmd.ErrOrStderr(), quiet)
 	so.Log = prog.Log()
-	// The test bed's binary stops here at shard-map-entry, shard-map-written
-	// and shard-reduce-written (failpoints); a release binary never does.
+	// The test bed's binary stops here at shard-map-entry, shard-map-written,
+	// shard-reduce-read, shard-reduce-written and (below) shard-merged
+	// (failpoints); a release binary never does.
 	fp := failpointsFromEnv(cmd.Context())
 	so.Hook = func(point string) error {
 		fp.at("shard-" + point)
@@ -90,11 +97,18 @@ func runShard(cmd *cobra.Command, cfg *config.Config, f *shardFlags, quiet bool)
 		}
 		return auditError(err)
 	}
-	fmt.Fprintf(cmd.ErrOrStderr(), "lossaudit: shard %d of %d (run %s): read %d input, %d changelog and output records; shuffled %d entries, %d bytes; judged %d entries\n",
-		so.Index, so.Shards, st.RunID, st.MapRecords, st.ReduceRecords, st.ShuffledEntries, st.ShuffledBytes, st.ReduceEntries)
+	snap := ""
+	if so.Index == 0 {
+		snap = fmt.Sprintf(" (and %d repartition records for the snapshot)", st.SnapshotRecords)
+	}
+	fmt.Fprintf(cmd.ErrOrStderr(), "lossaudit: shard %d of %d (run %s): read %d input, %d changelog and output records%s; shuffled %d entries, %d bytes; judged %d entries\n",
+		so.Index, so.Shards, st.RunID, st.MapRecords, st.ReduceRecords, snap, st.ShuffledEntries, st.ShuffledBytes, st.ReduceEntries)
 	if res == nil {
 		return nil
 	}
+	// Index 0 has merged (and removed the unreferenced attempts) but not
+	// written its reports: a kill here must leave what a rerun merges.
+	fp.at("shard-merged")
 	w := writeReports(cmd.OutOrStdout(), cmd.ErrOrStderr(), cfg, res)
 	if len(w.failed) == 0 {
 		w.writeMetrics(cfg, res, started)

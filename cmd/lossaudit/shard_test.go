@@ -85,6 +85,7 @@ func TestShardedAuditCommand(t *testing.T) {
 		{"an index out of range", []string{"audit", "-q", "-c", cfg, "--shards", "2", "--shard-index", "2", "--shard-dir", shards},
 			`--shard-index: shard-index "2" is not a shard index of 0 to 1`},
 		{"no shard directory", []string{"audit", "-q", "-c", cfg, "--shards", "2"}, "--shard-dir: a sharded audit needs the directory its shards share"},
+		{"no poll interval", []string{"audit", "-q", "-c", cfg, "--shards", "2", "--shard-dir", shards, "--shard-poll", "0s"}, "--shard-poll: give a positive duration"},
 		{"a windowed audit", []string{"audit", "-q", "-c", cfg, "--store-dir", filepath.Join(dir, "y"), "--shards", "2", "--shard-dir", filepath.Join(dir, "other"), "--from", "2026-01-01T00:00:00Z"},
 			"the audit cannot be sharded: a windowed audit (window.from, window.to) is not sharded yet"},
 	} {
@@ -125,9 +126,10 @@ func normalJSON(t *testing.T, path string) string {
 
 // TestShardedAuditProcesses runs a sharded audit as three lossaudit
 // processes, each told its index by JOB_COMPLETION_INDEX as an Indexed
-// Job's pods are: index 1 is killed (SIGKILL) at its first map entry and
-// index 2 once its map output is complete but not marked, and each is run
-// again; the reports index 0 writes equal a single audit's (timings
+// Job's pods are: index 1 is killed (SIGKILL) at its first map entry,
+// index 2 once its map output is complete but not marked, and index 0 once
+// it has merged (and removed the killed attempts' files) but before it
+// writes its reports, and each is run again; the reports index 0 writes equal a single audit's (timings
 // aside). The peak RSS of every process is logged.
 func TestShardedAuditProcesses(t *testing.T) {
 	clearEnv(t)
@@ -148,7 +150,7 @@ func TestShardedAuditProcesses(t *testing.T) {
 	if code, sig, stderr := run("single audit", nil, append(report("single"), "--store-dir", filepath.Join(dir, "single"))...); code != 0 || sig != 0 {
 		t.Fatalf("single audit: exit %d signal %v\n%s", code, sig, stderr)
 	}
-	crash := map[int]string{1: "shard-map-entry", 2: "shard-map-written"}
+	crash := map[int]string{0: "shard-merged", 1: "shard-map-entry", 2: "shard-map-written"}
 	var wg sync.WaitGroup
 	msgs := make([]string, 3)
 	for i := 0; i < 3; i++ {
@@ -173,6 +175,13 @@ func TestShardedAuditProcesses(t *testing.T) {
 	for _, m := range msgs {
 		if m != "" {
 			t.Fatal(m)
+		}
+	}
+	// The killed attempts' files went at the merge; the marked ones stayed
+	// for index 0's rerun.
+	for _, part := range []string{"map-0", "map-1", "map-2", "reduce-0", "reduce-1", "reduce-2"} {
+		if left, _ := filepath.Glob(filepath.Join(dir, "shards", "run-*", part, "*")); len(left) != 1 {
+			t.Errorf("%s: %d attempts left, want the marked one: %v", part, len(left), left)
 		}
 	}
 	want, _ := os.ReadFile(filepath.Join(dir, "single.csv"))
