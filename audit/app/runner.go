@@ -440,6 +440,12 @@ func Spec(cfg *config.Config) topology.Spec {
 		Reduce: strings.ToLower(strings.TrimSpace(p.Reduce))}
 	for _, n := range p.Nodes {
 		s.Nodes = append(s.Nodes, topology.NodeDecl{Name: n.Name, Kind: n.Kind})
+		if n.Predicate != "" {
+			if s.Filters == nil {
+				s.Filters = map[string]topology.FilterDecl{}
+			}
+			s.Filters[strings.TrimSpace(n.Name)] = topology.FilterDecl{Predicate: n.Predicate, Negate: n.Negate}
+		}
 	}
 	for _, in := range p.Inputs {
 		s.Inputs = append(s.Inputs, topology.InputSpec{Name: in.Name, Topic: in.Topic, Store: in.Store,
