@@ -240,7 +240,7 @@ func prepare(ctx context.Context, cfg *config.Config, o Options) (_ *prepared, e
 				fmt.Fprintf(o.Warnings, "warning: %s\n", w)
 			}
 		}
-		return p, p.prepareStream(cfg, o)
+		return p, p.prepareStream(ctx, cfg, o)
 	}
 	if err = checkChangelogPolicies(ctx, p.client, p.model, o.Warnings); err != nil {
 		return nil, err
