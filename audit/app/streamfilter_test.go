@@ -1,6 +1,7 @@
 package app_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"fmt"
@@ -17,6 +18,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kversion"
 
 	"github.com/lossaudit/lossaudit/audit/app"
+	"github.com/lossaudit/lossaudit/audit/finding"
+	"github.com/lossaudit/lossaudit/audit/report"
 	"github.com/lossaudit/lossaudit/config"
 )
 
@@ -26,6 +29,17 @@ const (
 	eventSchema   = `{"type":"record","name":"Event","fields":[{"name":"customer","type":["null","string"]},{"name":"amount","type":"long"}]}`
 	noAmountEvent = `{"type":"record","name":"Event","fields":[{"name":"customer","type":["null","string"]}]}`
 )
+
+// c0 is the counts of input a.
+func c0(res *finding.Result) *finding.InputCounts { return res.Summary.Inputs["a"] }
+
+// plural is n records, as the summary writes it.
+func plural(n int64) string {
+	if n == 1 {
+		return "1 record"
+	}
+	return fmt.Sprintf("%d records", n)
+}
 
 // avroValue frames a datum of schema id, as Confluent's serializer does.
 func avroValue(t *testing.T, id uint32, js string, datum map[string]any) []byte {
@@ -140,6 +154,24 @@ func TestStreamFilter(t *testing.T) {
 			slices.Sort(got)
 			if strings.Join(got, "; ") != strings.Join(tt.want, "; ") {
 				t.Errorf("rows\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(tt.want, "\n"))
+			}
+			var sum, js bytes.Buffer
+			if err := report.WriteSummary(&sum, res, report.SummaryOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			if err := report.WriteJSON(&js, res); err != nil {
+				t.Fatal(err)
+			}
+			for _, w := range []string{fmt.Sprintf("DROPPED by design: %s by a declared filter", plural(c0(res).Filtered)),
+				fmt.Sprintf("UNCERTAIN: %d records whose declared predicate or re-key could not be evaluated", c0(res).Uncertain)} {
+				if !strings.Contains(sum.String(), w) {
+					t.Errorf("summary lacks %q:\n%s", w, sum.String())
+				}
+			}
+			for _, w := range []string{fmt.Sprintf(`"dropped_filtered": %d`, c0(res).Filtered), fmt.Sprintf(`"uncertain": %d`, c0(res).Uncertain)} {
+				if !strings.Contains(js.String(), w) {
+					t.Errorf("JSON lacks %q", w)
+				}
 			}
 			c := res.Summary.Inputs["a"]
 			if g := fmt.Sprintf("%d audited, %d filtered, %d uncertain", c.Audited, c.Filtered, c.Uncertain); g != tt.counts {
