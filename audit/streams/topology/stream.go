@@ -339,7 +339,10 @@ func (t *Topology) orStream(app string, inputs []string, output string, decl Dec
 			return nil, serr
 		}
 		same := errors.As(serr, &se) && se.Node == ue.Node
-		if (reached[ue.Node] && !same) || (same && (ue.Kind == KindStreamTableJoin || ue.Kind == KindFilter)) {
+		// A stream stage stopped by an aggregation is no stream stage:
+		// the table family's error says what to change on its path.
+		atTable := se != nil && slices.Contains([]Kind{KindReduce, KindCount, KindAggregate, KindWindowed, KindCogroup}, se.Kind)
+		if (reached[ue.Node] && !same && !atTable) || (same && (ue.Kind == KindStreamTableJoin || ue.Kind == KindFilter)) {
 			return nil, serr
 		}
 		return nil, err

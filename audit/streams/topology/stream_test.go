@@ -144,12 +144,23 @@ func TestStreamFilterRekey(t *testing.T) {
 			node: "KSTREAM-FILTER-0000000002", err: "KSTREAM-MAPVALUES-0000000001 changed before it"},
 		{name: "rekey without selectKey", file: "stream-mapvalues-filter", rekey: "customer", filters: map[string]FilterDecl{"KSTREAM-FILTER-0000000002": {Predicate: "true"}},
 			node: "KSTREAM-FILTER-0000000002"},
+		{name: "a declared filter before a reduce: the table family's refusal", file: "unsupported-filter-4.4.0", rekey: "customer",
+			filters: map[string]FilterDecl{"KSTREAM-FILTER-0000000002": {Predicate: "true"}}, node: "KSTREAM-FILTER-0000000002", err: "which lossaudit does not audit yet"},
+		{name: "map", file: "stream-map", rekey: "customer",
+			ops:   "rekey KSTREAM-MAP-0000000001",
+			edges: "source:a -> output via map: key field customer, 1 per record, timestamp kept\n"},
+		{name: "filter after map", file: "stream-map-filter", rekey: "customer", filters: map[string]FilterDecl{"KSTREAM-FILTER-0000000002": {Predicate: "true"}},
+			node: "KSTREAM-FILTER-0000000002", err: "KSTREAM-MAP-0000000001 changed before it"},
 		{name: "rekey on a pass-through", file: "stream-repartition", rekey: "customer", key: "pipeline.inputs[0].rekey", err: "shows no selectKey or map"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			file := filepath.Join("testdata", tt.file+".txt")
-			spec := Spec{ApplicationID: "app", TopologyFile: file, Filters: tt.filters, Inputs: []InputSpec{{Name: "a", Topic: "events", Rekey: tt.rekey}}}
+			topic := "events"
+			if strings.HasPrefix(tt.file, "unsupported-") {
+				topic = "topicA"
+			}
+			spec := Spec{ApplicationID: "app", TopologyFile: file, Filters: tt.filters, Inputs: []InputSpec{{Name: "a", Topic: topic, Rekey: tt.rekey}}, Reduce: ReducePlain}
 			m, err := Build(context.Background(), spec, nil)
 			if tt.err != "" || tt.node != "" || tt.key != "" {
 				if err == nil {
