@@ -32,7 +32,7 @@ var filterDrop = []string{"e-20", "e-250"}
 // streamFilter runs the test bed's filter and re-key stage
 // (StreamFilter.java: input --filter(amount > 100)--> --selectKey(customer)-->
 // output) on real brokers, clean and losing two known records before the
-// output, at once. Once the application has committed all its input and
+// output, at once, then clean while every broker is killed and restarted. Once the application has committed all its input and
 // stopped, the truth is read from the topics (the input records whose
 // amount is above 100, by (customer, timestamp), against the output's
 // (key, timestamp)), and lossaudit audit, with the filter's predicate and
@@ -48,12 +48,18 @@ func streamFilter(t *testing.T, c *kafka.Cluster, adm *kafka.Admin) {
 		}
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			streamFilterScenario(ctx, t, c, adm, "filter-"+name, drop)
+			streamFilterScenario(ctx, t, c, adm, "filter-"+name, drop, nil)
 		})
 	}
+	t.Run("all brokers down", func(t *testing.T) {
+		streamFilterScenario(ctx, t, c, adm, "filter-outage", nil, func(t *testing.T) { allBrokersDown(ctx, t, c) })
+	})
 }
 
-func streamFilterScenario(ctx context.Context, t *testing.T, c *kafka.Cluster, adm *kafka.Admin, group string, drop []string) {
+// streamFilterScenario runs the application as group, produces its load
+// and audits it. fault, when set, runs once half of the load is produced,
+// while the rest is.
+func streamFilterScenario(ctx context.Context, t *testing.T, c *kafka.Cluster, adm *kafka.Admin, group string, drop []string, fault func(*testing.T)) {
 	in, out := group+"-events", group+"-out"
 	if err := adm.CreateTopics(ctx, kafka.TopicSpec{Name: in, Partitions: 3}, kafka.TopicSpec{Name: out, Partitions: 3}); err != nil {
 		t.Fatal(err)
@@ -92,8 +98,20 @@ func streamFilterScenario(ctx context.Context, t *testing.T, c *kafka.Cluster, a
 		recs = append(recs, &kgo.Record{Topic: in, Key: fmt.Appendf(nil, "k-%d", i%12), Value: v,
 			Timestamp: base.Add(time.Duration(i) * time.Millisecond)})
 	}
-	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
-		t.Fatal(err)
+	if fault == nil {
+		if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	} else {
+		if err := cl.ProduceSync(ctx, recs[:n/2]...).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- cl.ProduceSync(ctx, recs[n/2:]...).FirstErr() }()
+		fault(t)
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
 	}
 	waitAllCommitted(ctx, t, adm, group, []string{in}, sa.Running)
 	if err := sa.Stop(); err != nil {
