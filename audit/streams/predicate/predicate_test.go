@@ -3,6 +3,7 @@ package predicate
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestCompile(t *testing.T) {
@@ -31,7 +32,8 @@ func TestCompile(t *testing.T) {
 }
 
 func TestEval(t *testing.T) {
-	rec := map[string]any{"amount": int64(150), "price": 2.5, "region": "eu", "note": nil}
+	rec := map[string]any{"amount": int64(150), "price": 2.5, "region": "eu", "note": nil,
+		"at": time.UnixMilli(1764676800000), "customer": map[string]any{"tier": "GOLD"}, "tags": []any{"a", "b"}}
 	for _, tc := range []struct {
 		expr   string
 		negate bool
@@ -53,6 +55,10 @@ func TestEval(t *testing.T) {
 		{expr: "value.region", value: rec, err: true},          // not a bool
 		{expr: "value.amount > 100", value: "text", err: true}, // not a record
 		{expr: "value.amount / 0 == 1", value: rec, err: true},
+		{expr: "value.at > timestamp('2025-01-01T00:00:00Z')", value: rec, want: true},
+		{expr: "value.customer.tier == 'GOLD'", value: rec, want: true},
+		{expr: "'b' in value.tags", value: rec, want: true},
+		{expr: "value.tags.exists(t, t == 'c')", value: rec, want: false},
 	} {
 		p, err := Compile(tc.expr, tc.negate)
 		if err != nil {
