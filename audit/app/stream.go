@@ -151,7 +151,11 @@ func replay(ctx context.Context, key string, in config.Input, si topology.Stream
 					}
 					value, decoded = v, true
 				}
-				ok, err := s.pred.Eval(k, value)
+				pk := k // the key as Java's String serde gives it to the predicate
+				if pk != nil {
+					pk = schema.JavaStringBytes(pk)
+				}
+				ok, err := s.pred.Eval(pk, value)
 				if err != nil {
 					return nil, compare.Uncertain, err
 				}
