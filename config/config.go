@@ -171,6 +171,14 @@ type Node struct {
 	Name string `mapstructure:"name"`
 	// Kind is one of the kinds of docs/topology.md (reduce, suppress, ...).
 	Kind string `mapstructure:"kind"`
+	// Predicate is a filter's predicate (kind filter only): a CEL
+	// expression over the decoded value (`value`) and the key (`key`)
+	// that is true for the records the filter keeps (docs/topology.md,
+	// "Declared filters and re-keys").
+	Predicate string `mapstructure:"predicate"`
+	// Negate declares a filterNot: the filter keeps the records for which
+	// Predicate is false.
+	Negate bool `mapstructure:"negate"`
 }
 
 // Input is one source topic of the pipeline.

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/lossaudit/lossaudit/audit/streams/predicate"
 )
 
 // Validate checks everything but the pipeline section and returns the first
@@ -201,6 +203,17 @@ func (c *Config) validatePipeline() error {
 		}
 		if strings.TrimSpace(n.Kind) == "" {
 			return errorf(c.keyOf(&n.Kind), "must be a node kind (reduce, suppress, windowed, ...)")
+		}
+		isFilter := strings.ToLower(strings.TrimSpace(n.Kind)) == "filter"
+		switch {
+		case n.Predicate != "" && !isFilter:
+			return errorf(c.keyOf(&n.Predicate), "is a filter's predicate, but node %s is declared %s", n.Name, n.Kind)
+		case n.Negate && n.Predicate == "":
+			return errorf(c.keyOf(&n.Negate), "declares a filterNot, which needs its predicate")
+		case n.Predicate != "":
+			if _, err := predicate.Compile(n.Predicate, n.Negate); err != nil {
+				return errorf(c.keyOf(&n.Predicate), "%q does not compile as a CEL expression over value and key: %v", n.Predicate, err)
+			}
 		}
 	}
 	return nil

@@ -63,6 +63,12 @@ type Writer struct {
 	Source string
 	codec  *goavro.Codec
 	proj   *avroproj.Schema
+
+	// tree is JSON parsed once, named its named types (DecodePlain).
+	treeOnce sync.Once
+	tree     any
+	named    map[string]any
+	treeErr  error
 }
 
 // Codec returns the goavro codec of the schema (the reference decoder).

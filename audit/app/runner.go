@@ -240,7 +240,7 @@ func prepare(ctx context.Context, cfg *config.Config, o Options) (_ *prepared, e
 				fmt.Fprintf(o.Warnings, "warning: %s\n", w)
 			}
 		}
-		return p, p.prepareStream(cfg, o)
+		return p, p.prepareStream(ctx, cfg, o)
 	}
 	if err = checkChangelogPolicies(ctx, p.client, p.model, o.Warnings); err != nil {
 		return nil, err
@@ -436,6 +436,12 @@ func Spec(cfg *config.Config) topology.Spec {
 		Reduce: strings.ToLower(strings.TrimSpace(p.Reduce))}
 	for _, n := range p.Nodes {
 		s.Nodes = append(s.Nodes, topology.NodeDecl{Name: n.Name, Kind: n.Kind})
+		if n.Predicate != "" {
+			if s.Filters == nil {
+				s.Filters = map[string]topology.FilterDecl{}
+			}
+			s.Filters[strings.TrimSpace(n.Name)] = topology.FilterDecl{Predicate: n.Predicate, Negate: n.Negate}
+		}
 	}
 	for _, in := range p.Inputs {
 		s.Inputs = append(s.Inputs, topology.InputSpec{Name: in.Name, Topic: in.Topic, Store: in.Store,

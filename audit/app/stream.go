@@ -1,21 +1,28 @@
 package app
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
 	"github.com/lossaudit/lossaudit/audit/compare"
 	"github.com/lossaudit/lossaudit/audit/internal/engine"
 	"github.com/lossaudit/lossaudit/audit/internal/store/index"
+	"github.com/lossaudit/lossaudit/audit/kread"
+	"github.com/lossaudit/lossaudit/audit/streams/predicate"
+	"github.com/lossaudit/lossaudit/audit/streams/topology"
 	"github.com/lossaudit/lossaudit/config"
+	"github.com/lossaudit/lossaudit/schema"
 )
 
 // prepareStream builds the check of a per-record stream stage
 // (p.model.Stream): a comparison of every input with the output, under
 // the application's group, by (key, timestamp), with the stage's
-// repartition topics as links (compare.Stream). The audit window, a
-// custom timestamp and a dead-letter queue are not supported there yet.
-func (p *prepared) prepareStream(cfg *config.Config, o Options) error {
+// repartition topics as links (compare.Stream), and the declared filters
+// and re-keys of each input's path replayed on its records (replay). The
+// audit window, a custom timestamp and a dead-letter queue are not
+// supported there yet.
+func (p *prepared) prepareStream(ctx context.Context, cfg *config.Config, o Options) error {
 	sp := p.model.Stream
 	switch {
 	case !cfg.Window.From.IsZero() || !cfg.Window.To.IsZero():
@@ -34,6 +41,16 @@ func (p *prepared) prepareStream(cfg *config.Config, o Options) error {
 		pairs = append(pairs, compare.Pair{Name: s.Input.Name, Source: s.Input.Topic, Sink: p.model.Output})
 		st.DropNullKey = append(st.DropNullKey, sp.Inputs[i].DropNullKey)
 		st.DropNullValue = append(st.DropNullValue, sp.Inputs[i].DropNullValue)
+		r, err := replay(ctx, fmt.Sprintf("pipeline.inputs[%d]", i), in, sp.Inputs[i], p.reg)
+		if err != nil {
+			return err
+		}
+		if r != nil && st.Replay == nil {
+			st.Replay = make([]compare.Replay, len(p.model.Stages))
+		}
+		if r != nil {
+			st.Replay[i] = r
+		}
 		for _, l := range sp.Inputs[i].Links {
 			if !links[l] {
 				links[l] = true
@@ -68,4 +85,108 @@ func streamRunError(p *prepared, err error) error {
 		}
 	}
 	return runError(p.model, err)
+}
+
+// replay builds the replay of an input's path (compare.Replay): its ops in
+// path order on each record, the value decoded once (schema.DecodePlain)
+// for the filters' predicates, the new key taken with the rekey field path
+// as the table family's selectKey takes it (the bytes Java's String serde
+// writes). nil when the path has no filter and no re-key. A record whose
+// value cannot be decoded, or whose predicate or key cannot be evaluated,
+// is compare.Uncertain; schema sources that cannot answer at all stop the
+// run.
+func replay(ctx context.Context, key string, in config.Input, si topology.StreamInput, reg *schema.Registry) (compare.Replay, error) {
+	if !si.Filtered() && si.RekeyNode == "" {
+		return nil, nil
+	}
+	if reg == nil {
+		return nil, &config.Error{Key: "schema", Msg: fmt.Sprintf("input %s has a declared filter or re-key on its path, which reads the Avro value: set schema.registry_url, schema.schemas_topic or schema.avsc_dir", in.Name)}
+	}
+	type step struct {
+		op   topology.StreamOpKind
+		pred *predicate.Predicate
+	}
+	var steps []step
+	var keyEx *schema.Extractor
+	for _, op := range si.Ops {
+		s := step{op: op.Op}
+		switch op.Op {
+		case topology.OpFilter:
+			pr, err := predicate.Compile(op.Predicate, op.Negate)
+			if err != nil { // validated with the configuration
+				return nil, fmt.Errorf("predicate of %s: %w", op.Node, err)
+			}
+			s.pred = pr
+		case topology.OpRekey:
+			var err error
+			if keyEx, err = reg.Extractor(in.Rekey); err != nil {
+				return nil, &config.Error{Key: key + ".rekey", Msg: err.Error()}
+			}
+		}
+		steps = append(steps, s)
+	}
+	// fail sorts an error of the schema sources: one record's problem
+	// makes it uncertain, sources that cannot answer stop the run.
+	fail := func(err error) ([]byte, compare.Fate, error) {
+		var de *schema.DecodeError
+		if errors.As(err, &de) {
+			return nil, compare.Uncertain, err
+		}
+		return nil, compare.ReplayFailed, err
+	}
+	return func(rec *kread.Record) ([]byte, compare.Fate, error) {
+		k := rec.Key
+		var value any
+		decoded := false
+		for _, s := range steps {
+			switch s.op {
+			case topology.OpFilter:
+				if rec.Value == nil {
+					return nil, compare.Uncertain, errors.New("a null value: the predicate is user code")
+				}
+				if !decoded {
+					v, err := reg.DecodePlain(ctx, rec.Value)
+					if err != nil {
+						return fail(err)
+					}
+					value, decoded = v, true
+				}
+				pk := k // the key as Java's String serde gives it to the predicate
+				if pk != nil {
+					pk = schema.JavaStringBytes(pk)
+				}
+				ok, err := s.pred.Eval(pk, value)
+				if err != nil {
+					return nil, compare.Uncertain, err
+				}
+				if !ok {
+					return nil, compare.FilteredOut, nil
+				}
+			case topology.OpRekey:
+				if rec.Value == nil {
+					return nil, compare.Uncertain, errors.New("a null value: the key selector is user code")
+				}
+				nk, isNull, err := keyEx.ExtractContext(ctx, rec.Value)
+				if err != nil {
+					return fail(err)
+				}
+				k = []byte(nk)
+				if isNull {
+					k = nil
+				}
+			case topology.OpDropNullKey:
+				if k == nil {
+					return nil, compare.DroppedNullKey, nil
+				}
+			case topology.OpDropNull:
+				if k == nil {
+					return nil, compare.DroppedNullKey, nil
+				}
+				if rec.Value == nil {
+					return nil, compare.DroppedNullValue, nil
+				}
+			}
+		}
+		return k, compare.Passes, nil
+	}, nil
 }

@@ -68,6 +68,7 @@ func newCollector(o Options, w entryWriter, h hasher) *collector {
 	c := &collector{o: o, w: w, h: h, sources: make([]sideCounters, len(o.Pairs)), sinks: make([]sideCounters, len(o.Pairs))}
 	if o.Stream != nil {
 		c.stream.nullKey, c.stream.nullValue = make([]atomic.Int64, len(o.Pairs)), make([]atomic.Int64, len(o.Pairs))
+		c.stream.filtered, c.stream.uncertain = make([]atomic.Int64, len(o.Pairs)), make([]atomic.Int64, len(o.Pairs))
 	}
 	return c
 }

@@ -49,6 +49,7 @@ func runTotals(col *collector, chk *checked) []pairTotals {
 		}
 		if col.o.Stream != nil {
 			out[x].src.NullKey, out[x].src.NullValue = col.stream.nullKey[x].Load(), col.stream.nullValue[x].Load()
+			out[x].src.Filtered, out[x].src.Uncertain = col.stream.filtered[x].Load(), col.stream.uncertain[x].Load()
 		}
 	}
 	return out

@@ -33,7 +33,43 @@ type Stream struct {
 	// keys, a KStream-KTable join null keys and null values): they are
 	// counted (InputCounts.NullKey, NullValue), never expected.
 	DropNullKey, DropNullValue []bool
+	// Replay, per pair, replays the declared filters and re-keys of the
+	// pair's path on each of its source records (nil: the path has none,
+	// and the record keeps its key): the record's fate and, when it
+	// passes, the key the output holds it under. When set, it also
+	// decides the null drops (DropNullKey and DropNullValue are not
+	// consulted for the pair).
+	Replay []Replay
 }
+
+// Fate is what a stream stage's path does to a record (Replay).
+type Fate uint8
+
+// The fates of a record.
+const (
+	// Passes: the output holds it under the returned key.
+	Passes Fate = iota
+	// FilteredOut: a declared filter drops it by design; counted
+	// (InputCounts.Filtered), never expected.
+	FilteredOut
+	// Uncertain: a predicate or re-key cannot be evaluated on it (an
+	// undecodable value, a missing field, an evaluation error); counted
+	// (InputCounts.Uncertain), never expected and never reported.
+	Uncertain
+	// DroppedNullKey and DroppedNullValue: a repartition filter or a join
+	// drops it by design (InputCounts.NullKey, NullValue).
+	DroppedNullKey
+	DroppedNullValue
+	// ReplayFailed: the replay cannot work at all (every schema source
+	// down); the run stops with the error.
+	ReplayFailed
+)
+
+// Replay replays a path's operators on a source record: its fate, the
+// key the output holds it under when it passes, and for ReplayFailed the
+// error (for Uncertain, why). It is called concurrently for different
+// partitions.
+type Replay func(rec *kread.Record) (key []byte, f Fate, err error)
 
 // StreamMatch is Options.Match of a per-record stream stage.
 const StreamMatch = "key+timestamp"
@@ -66,6 +102,8 @@ func (o Options) checkStream() error {
 		return errors.New("compare: a stream stage takes no ledger")
 	case len(s.DropNullKey) != len(o.Pairs) || len(s.DropNullValue) != len(o.Pairs):
 		return errors.New("compare: a stream stage needs the drops of every pair")
+	case s.Replay != nil && len(s.Replay) != len(o.Pairs):
+		return errors.New("compare: a stream stage's replays are one per pair")
 	}
 	for _, p := range o.Pairs {
 		if p.Sink != o.Pairs[0].Sink {
@@ -90,8 +128,9 @@ func (e entryWriter) streamRecord(tag byte, x int, d digest, partition int32, of
 // streamCounters count what a stream stage's reads dropped by design and
 // found in the link tails.
 type streamCounters struct {
-	nullKey, nullValue []atomic.Int64
-	linkRecords        atomic.Int64
+	nullKey, nullValue  []atomic.Int64
+	filtered, uncertain []atomic.Int64
+	linkRecords         atomic.Int64
 }
 
 // readLinkTails reads the unprocessed tail of every link partition,
@@ -150,24 +189,56 @@ func (c *collector) readStream(ctx context.Context) error {
 		rs, total := collect.Ranges(c.snap.sources[x], nil, nil)
 		cnt := &c.sources[x]
 		dropKey, dropValue := c.o.Stream.DropNullKey[x], c.o.Stream.DropNullValue[x]
+		var replay Replay
+		if c.o.Stream.Replay != nil {
+			replay = c.o.Stream.Replay[x]
+		}
 		err := c.each(ctx, c.o.Source, "input "+p.Source, sourceSlot(x), rs, total, cnt, func(part int32) (indexFn, func(), int64) {
 			due := c.snap.dueBelow(x, part)
-			var nDue, nPending, nKey, nValue int64
+			var nDue, nPending, nKey, nValue, nFiltered, nUncertain int64
+			var parts [][]byte
 			return func(rec *kread.Record, d digest, buf []byte) ([]byte, error) {
-					switch {
-					case dropKey && rec.Key == nil:
-						nKey++
-						return buf, nil
-					case dropValue && rec.Value == nil:
-						nValue++
-						return buf, nil
+					key := rec.Key
+					if replay != nil {
+						k, fate, err := replay(rec)
+						switch fate {
+						case Passes:
+							key = k
+							parts, _, _ = StreamIdentify(&kread.Record{Key: key, Timestamp: rec.Timestamp}, parts[:0])
+							d = c.h.sum(parts)
+						case FilteredOut:
+							nFiltered++
+							return buf, nil
+						case Uncertain:
+							nUncertain++
+							return buf, nil
+						case DroppedNullKey:
+							nKey++
+							return buf, nil
+						case DroppedNullValue:
+							nValue++
+							return buf, nil
+						default:
+							return buf, fmt.Errorf("replaying the path of %s[%d]@%d: %w", rec.Topic, rec.Partition, rec.Offset, err)
+						}
+					} else {
+						switch {
+						case dropKey && rec.Key == nil:
+							nKey++
+							return buf, nil
+						case dropValue && rec.Value == nil:
+							nValue++
+							return buf, nil
+						}
 					}
-					return c.w.streamRecord(dueTag(rec.Offset, due, &nDue, &nPending), x, d, rec.Partition, rec.Offset, rec.Timestamp, rec.Key, buf)
+					return c.w.streamRecord(dueTag(rec.Offset, due, &nDue, &nPending), x, d, rec.Partition, rec.Offset, rec.Timestamp, key, buf)
 				}, func() {
 					cnt.due.Add(nDue)
 					cnt.pending.Add(nPending)
 					c.stream.nullKey[x].Add(nKey)
 					c.stream.nullValue[x].Add(nValue)
+					c.stream.filtered[x].Add(nFiltered)
+					c.stream.uncertain[x].Add(nUncertain)
 				}, due
 		})
 		if err != nil {

@@ -303,6 +303,11 @@ type InputCounts struct {
 	NullValue     int64
 	DecodeErrors  int64
 	OutsideWindow int64
+	// Filtered are the records a declared filter of a per-record stream
+	// stage drops by design, Uncertain those whose declared predicate or
+	// re-key could not be evaluated (neither expected nor reported).
+	Filtered  int64
+	Uncertain int64
 }
 
 // StageCounts are the per-stage counters of the summary.

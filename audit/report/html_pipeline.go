@@ -152,8 +152,11 @@ func inputNode(in finding.PipelineInput, c *finding.InputCounts) pipelineNode {
 	if c.Pending > 0 {
 		n.Facts = append(n.Facts, Thousands(c.Pending)+" pending")
 	}
-	if d := c.NullKey + c.NullValue; d > 0 {
+	if d := c.NullKey + c.NullValue + c.Filtered; d > 0 {
 		n.Facts = append(n.Facts, Thousands(d)+" dropped by design")
+	}
+	if c.Uncertain > 0 {
+		n.Facts = append(n.Facts, Thousands(c.Uncertain)+" uncertain")
 	}
 	if c.DecodeErrors > 0 {
 		n.Facts = append(n.Facts, Thousands(c.DecodeErrors)+" undecodable")

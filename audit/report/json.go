@@ -66,7 +66,8 @@ func Verdict(res *finding.Result) string {
 //	  "inputs": [{                         // in input_order, then others by name
 //	    "name": string, "scanned": n, "audited": n, "pending": n,
 //	    "dropped_null_key": n, "dropped_null_value": n,
-//	    "decode_errors": n, "outside_window": n }],
+//	    "decode_errors": n, "outside_window": n,
+//	    "dropped_filtered": n, "uncertain": n }],   // only when not 0: declared filters and re-keys
 //	  "stages": [{                         // pipeline order
 //	    "stage": "changelog" | "output", "keys_checked": n,
 //	    "findings": {"missing": n, "stale": n, "aborted": n, ...} }],
@@ -165,6 +166,8 @@ type jsonInput struct {
 	NullValue     int64  `json:"dropped_null_value"`
 	DecodeErrors  int64  `json:"decode_errors"`
 	OutsideWindow int64  `json:"outside_window"`
+	Filtered      int64  `json:"dropped_filtered,omitempty"`
+	Uncertain     int64  `json:"uncertain,omitempty"`
 }
 
 type jsonInconclusive struct {
@@ -332,6 +335,7 @@ func jsonInputs(s *finding.Summary) []jsonInput {
 		if c := s.Inputs[name]; c != nil {
 			in.Scanned, in.Audited, in.Pending, in.NullKey, in.NullValue, in.DecodeErrors, in.OutsideWindow =
 				c.Scanned, c.Audited, c.Pending, c.NullKey, c.NullValue, c.DecodeErrors, c.OutsideWindow
+			in.Filtered, in.Uncertain = c.Filtered, c.Uncertain
 		}
 		out = append(out, in)
 	}

@@ -61,6 +61,21 @@ func (v compareView) counts(s *finding.Summary) []countsBlock {
 				Thousands(p.SinkNoIdentity), Thousands(p.Unexplained))
 		}
 	}
+	// A per-record stream stage's declared filters and re-keys: what
+	// they dropped by design and what they could not decide.
+	var filtered, uncertain, nulls int64
+	for _, p := range cs.Pairs {
+		if c := s.Inputs[p.Name]; c != nil {
+			filtered, uncertain, nulls = filtered+c.Filtered, uncertain+c.Uncertain, nulls+c.NullKey+c.NullValue
+		}
+	}
+	if filtered > 0 {
+		pairs.notes = append(pairs.notes, fmt.Sprintf("DROPPED by design: %s by a declared filter, %s with a null key or value",
+			plural(filtered, "record", "records"), Thousands(nulls)))
+	}
+	if uncertain > 0 {
+		pairs.notes = append(pairs.notes, fmt.Sprintf("UNCERTAIN: %s whose declared predicate or re-key could not be evaluated (undecodable value, missing field, evaluation error): neither expected nor reported", plural(uncertain, "record", "records")))
+	}
 	out := []countsBlock{pairs}
 	if l := cs.Ledger; l != nil {
 		ledger := &table{header: []string{"SENDS", "ACKED", "FAILED", "VERIFIED", "EXPIRED", "UNSETTLED", "OTHER LINES"},

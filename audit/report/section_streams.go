@@ -107,6 +107,8 @@ func inputTable(s *finding.Summary, names []string) (table, finding.InputCounts)
 		total.Pending += c.Pending
 		total.NullKey += c.NullKey
 		total.NullValue += c.NullValue
+		total.Filtered += c.Filtered
+		total.Uncertain += c.Uncertain
 		total.DecodeErrors += c.DecodeErrors
 		total.OutsideWindow += c.OutsideWindow
 		in.add(inputCells(safe(n), c)...)
@@ -118,7 +120,7 @@ func inputTable(s *finding.Summary, names []string) (table, finding.InputCounts)
 }
 
 func inputCells(name string, c *finding.InputCounts) []string {
-	return []string{name, Thousands(c.Scanned), Thousands(c.Audited), Thousands(c.Pending), Thousands(c.NullKey + c.NullValue),
+	return []string{name, Thousands(c.Scanned), Thousands(c.Audited), Thousands(c.Pending), Thousands(c.NullKey + c.NullValue + c.Filtered),
 		Thousands(c.DecodeErrors), Thousands(c.OutsideWindow)}
 }
 
@@ -126,8 +128,14 @@ func inputCells(name string, c *finding.InputCounts) []string {
 // they count something.
 func inputNotes(total *finding.InputCounts) []string {
 	var notes []string
-	if total.NullKey+total.NullValue > 0 {
+	switch {
+	case total.Filtered > 0:
+		notes = append(notes, fmt.Sprintf("DROPPED by design: %s with a null selected key, %s with a null value, %s by a declared filter", plural(total.NullKey, "record", "records"), Thousands(total.NullValue), Thousands(total.Filtered)))
+	case total.NullKey+total.NullValue > 0:
 		notes = append(notes, fmt.Sprintf("DROPPED by design: %s with a null selected key, %s with a null value", plural(total.NullKey, "record", "records"), Thousands(total.NullValue)))
+	}
+	if total.Uncertain > 0 {
+		notes = append(notes, fmt.Sprintf("UNCERTAIN: %s whose declared predicate or re-key could not be evaluated (undecodable value, missing field, evaluation error): neither expected nor reported", plural(total.Uncertain, "record", "records")))
 	}
 	if total.OutsideWindow > 0 {
 		notes = append(notes, "OUTSIDE: records whose timestamp is outside the audit window")

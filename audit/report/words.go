@@ -156,8 +156,12 @@ func InconclusiveText(s *finding.Summary, i *finding.Inconclusive) string {
 		}
 		return s
 	case finding.NothingAudited:
-		return fmt.Sprintf("input %s: none of its %s records could be audited (%s pending, %s dropped by design, %s undecodable, %s outside the window)",
-			i.Input, Thousands(c.Scanned), Thousands(c.Pending), Thousands(c.NullKey+c.NullValue), Thousands(c.DecodeErrors), Thousands(c.OutsideWindow))
+		s := fmt.Sprintf("input %s: none of its %s records could be audited (%s pending, %s dropped by design, %s undecodable, %s outside the window",
+			i.Input, Thousands(c.Scanned), Thousands(c.Pending), Thousands(c.NullKey+c.NullValue+c.Filtered), Thousands(c.DecodeErrors), Thousands(c.OutsideWindow))
+		if c.Uncertain > 0 {
+			s += fmt.Sprintf(", %s uncertain: a declared predicate or re-key could not be evaluated on them; check pipeline.nodes[].predicate and the input's rekey", Thousands(c.Uncertain))
+		}
+		return s + ")"
 	case finding.EmptyWindow:
 		s := fmt.Sprintf("no input record falls inside the window %s", windowText(i.Window))
 		if !i.DataFrom.IsZero() {

@@ -31,6 +31,7 @@ func TestOperatorFamilies(t *testing.T) {
 	t.Cleanup(adm.Close)
 	t.Run("TableJoinTypes", func(t *testing.T) { tableJoinTypes(t, c, adm) })
 	t.Run("StreamStages", func(t *testing.T) { streamStages(t, c, adm) })
+	t.Run("StreamFilter", func(t *testing.T) { streamFilter(t, c, adm) })
 	t.Run("TableSource", func(t *testing.T) { tableSource(t, c, adm) })
 	t.Run("CountSuppress", func(t *testing.T) { countSuppress(t, c, adm) })
 	t.Run("AggregateInnerJoin", func(t *testing.T) { aggregateInnerJoin(t, c, adm) })

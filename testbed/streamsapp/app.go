@@ -163,8 +163,10 @@ type Options struct {
 	// Stage, when set, runs a per-record stream stage instead
 	// (StreamStages.java): "enrich" (Inputs[0] leftJoin the table of
 	// Inputs[1]) or "passthrough" (Inputs[0] and Inputs[1], mapValues,
-	// merged); DropValues lists input values whose records are lost
-	// before Output.
+	// merged); or (StreamFilter.java) "filter-rekey" (Inputs[0]
+	// filter(amount > 100), selectKey(customer), Avro values);
+	// DropValues lists input values (ids for filter-rekey) whose records
+	// are lost before Output.
 	Stage      string
 	DropValues []string
 	// Table runs a table source left-joined with a reduced stream instead

@@ -36,6 +36,12 @@ type TopoStage struct {
 type Declarations struct {
 	// Nodes declares node kinds (DeclarableKinds), in pipeline.nodes order.
 	Nodes []NodeDecl
+	// Filters are the declared predicates of filter nodes, by node name.
+	Filters map[string]FilterDecl
+	// Rekeyed are the input topics whose new key is declared
+	// (pipeline.inputs[i].rekey), with their index i: a selectKey or map
+	// on a per-record stream stage is audited only for them.
+	Rekeyed map[string]int
 	// Join is left, inner or outer; "" means undeclared, which stops the
 	// derivation at the first KTable-KTable join (a *JoinUndeclaredError):
 	// describe() prints the three types alike.

@@ -194,7 +194,8 @@ func supported() string {
 	}
 	return "supported: selectKey -> groupByKey -> reduce per input (or a count or aggregate declared in pipeline.nodes, or a table or toTable with a store reading the input topic), then KTable left joins, " +
 		"mapValues or peek into the output (kinds " + strings.Join(ks, ", ") + ", and aggregate when declared); " +
-		"or, with no aggregation, per-record stream stages from the inputs into the output: mapValues, peek, merge, repartition() and KStream-KTable left joins"
+		"or, with no aggregation, per-record stream stages from the inputs into the output: mapValues, peek, merge, repartition(), KStream-KTable left joins, " +
+		"filters whose predicate is declared (pipeline.nodes: {name, kind: filter, predicate}) and selectKey/map with the new key declared (pipeline.inputs[i].rekey)"
 }
 
 // isTableOp says whether an input's path may end in a node of kind k:
@@ -249,6 +250,14 @@ type Classified struct {
 // NodeDecl is one pipeline.nodes entry: a node's name and its kind.
 type NodeDecl struct {
 	Name, Kind string
+}
+
+// FilterDecl is the declared predicate of a filter node
+// (pipeline.nodes[i].predicate, a CEL expression the configuration
+// compiled) and whether it is a filterNot's (negate).
+type FilterDecl struct {
+	Predicate string
+	Negate    bool
 }
 
 // Classify returns the kind of every node of t, by name. declared is

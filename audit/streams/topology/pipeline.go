@@ -32,6 +32,8 @@ type Spec struct {
 	// Nodes declares the kinds of nodes of the topology file that their
 	// names do not show (pipeline.nodes).
 	Nodes []NodeDecl
+	// Filters are the declared predicates of filter nodes, by name.
+	Filters map[string]FilterDecl
 	// Join is the KTable-KTable join type (pipeline.join): left, inner or
 	// outer; "" is undeclared, refused wherever the inputs are joined.
 	Join string
@@ -253,11 +255,15 @@ func deriveFile(p Spec) (*Derivation, error) {
 		return nil, &Error{Key: key, Msg: fmt.Sprintf("%s: %v", p.TopologyFile, err)}
 	}
 	inputs := make([]string, len(p.Inputs))
+	decl := Declarations{Nodes: p.Nodes, Filters: p.Filters, Join: p.Join, Reduce: p.Reduce, Rekeyed: map[string]int{}}
 	for i, in := range p.Inputs {
 		inputs[i] = in.Topic
+		if in.Rekey != "" {
+			decl.Rekeyed[in.Topic] = i
+		}
 	}
-	d, err := top.Derive(p.ApplicationID, inputs, p.Output, Declarations{Nodes: p.Nodes, Join: p.Join, Reduce: p.Reduce})
-	d, err = top.orStream(p.ApplicationID, inputs, p.Output, Declarations{Nodes: p.Nodes, Join: p.Join, Reduce: p.Reduce}, d, err)
+	d, err := top.Derive(p.ApplicationID, inputs, p.Output, decl)
+	d, err = top.orStream(p.ApplicationID, inputs, p.Output, decl, d, err)
 	var ue *UnsupportedError
 	var de *DeclarationError
 	var je *JoinUndeclaredError

@@ -38,8 +38,46 @@ type StreamInput struct {
 	// design (a repartition topic's filter drops null keys,
 	// KStreamKTableJoinProcessor#maybeDropRecord null keys and values).
 	DropNullKey, DropNullValue bool
+	// Ops are the operators of the path to the output that decide what
+	// the output holds of a record, in path order: declared filters,
+	// re-keys and the drops of null keys and values. A path with a filter
+	// or a re-key is checked by replaying them on each input record
+	// (Filtered, Rekeyed); without, DropNullKey and DropNullValue say it
+	// all.
+	Ops []StreamOp
+	// RekeyNode is the selectKey or map on the path, "" for none: the
+	// input's pipeline.inputs[i].rekey must declare the new key.
+	RekeyNode string
 	// Line is the line of the input's source.
 	Line int
+}
+
+// StreamOpKind is what a StreamOp does to a record.
+type StreamOpKind string
+
+// The operators a per-record stream stage replays.
+const (
+	// OpFilter keeps the records its declared predicate accepts.
+	OpFilter StreamOpKind = "filter"
+	// OpRekey replaces the key by the declared field of the value
+	// (selectKey, map).
+	OpRekey StreamOpKind = "rekey"
+	// OpDropNullKey drops a record with a null key (the filter before a
+	// repartition topic).
+	OpDropNullKey StreamOpKind = "drop-null-key"
+	// OpDropNull drops a record with a null key or a null value (a
+	// KStream-KTable left join).
+	OpDropNull StreamOpKind = "drop-null-key-or-value"
+)
+
+// StreamOp is one operator a per-record stream stage replays.
+type StreamOp struct {
+	Op StreamOpKind
+	// Node is the operator's node.
+	Node string
+	// Predicate and Negate are an OpFilter's declaration.
+	Predicate string
+	Negate    bool
 }
 
 // streamKinds are the kinds a per-record stream stage's path may hold
@@ -79,7 +117,8 @@ func (t *Topology) deriveStream(app string, inputTopics []string, output string,
 	outs := map[string]bool{}
 	type inputPaths struct {
 		si    StreamInput
-		paths map[string]int // output topic -> paths reaching it
+		paths map[string]int        // output topic -> paths reaching it
+		ops   map[string][]StreamOp // output topic -> the ops of its path
 	}
 	var all []inputPaths
 	for _, in := range inputTopics {
@@ -92,9 +131,12 @@ func (t *Topology) deriveStream(app string, inputTopics []string, output string,
 			return &UnsupportedError{Line: n.Line, Input: in, Node: n.Name, Kind: c.Kind, Origin: c.Origin, Detail: detail}
 		}
 		ip := inputPaths{si: StreamInput{Topic: in, Line: src.Line}, paths: map[string]int{}}
-		// Depth-first over the DAG, counting paths to each sink topic.
-		var walk func(n *Node, depth int) error
-		walk = func(n *Node, depth int) error {
+		ops := map[string][]StreamOp{} // output topic -> the ops of the path reaching it
+		// Depth-first over the DAG, counting paths to each sink topic;
+		// path holds the ops met on the way to n, changed the node that
+		// changed the value ("" for none).
+		var walk func(n *Node, depth int, path []StreamOp, changed string) error
+		walk = func(n *Node, depth int, path []StreamOp, changed string) error {
 			if depth > 1000 {
 				return fmt.Errorf("line %d: the path of input topic %s does not end", n.Line, in)
 			}
@@ -111,12 +153,47 @@ func (t *Topology) deriveStream(app string, inputTopics []string, output string,
 					ip.si.Tables = append(ip.si.Tables, n.Stores[0])
 				}
 				ip.si.Via = appendNew(ip.si.Via, "leftJoin")
+				path = append(slices.Clip(path), StreamOp{Op: OpDropNull, Node: n.Name})
+				changed = n.Name
+			case (c.Kind == KindFilter || c.Kind == KindKeySelect || c.Kind == KindMap) && n.Kind == Processor && len(n.Stores) == 0:
+				what := "predicate"
+				if c.Kind != KindFilter {
+					what = "new key"
+				}
+				if changed != "" {
+					return unsupported(n, fmt.Sprintf("its %s is computed from a value that %s changed before it, which lossaudit cannot recompute", what, changed))
+				}
+				if c.Kind == KindFilter {
+					d := decl.Filters[n.Name]
+					if d.Predicate == "" {
+						return unsupported(n, fmt.Sprintf("a filter drops the records its predicate rejects; on a per-record stream stage (no aggregation after it) it is audited when its predicate is declared, pipeline.nodes: [{name: %s, kind: filter, predicate: '<CEL expression over value and key>'}] (negate: true for filterNot)", n.Name))
+					}
+					path = append(slices.Clip(path), StreamOp{Op: OpFilter, Node: n.Name, Predicate: d.Predicate, Negate: d.Negate})
+					ip.si.Via = appendNew(ip.si.Via, "filter")
+					break
+				}
+				if _, ok := decl.Rekeyed[in]; !ok {
+					return unsupported(n, "a selectKey or map on a per-record stream stage is audited when the new key is a field of the value, declared as the input's rekey (pipeline.inputs[i].rekey: <field path>)")
+				}
+				if ip.si.RekeyNode != "" && ip.si.RekeyNode != n.Name {
+					return unsupported(n, fmt.Sprintf("a second re-key after %s: one declared field path (pipeline.inputs[i].rekey) describes one", ip.si.RekeyNode))
+				}
+				ip.si.RekeyNode = n.Name
+				path = append(slices.Clip(path), StreamOp{Op: OpRekey, Node: n.Name})
+				if c.Kind == KindMap {
+					ip.si.Via = appendNew(ip.si.Via, "map")
+					changed = n.Name
+				} else {
+					ip.si.Via = appendNew(ip.si.Via, "selectKey")
+				}
 			case !slices.Contains(streamKinds, c.Kind) || (n.Kind == Processor && len(n.Stores) > 0):
 				return unsupported(n, "it is on the path of a per-record stream stage")
 			case c.Kind == KindRepartitionFilter:
 				ip.si.DropNullKey = true
+				path = append(slices.Clip(path), StreamOp{Op: OpDropNullKey, Node: n.Name})
 			case c.Kind == KindMapValues:
 				ip.si.Via = appendNew(ip.si.Via, "mapValues")
+				changed = n.Name
 			case c.Kind == KindPeek:
 				ip.si.Via = appendNew(ip.si.Via, "peek")
 			case c.Kind == KindMerge:
@@ -142,6 +219,7 @@ func (t *Topology) deriveStream(app string, inputTopics []string, output string,
 					default:
 						ip.paths[tp]++
 						outs[tp] = true
+						ops[tp] = path
 					}
 				}
 			}
@@ -151,15 +229,16 @@ func (t *Topology) deriveStream(app string, inputTopics []string, output string,
 				}
 			}
 			for _, m := range next {
-				if err := walk(m, depth+1); err != nil {
+				if err := walk(m, depth+1, path, changed); err != nil {
 					return err
 				}
 			}
 			return nil
 		}
-		if err := walk(src, 0); err != nil {
+		if err := walk(src, 0, nil, ""); err != nil {
 			return nil, reached, err
 		}
+		ip.ops = ops
 		all = append(all, ip)
 	}
 	if sp.Output == "" {
@@ -189,9 +268,15 @@ func (t *Topology) deriveStream(app string, inputTopics []string, output string,
 		default:
 			return nil, reached, fmt.Errorf("line %d: input topic %s reaches topic %s by %d paths: each record is written %d times, and a per-record stage expects one copy", ip.si.Line, ip.si.Topic, sp.Output, n, n)
 		}
+		ip.si.Ops = ip.ops[sp.Output]
 		sp.Inputs = append(sp.Inputs, ip.si)
 	}
 	return sp, reached, nil
+}
+
+// Filtered says whether the input's path has a declared filter.
+func (in StreamInput) Filtered() bool {
+	return slices.ContainsFunc(in.Ops, func(o StreamOp) bool { return o.Op == OpFilter })
 }
 
 // streamTableJoin checks a stream-table join node on a stream path: a
@@ -248,13 +333,16 @@ func (t *Topology) orStream(app string, inputs []string, output string, decl Dec
 	if serr != nil {
 		// The stream stage's error is the one to show when it got past
 		// the node that stopped the table family, or stopped at the
-		// same stream-table join with its own reason.
+		// same stream-table join or filter with its own reason.
 		var se *UnsupportedError
 		if nr != nil {
 			return nil, serr
 		}
 		same := errors.As(serr, &se) && se.Node == ue.Node
-		if (reached[ue.Node] && !same) || (same && ue.Kind == KindStreamTableJoin) {
+		// A stream stage stopped by an aggregation is no stream stage:
+		// the table family's error says what to change on its path.
+		atTable := se != nil && slices.Contains([]Kind{KindReduce, KindCount, KindAggregate, KindWindowed, KindCogroup}, se.Kind)
+		if (reached[ue.Node] && !same && !atTable) || (same && (ue.Kind == KindStreamTableJoin || ue.Kind == KindFilter)) {
 			return nil, serr
 		}
 		return nil, err
@@ -274,8 +362,10 @@ func (m *Model) fromStream(p Spec, sp *StreamPath) error {
 			return &Error{Key: key + ".store", Msg: fmt.Sprintf("input %s reaches the output through a per-record stream stage (%s), which has no store or changelog of its own", in.Name, p.TopologyFile)}
 		case in.RepartitionTopic != "":
 			return &Error{Key: key + ".repartition_topic", Msg: fmt.Sprintf("input %s reaches the output through a per-record stream stage: its repartition topics come from %s", in.Name, p.TopologyFile)}
-		case in.Rekey != "":
-			return &Error{Key: key + ".rekey", Msg: fmt.Sprintf("input %s reaches the output through a per-record stream stage that keeps the record key (%s shows no selectKey or map); declared re-keys are not audited in stream stages yet", in.Name, p.TopologyFile)}
+		case in.Rekey != "" && sp.Inputs[i].RekeyNode == "":
+			return &Error{Key: key + ".rekey", Msg: fmt.Sprintf("input %s reaches the output through a per-record stream stage that keeps the record key (%s shows no selectKey or map on its path): remove it", in.Name, p.TopologyFile)}
+		case in.Rekey == "" && sp.Inputs[i].RekeyNode != "":
+			return &Error{Key: key + ".rekey", Msg: fmt.Sprintf("input %s is re-keyed by %s on its way to the output (%s): declare the new key as the field path of the value it is taken from (a selectKey or map whose key is not a value field cannot be audited)", in.Name, sp.Inputs[i].RekeyNode, p.TopologyFile)}
 		}
 	}
 	m.Stream = sp
@@ -304,6 +394,26 @@ func (m *Model) streamGraph() *Graph {
 		src := "source:" + name
 		g.Stages = append(g.Stages, GraphStage{ID: src, Kind: StageSource, Input: i, Topic: s.Input.Topic, Rule: RuleCandidates, TopicFrom: FromConfig})
 		prev := src
+		// The edge that re-keys: the one after as many repartition
+		// topics as the path crosses before its selectKey or map.
+		rekeyEdge := -1
+		if in.RekeyNode != "" {
+			rekeyEdge = 0
+			for _, op := range in.Ops {
+				if op.Op == OpRekey {
+					break
+				}
+				if op.Op == OpDropNullKey {
+					rekeyEdge++
+				}
+			}
+		}
+		keyed := func(e Edge, j int) Edge {
+			if j == rekeyEdge {
+				e.Key, e.Field = KeyField, s.Input.Rekey
+			}
+			return e
+		}
 		for j, l := range in.Links {
 			id := "link:" + name
 			if len(in.Links) > 1 {
@@ -312,7 +422,7 @@ func (m *Model) streamGraph() *Graph {
 			if st := g.Stage(id); st == nil {
 				g.Stages = append(g.Stages, GraphStage{ID: id, Kind: StageLink, Input: i, Topic: l, Rule: RuleTail, TopicFrom: FromTopology})
 			}
-			g.Edges = append(g.Edges, Edge{From: prev, To: id, Key: KeyIdentity, Card: streamCard(in), TS: TSKept, Via: "repartition"})
+			g.Edges = append(g.Edges, keyed(Edge{From: prev, To: id, Key: KeyIdentity, Card: streamCard(in), TS: TSKept, Via: "repartition"}, j))
 			prev = id
 		}
 		via := strings.Join(in.Via, " -> ")
@@ -322,7 +432,7 @@ func (m *Model) streamGraph() *Graph {
 		if len(in.Tables) > 0 {
 			via += " (table " + strings.Join(in.Tables, ", ") + " not audited)"
 		}
-		g.Edges = append(g.Edges, Edge{From: prev, To: "output", Key: KeyIdentity, Card: streamCard(in), TS: TSKept, Via: via})
+		g.Edges = append(g.Edges, keyed(Edge{From: prev, To: "output", Key: KeyIdentity, Card: streamCard(in), TS: TSKept, Via: via}, len(in.Links)))
 	}
 	g.Stages = append(g.Stages, GraphStage{ID: "output", Kind: StageOutput, Input: -1, Topic: m.Output, Rule: RuleOutputPerRecord, TopicFrom: m.OutputOrigin})
 	return g
@@ -331,7 +441,7 @@ func (m *Model) streamGraph() *Graph {
 // streamCard is the cardinality of an input's path: one record per
 // record, or at most one where null keys or values are dropped.
 func streamCard(in StreamInput) Cardinality {
-	if in.DropNullKey || in.DropNullValue {
+	if in.DropNullKey || in.DropNullValue || in.Filtered() {
 		return AtMostOne
 	}
 	return One

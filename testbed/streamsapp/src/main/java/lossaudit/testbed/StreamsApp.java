@@ -334,7 +334,8 @@ public final class StreamsApp {
         boolean changelogMode = "count-changelog".equals(cfg("TOPOLOGY", "join"));
         boolean stageMode = Set.of("enrich", "passthrough").contains(cfg("TOPOLOGY", "join")); // StreamStages
         boolean tableMode = "table".equals(cfg("TOPOLOGY", "join"));
-        boolean copyMode = countMode || suppressMode || changelogMode || stageMode || tableMode || "copy".equals(cfg("TOPOLOGY", "join"));
+        boolean filterMode = "filter-rekey".equals(cfg("TOPOLOGY", "join")); // StreamFilter
+        boolean copyMode = countMode || suppressMode || changelogMode || stageMode || tableMode || filterMode || "copy".equals(cfg("TOPOLOGY", "join"));
         Properties optimization = new Properties();
         optimization.put("topology.optimization", cfg("TOPOLOGY_OPTIMIZATION", "none"));
         if (!copyMode && inputs.size() != 3) {
@@ -358,6 +359,7 @@ public final class StreamsApp {
         Topology topology = changelogMode ? CountChangelog.build(inputs.get(0), parseKeys(cfg("DROP_COUNT", "")))
                 : suppressMode ? CountSuppress.build(inputs.get(0), output, Long.parseLong(cfg("SUPPRESS_MS", "60000")), dropBeforeOutput)
                 : stageMode ? StreamStages.build(cfg("TOPOLOGY", "join"), inputs, output, parseKeys(cfg("DROP_VALUES", "")))
+                : filterMode ? StreamFilter.build(inputs, output, parseKeys(cfg("DROP_VALUES", "")))
                 : countMode ? count(inputs.get(0), output, parseKeys(cfg("DROP_COUNT", "")))
                 : tableMode ? table(inputs.get(0), inputs.get(1), output, optimization)
                 : copyMode ? copy(inputs.get(0), output)
