@@ -170,8 +170,12 @@ func (c *Client) Read(ctx context.Context, ranges []Range, o ReadOptions, fn fun
 	}
 	wg.Wait()
 	if firstErr == nil && !s.finished() {
-		// The caller's context ended before every range was read.
+		// The caller's context ended before every range was read: name a
+		// range left, as a failed fetch would.
 		firstErr = fmt.Errorf("reading: %w", parent.Err())
+		if t := s.firstPending(); t != nil {
+			firstErr = c.readErr(t, parent.Err())
+		}
 	}
 	return collect(), firstErr
 }
@@ -208,6 +212,16 @@ func (s *schedule) wake() {
 	s.mu.Lock()
 	s.cond.Broadcast()
 	s.mu.Unlock()
+}
+
+// firstPending is the first task waiting for a fetch, nil if none.
+func (s *schedule) firstPending() *task {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.pending) == 0 {
+		return nil
+	}
+	return s.pending[0]
 }
 
 func (s *schedule) finished() bool {

@@ -244,24 +244,24 @@ func bench(ctx context.Context, o benchOptions, stdout, stderr io.Writer) (*repo
 				logf("kcat not installed (apt-get install -y kcat): skipping it")
 			} else {
 				logf("kcat%s", tag)
-				wall, rss, err := kcatRead(ctx, bstr, topics, all.Records)
+				wall, rss, cpu, err := kcatRead(ctx, bstr, topics, all.Records)
 				if err != nil {
 					return nil, err
 				}
-				rep.Results = append(rep.Results, result{Name: "kcat" + tag, Wall: wall, MaxRSS: rss, Records: all.Records, Bytes: all.Bytes,
+				rep.Results = append(rep.Results, result{Name: "kcat" + tag, Wall: wall, MaxRSS: rss, CPU: cpu, Records: all.Records, Bytes: all.Bytes,
 					Command: "kcat -C -b B -t T -o beginning -e -q -X isolation.level=read_committed -f '%S\\n' (per topic, in turn)"})
 			}
 		}
 		if !o.skips("franz") {
 			logf("franz-go%s", tag)
-			wall, rss, got, err := selfRead(ctx, bstr, topics, all.Records)
+			wall, rss, cpu, got, err := selfRead(ctx, bstr, topics, all.Records)
 			if err != nil {
 				return nil, err
 			}
 			if got.Records != all.Records || got.Bytes != all.Bytes {
 				return nil, fmt.Errorf("franz-go consumer read %+v, loaded %+v", got, all)
 			}
-			rep.Results = append(rep.Results, result{Name: "franz-go" + tag, Wall: wall, MaxRSS: rss, Records: all.Records, Bytes: all.Bytes,
+			rep.Results = append(rep.Results, result{Name: "franz-go" + tag, Wall: wall, MaxRSS: rss, CPU: cpu, Records: all.Records, Bytes: all.Bytes,
 				Command: "bench rawread: one kgo client, all topics, read_committed, default fetch sizes"})
 		}
 		for _, windowed := range []bool{false, true} {
@@ -425,8 +425,8 @@ func runAudit(ctx context.Context, bin, cfgPath, dir string, m *manifest, window
 		res.Note = "records/MB columns: the whole topics"
 	}
 	var out bytes.Buffer
-	wall, rss, err := timed(ctx, &out, env, bin, args...)
-	res.Wall, res.MaxRSS = wall, rss
+	wall, rss, cpu, err := timedCPU(ctx, &out, env, bin, args...)
+	res.Wall, res.MaxRSS, res.CPU = wall, rss, cpu
 	if err != nil {
 		return res, 0, fmt.Errorf("%w\n%s", err, out.String())
 	}

@@ -23,6 +23,9 @@ type result struct {
 	Command string
 	Wall    time.Duration
 	MaxRSS  int64 // bytes, the largest of the runs' processes
+	// CPU is the user and system CPU time of the run's processes (wait4
+	// rusage): on a shared machine it moves far less than Wall.
+	CPU     time.Duration
 	Records int64 // records the reader had to read
 	Bytes   int64 // key+value bytes of those records
 	Note    string
@@ -52,6 +55,12 @@ func (r result) mbPerSec() float64  { return float64(r.Bytes) / (1 << 20) / r.Wa
 // timed runs a command, returning its wall time and peak RSS (wait4
 // rusage ru_maxrss of the child). stdout goes to out.
 func timed(ctx context.Context, out io.Writer, env []string, name string, args ...string) (time.Duration, int64, error) {
+	wall, rss, _, err := timedCPU(ctx, out, env, name, args...)
+	return wall, rss, err
+}
+
+// timedCPU is timed that also returns the child's user and system CPU time.
+func timedCPU(ctx context.Context, out io.Writer, env []string, name string, args ...string) (time.Duration, int64, time.Duration, error) {
 	cmd := exec.CommandContext(ctx, name, args...)
 	cmd.Env = append(testbedenv.Strip(os.Environ()), env...)
 	cmd.Stdout = out
@@ -62,19 +71,21 @@ func timed(ctx context.Context, out io.Writer, env []string, name string, args .
 	err := cmd.Run()
 	wall := time.Since(start)
 	var rss int64
+	var cpu time.Duration
 	if cmd.ProcessState != nil {
 		if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
 			rss = ru.Maxrss << 10 // kilobytes on Linux
 		}
+		cpu = cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
 	}
 	if err != nil {
 		tail := stderr.String()
 		if len(tail) > 2000 {
 			tail = tail[len(tail)-2000:]
 		}
-		return wall, rss, &exitError{err: fmt.Errorf("%s %v: %w\n%s", name, args, err, tail), code: exitCode(err)}
+		return wall, rss, cpu, &exitError{err: fmt.Errorf("%s %v: %w\n%s", name, args, err, tail), code: exitCode(err)}
 	}
-	return wall, rss, nil
+	return wall, rss, cpu, nil
 }
 
 // exitError keeps a child's exit code.
@@ -104,23 +115,24 @@ func (c *lineCounter) Write(p []byte) (int, error) {
 
 // kcatRead reads every topic with kcat (one process per topic, one after
 // the other), printing only each record's value size.
-func kcatRead(ctx context.Context, brokers string, topics []string, want int64) (time.Duration, int64, error) {
-	var total time.Duration
+func kcatRead(ctx context.Context, brokers string, topics []string, want int64) (time.Duration, int64, time.Duration, error) {
+	var total, cpu time.Duration
 	var peak int64
 	lc := &lineCounter{}
 	for _, t := range topics {
-		wall, rss, err := timed(ctx, lc, nil, "kcat", "-C", "-b", brokers, "-t", t, "-o", "beginning", "-e", "-q",
+		wall, rss, c, err := timedCPU(ctx, lc, nil, "kcat", "-C", "-b", brokers, "-t", t, "-o", "beginning", "-e", "-q",
 			"-X", "isolation.level=read_committed", "-f", "%S\n")
 		total += wall
+		cpu += c
 		peak = max(peak, rss)
 		if err != nil {
-			return total, peak, err
+			return total, peak, cpu, err
 		}
 	}
 	if lc.n != want {
-		return total, peak, fmt.Errorf("kcat read %d records, want %d", lc.n, want)
+		return total, peak, cpu, fmt.Errorf("kcat read %d records, want %d", lc.n, want)
 	}
-	return total, peak, nil
+	return total, peak, cpu, nil
 }
 
 // rawReadReport is what the rawread subcommand prints.
@@ -174,20 +186,20 @@ func rawRead(ctx context.Context, brokers []string, topics []string, want int64,
 
 // selfRead runs the rawread subcommand of this binary as a child, so its
 // RSS is its own.
-func selfRead(ctx context.Context, brokers string, topics []string, want int64) (time.Duration, int64, rawReadReport, error) {
+func selfRead(ctx context.Context, brokers string, topics []string, want int64) (time.Duration, int64, time.Duration, rawReadReport, error) {
 	self, err := os.Executable()
 	if err != nil {
-		return 0, 0, rawReadReport{}, err
+		return 0, 0, 0, rawReadReport{}, err
 	}
 	var out bytes.Buffer
 	args := []string{"rawread", "-brokers", brokers, "-want", fmt.Sprint(want)}
 	for _, t := range topics {
 		args = append(args, "-topic", t)
 	}
-	wall, rss, err := timed(ctx, &out, nil, self, args...)
+	wall, rss, cpu, err := timedCPU(ctx, &out, nil, self, args...)
 	var rep rawReadReport
 	if err == nil {
 		err = json.Unmarshal(out.Bytes(), &rep)
 	}
-	return wall, rss, rep, err
+	return wall, rss, cpu, rep, err
 }

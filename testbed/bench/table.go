@@ -26,8 +26,8 @@ func markdown(o benchOptions, m *manifest, rs []result, step *stepCost) string {
 		"(inputs, repartition tails, changelogs, output); %d partitions per topic, replication factor %d, %s; loaded in %.0f s. Window: --from %s. Commit %s.\n\n",
 		inputs.Records, mib(inputs.Bytes), m.Keys, all.Records, mib(all.Bytes), len(n.audited()), m.Spec.Partitions, m.Spec.RF,
 		m.Spec.Compression, m.LoadSeconds, m.windowFrom().Format(time.RFC3339), gitRev())
-	fmt.Fprintf(&b, "| reader | wall s | records/s | MB/s | peak RSS MiB | audit/raw throughput vs kcat | vs franz-go | wall / full audit's | index entries / record read |\n")
-	fmt.Fprintf(&b, "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
+	fmt.Fprintf(&b, "| reader | wall s | CPU s | records/s | MB/s | peak RSS MiB | audit/raw throughput vs kcat | vs franz-go | wall / full audit's | index entries / record read |\n")
+	fmt.Fprintf(&b, "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
 	var kcat, franz, full time.Duration
 	var fullRate float64
 	var cmpNotes []string
@@ -55,7 +55,11 @@ func markdown(o benchOptions, m *manifest, rs []result, step *stepCost) string {
 				vsF = fmt.Sprintf("%.2f", franz.Seconds()/r.Wall.Seconds())
 			}
 		}
-		fmt.Fprintf(&b, "| %s | %.2f | %.0f | %.1f | %.0f | %s | %s | %s | %s |\n", r.Name, r.Wall.Seconds(), r.recPerSec(), r.mbPerSec(),
+		cpu := ""
+		if r.CPU > 0 {
+			cpu = fmt.Sprintf("%.2f", r.CPU.Seconds())
+		}
+		fmt.Fprintf(&b, "| %s | %.2f | %s | %.0f | %.1f | %.0f | %s | %s | %s | %s |\n", r.Name, r.Wall.Seconds(), cpu, r.recPerSec(), r.mbPerSec(),
 			mib(r.MaxRSS), vsK, vsF, win, r.entriesPerRecord())
 	}
 	for _, c := range cmpNotes {
@@ -64,7 +68,7 @@ func markdown(o benchOptions, m *manifest, rs []result, step *stepCost) string {
 	if step != nil {
 		b.WriteString(step.markdown(full))
 	}
-	fmt.Fprintf(&b, "\nrecords/s and MB/s count every record (key+value bytes) of the audited topics, also for the windowed audit (which reads about 5%% of them) and the reconcile baseline; for the reconcile step, the records it read. Commands:\n\n")
+	fmt.Fprintf(&b, "\nrecords/s and MB/s count every record (key+value bytes) of the audited topics, also for the windowed audit (which reads about 5%% of them) and the reconcile baseline; for the reconcile step, the records it read. CPU s is the reader's user and system CPU time (the brokers' not included): on a shared machine it moves less than the wall time. Commands:\n\n")
 	seen := map[string]bool{}
 	for _, r := range rs {
 		base := strings.SplitN(r.Name, " #", 2)[0]
