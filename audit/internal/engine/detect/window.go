@@ -1,0 +1,107 @@
+package detect
+
+import "encoding/binary"
+
+// TumblingWindow is a tumbling time window (TimeWindows.ofSizeAndGrace,
+// advance equal to size) in milliseconds.
+type TumblingWindow struct {
+	Size, Grace int64
+}
+
+// WindowPlace is where a processed record of a tumbling windowed
+// aggregation stands.
+type WindowPlace int
+
+// The places of WindowPlace.
+const (
+	// WindowOnTime: the record was certainly added to its window: its
+	// window must hold it.
+	WindowOnTime WindowPlace = iota
+	// WindowLateOrUncertain: the aggregation may have dropped the record
+	// as late (or its stream time is unknown); counted, never reported.
+	WindowLateOrUncertain
+	// WindowExpired: the window may be gone from the changelog or the
+	// output by retention; counted, never reported.
+	WindowExpired
+	// WindowBadTimestamp: the record's timestamp is negative: Kafka
+	// Streams would not window it as computed here; counted.
+	WindowBadTimestamp
+)
+
+// Start returns the start of the window of a record at ts (ts >= 0):
+// ts - ts mod size, TimeWindows#windowsFor with advance = size.
+func (w TumblingWindow) Start(ts int64) int64 { return ts - ts%w.Size }
+
+// Place decides whether the processed record at ts of a tumbling windowed
+// aggregation was certainly added to its window. streamMax is the
+// greatest timestamp of the records at or before it (by offset, itself
+// included) in the partition the aggregation reads, from that partition's
+// first offset; known is false when the read did not start at the
+// partition's first offset (the records before it are unknown, and so is
+// stream time). retainedFrom is the oldest time whose windows the audited
+// topics certainly still hold: a window ending at or before it is
+// WindowExpired.
+//
+// Proof: KStreamWindowAggregate#process (Kafka Streams 3.9 to 4.x, in
+// AbstractKStreamTimeWindowAggregateProcessor) keeps observedStreamTime,
+// initialised to -1 (NO_TIMESTAMP) whenever the processor is initialised
+// (a task created, revived or moved: never restored from a checkpoint),
+// and raised to the timestamp of every record with a non-null key before
+// the window test; a record is added to window [start, end) only when
+// end > observedStreamTime - grace, and otherwise skipped as expired. The
+// processor reads one partition of one topic (the caller checks the
+// sub-topology has a single source topic) in offset order, and replays
+// from the committed offset after a restart with a fresh stream time, so
+// observedStreamTime when the record was processed never exceeds the
+// maximum timestamp of the partition's records at or before it: with
+// end > streamMax - grace the record was added, whatever happened before.
+// The window store's retention is at least size + grace
+// (WindowStoreMaterializer refuses less), so a window accepting records is
+// never expired from the store; the changelog and output topics may delete
+// old records by time, which retainedFrom covers.
+func (w TumblingWindow) Place(ts, streamMax int64, known bool, retainedFrom int64) (start int64, place WindowPlace) {
+	if ts < 0 || w.Size <= 0 {
+		return 0, WindowBadTimestamp
+	}
+	start = w.Start(ts)
+	end := start + w.Size
+	if !known || end <= streamMax-w.Grace {
+		return start, WindowLateOrUncertain
+	}
+	if end <= retainedFrom {
+		return start, WindowExpired
+	}
+	return start, WindowOnTime
+}
+
+// WindowedKey returns key followed by the 8-byte big-endian window start:
+// the form TimeWindowedSerializer writes (WindowKeySchema#toBinary) and
+// the unit a windowed aggregation's check is keyed by.
+func WindowedKey(key []byte, start int64) []byte {
+	out := make([]byte, len(key)+8)
+	copy(out, key)
+	binary.BigEndian.PutUint64(out[len(key):], uint64(start))
+	return out
+}
+
+// SplitWindowedKey splits a key written by TimeWindowedSerializer,
+// [key][8-byte window start], into the key and the start; ok is false for
+// a key too short to hold a window start.
+func SplitWindowedKey(b []byte) (key []byte, start int64, ok bool) {
+	if len(b) < 8 {
+		return nil, 0, false
+	}
+	n := len(b) - 8
+	return b[:n], int64(binary.BigEndian.Uint64(b[n:])), true
+}
+
+// SplitWindowStoreKey splits the key of a window store's changelog record,
+// [key][8-byte window start][4-byte sequence number]
+// (WindowKeySchema#toStoreKeyBinary), into the key and the start; ok is
+// false for a key too short.
+func SplitWindowStoreKey(b []byte) (key []byte, start int64, ok bool) {
+	if len(b) < 12 {
+		return nil, 0, false
+	}
+	return SplitWindowedKey(b[:len(b)-4])
+}
