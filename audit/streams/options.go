@@ -7,6 +7,7 @@ import (
 
 	"github.com/lossaudit/lossaudit/audit/internal/engine"
 	"github.com/lossaudit/lossaudit/audit/internal/engine/collect"
+	"github.com/lossaudit/lossaudit/audit/internal/engine/detect"
 	"github.com/lossaudit/lossaudit/audit/internal/engine/snapshot"
 	"github.com/lossaudit/lossaudit/audit/internal/store/history"
 	"github.com/lossaudit/lossaudit/audit/internal/store/index"
@@ -70,6 +71,16 @@ type Input struct {
 	// topic (the source-topic optimization: nothing to check between
 	// them). An audit only: a reconcile step refuses it.
 	Table bool
+	// Window, when set, says that the input's aggregation is a tumbling
+	// windowed one (windowagg.go): read from RepartitionTopic, checked per
+	// (key, window). An audit only, of one input: a reconcile step and a
+	// sharded audit refuse it.
+	Window *detect.TumblingWindow
+	// WindowRetention is the shortest time-based retention of the
+	// windowed input's changelog and output topics; 0 for none (records
+	// are kept). Records older than it (with a margin for clock skew) are
+	// counted, not checked: their windows may be gone.
+	WindowRetention time.Duration
 }
 
 // Progress receives progress of the long phases; nil means none.
@@ -148,6 +159,9 @@ func (o Options) withDefaults() (Options, error) {
 		if in.Topic == "" || ((in.RepartitionTopic == "" || in.ChangelogTopic == "") && !in.Table) || in.Select == nil {
 			return o, fmt.Errorf("audit: input %d (%s) lacks a topic, repartition topic, changelog topic or selector", i, in.Name)
 		}
+	}
+	if err := o.checkWindowed(); err != nil {
+		return o, err
 	}
 	if o.Now == nil {
 		o.Now = time.Now

@@ -32,6 +32,9 @@ type Spec struct {
 	// Nodes declares the kinds of nodes of the topology file that their
 	// names do not show (pipeline.nodes).
 	Nodes []NodeDecl
+	// Windows holds the windows of Nodes entries by index
+	// (pipeline.nodes[i].window; Declarations.Windows).
+	Windows map[int]*WindowDecl
 	// Join is the KTable-KTable join type (pipeline.join): left, inner or
 	// outer; "" is undeclared, refused wherever the inputs are joined.
 	Join string
@@ -111,6 +114,9 @@ type Stage struct {
 	// output, BufferTopic its changelog (<application.id>-<store>-changelog);
 	// "" for none. Both come from the topology file.
 	BufferStore, BufferTopic string
+	// Window is the declared window of a windowed aggregation (Operator
+	// windowed-*), nil otherwise.
+	Window *WindowDecl
 }
 
 // Model is the audited pipeline.
@@ -256,8 +262,8 @@ func deriveFile(p Spec) (*Derivation, error) {
 	for i, in := range p.Inputs {
 		inputs[i] = in.Topic
 	}
-	d, err := top.Derive(p.ApplicationID, inputs, p.Output, Declarations{Nodes: p.Nodes, Join: p.Join, Reduce: p.Reduce})
-	d, err = top.orStream(p.ApplicationID, inputs, p.Output, Declarations{Nodes: p.Nodes, Join: p.Join, Reduce: p.Reduce}, d, err)
+	d, err := top.Derive(p.ApplicationID, inputs, p.Output, Declarations{Nodes: p.Nodes, Windows: p.Windows, Join: p.Join, Reduce: p.Reduce})
+	d, err = top.orStream(p.ApplicationID, inputs, p.Output, Declarations{Nodes: p.Nodes, Windows: p.Windows, Join: p.Join, Reduce: p.Reduce}, d, err)
 	var ue *UnsupportedError
 	var de *DeclarationError
 	var je *JoinUndeclaredError
@@ -310,7 +316,7 @@ func checkDeclared(p Spec) error {
 	case ReducePlain:
 	case ReduceWindowed:
 		if p.TopologyFile == "" {
-			return &Error{Key: "pipeline.reduce", Msg: "windowed reduces are not audited yet: lossaudit audits plain groupByKey().reduce() stores"}
+			return &Error{Key: "pipeline.reduce", Msg: "a windowed reduce is audited only with pipeline.topology_file, its node declared in pipeline.nodes as windowed-reduce with its window"}
 		}
 	default:
 		msg := fmt.Sprintf("%q is not a reduce type: write plain or windowed", p.Reduce)
@@ -368,7 +374,7 @@ func (m *Model) fromTopology(p Spec) error {
 	for i, ts := range stages {
 		s := &m.Stages[i]
 		name := fmt.Sprintf("pipeline.inputs[%d]", i)
-		s.Operator = ts.Operator
+		s.Operator, s.Window = ts.Operator, ts.Window
 		if ts.BufferStore != "" {
 			s.BufferStore, s.BufferTopic = ts.BufferStore, ChangelogName(m.ApplicationID, ts.BufferStore)
 		}

@@ -1,0 +1,106 @@
+package topology
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// WindowDecl is the window of a windowed aggregation, declared in
+// pipeline.nodes (describe() never prints it): TimeWindows.ofSizeAndGrace
+// (size, grace), tumbling when Advance is 0 or Size.
+type WindowDecl struct {
+	Size, Advance, Grace time.Duration
+}
+
+// windowedHint says how to declare a windowed aggregation the audit checks.
+const windowedHint = "a tumbling window is audited when its node is declared in pipeline.nodes as windowed-count, windowed-reduce or windowed-aggregate with window: {size: 1m, grace: 30s}; session, sliding and hopping windows are not audited yet"
+
+// IsWindowed says whether k is a windowed aggregation the audit checks
+// (windowed-count, windowed-reduce, windowed-aggregate).
+func IsWindowed(k Kind) bool {
+	return k == KindWindowedCount || k == KindWindowedReduce || k == KindWindowedAggregate
+}
+
+// String prints the window as `lossaudit topology` shows it.
+func (w *WindowDecl) String() string {
+	return fmt.Sprintf("tumbling, size %s, grace %s", w.Size, w.Grace)
+}
+
+// checkWindowDecl checks the window declared for a node of kind k: a
+// windowed kind needs a tumbling window with a positive whole number of
+// milliseconds as size and a grace of zero or more; any other kind takes
+// none.
+func checkWindowDecl(k Kind, w *WindowDecl) error {
+	if !IsWindowed(k) {
+		if w != nil {
+			return fmt.Errorf("a window is declared for a node of kind %s; only windowed-count, windowed-reduce and windowed-aggregate take one", k)
+		}
+		return nil
+	}
+	switch {
+	case w == nil:
+		return fmt.Errorf("a %s node needs its window, which describe() does not print: window: {size: 1m, grace: 30s} (TimeWindows.ofSizeAndGrace)", k)
+	case w.Size <= 0 || w.Size%time.Millisecond != 0:
+		return fmt.Errorf("size %s must be a positive whole number of milliseconds", w.Size)
+	case w.Grace < 0 || w.Grace%time.Millisecond != 0:
+		return fmt.Errorf("grace %s must be zero or more whole milliseconds (TimeWindows.ofSizeWithNoGrace is grace 0)", w.Grace)
+	case w.Advance != 0 && w.Advance != w.Size:
+		return errors.New("advance differs from size: hopping windows are not audited yet (a record belongs to several windows); lossaudit audits tumbling windows (advance omitted, or equal to size)")
+	}
+	return nil
+}
+
+// checkWindowed checks what the windowed aggregation n (its stage ts) must
+// be for the check of window.go: no suppress after it (emit-final is not
+// audited yet), and a sub-topology reading one topic, so that one task
+// reads one partition and its stream time comes from that partition
+// alone.
+func (t *Topology) checkWindowed(n *Node, ts TopoStage) error {
+	if ts.Suppress != "" {
+		return fmt.Errorf("suppress %s after a windowed aggregation (emit final) is not audited yet; lossaudit audits windowed aggregations that emit eagerly", ts.Suppress)
+	}
+	for _, st := range t.SubTopologies {
+		if !slices.Contains(st.Nodes, n) {
+			continue
+		}
+		var topics []string
+		for _, m := range st.Nodes {
+			if m.Kind == Source {
+				topics = append(topics, m.Topics...)
+				if m.Pattern != "" {
+					topics = append(topics, "pattern "+m.Pattern)
+				}
+			}
+		}
+		if len(topics) != 1 || strings.HasPrefix(topics[0], "pattern ") {
+			return fmt.Errorf("its sub-topology reads %d topics (%s): the window's stream time is computed from the one partition a task reads, so lossaudit audits a windowed aggregation whose sub-topology reads one topic", len(topics), strings.Join(topics, ", "))
+		}
+	}
+	return nil
+}
+
+// applyWindows gives each node declared windowed-count, windowed-reduce or
+// windowed-aggregate in nodes (pipeline.nodes) its window from windows (by
+// pipeline.nodes index), and refuses a window missing, malformed or given
+// to another kind (a *DeclarationError naming pipeline.nodes[i].window).
+func applyWindows(kinds map[string]Classified, nodes []NodeDecl, windows map[int]*WindowDecl) error {
+	for i, d := range nodes {
+		name := strings.TrimSpace(d.Name)
+		c, ok := kinds[name]
+		if !ok || c.Origin != FromDeclaration {
+			continue
+		}
+		w := windows[i]
+		if err := checkWindowDecl(c.Kind, w); err != nil {
+			return &DeclarationError{Index: i, Field: "window", Node: name, Msg: err.Error()}
+		}
+		if w != nil {
+			c.Window = w
+			kinds[name] = c
+		}
+	}
+	return nil
+}

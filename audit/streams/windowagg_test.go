@@ -1,0 +1,167 @@
+package streams
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/lossaudit/lossaudit/audit/internal/engine/detect"
+	"github.com/lossaudit/lossaudit/audit/kread"
+)
+
+// windowPipeline is a one-input tumbling windowed count over the fake:
+// records reach the repartition topic keyed by the group key, and the
+// application (process) keeps each partition's stream time as
+// KStreamWindowAggregate does, drops late records, and writes each
+// window's count to the changelog ([key][start][seqnum]) and the output
+// ([key][start]) with the window's max timestamp.
+type windowPipeline struct {
+	*testPipeline
+	w          detect.TumblingWindow
+	streamTime map[int32]int64
+	counts     map[string]int64
+	maxTS      map[string]int64
+	dropped    int
+}
+
+func newWindowPipeline(t *testing.T, count bool) *windowPipeline {
+	tp := newTestPipeline(t)
+	tp.opt.Inputs = tp.opt.Inputs[:1]
+	w := detect.TumblingWindow{Size: 60_000, Grace: 10_000}
+	tp.opt.Inputs[0].Window = &w
+	tp.opt.Inputs[0].Count = count
+	return &windowPipeline{testPipeline: tp, w: w, streamTime: map[int32]int64{}, counts: map[string]int64{}, maxTS: map[string]int64{}}
+}
+
+// process is the application processing one repartition record of key at
+// ts; lose drops the window's update (nothing written).
+func (wp *windowPipeline) process(key string, ts int64, lose bool) {
+	in := wp.opt.Inputs[0]
+	p := partitionFor([]byte(key), 2)
+	off := wp.f.add(in.RepartitionTopic, p, []byte(key), []byte(key+"|x"), ts, kread.Committed)
+	wp.f.group[kread.TP{Topic: in.RepartitionTopic, Partition: p}] = off + 1
+	if ts > wp.streamTime[p] {
+		wp.streamTime[p] = ts
+	}
+	start := ts - ts%wp.w.Size
+	if start+wp.w.Size <= wp.streamTime[p]-wp.w.Grace {
+		wp.dropped++ // "Skipping record for expired window"
+		return
+	}
+	if lose {
+		return
+	}
+	wk := detect.WindowedKey([]byte(key), start)
+	id := string(wk)
+	wp.counts[id]++
+	wp.maxTS[id] = max(wp.maxTS[id], ts)
+	wp.f.add(in.ChangelogTopic, p, append(append([]byte(nil), wk...), 0, 0, 0, 0), long(wp.counts[id]), wp.maxTS[id], kread.Committed)
+	wp.f.add("out", p, wk, long(wp.counts[id]), wp.maxTS[id], kread.Committed)
+}
+
+func TestRunWindowedCount(t *testing.T) {
+	const m = 60_000
+	type rec struct {
+		key  string
+		ts   int64
+		lose bool
+	}
+	load := func(lose map[int]bool) []rec {
+		var rs []rec
+		// Three windows of three keys, in order, with out-of-order records
+		// within grace and late records past it.
+		ts := []int64{5 * m, 5*m + 100, 6 * m, 6*m + 5_000, 5*m + 50_000 /* in grace */, 7 * m, 7*m + 20_000, 5*m + 1 /* late */, 6*m + 30_000 /* late: 7m <= 7m20s - 10s */}
+		i := 0
+		for _, t0 := range ts {
+			for _, k := range []string{"k0", "k1", "k2"} {
+				rs = append(rs, rec{k, t0, lose[i]})
+				i++
+			}
+		}
+		return rs
+	}
+	cases := []struct {
+		name  string
+		lose  map[int]bool
+		count bool
+		want  []string
+	}{
+		{name: "clean", count: true},
+		{name: "clean reduce", count: false},
+		// Record 1 (k1 at 5m+100): its window's later records arrive, so
+		// only the count sees it.
+		{name: "lost middle update", lose: map[int]bool{1: true}, count: true, want: []string{"undercount count k1 @ 300000/60000"}},
+		// Record 11 (k2 at 6m+5s) is the newest of its window that is
+		// not late: stale.
+		{name: "lost newest update", lose: map[int]bool{11: true}, count: true, want: []string{"stale changelog k2 @ 360000/60000"}},
+		// Record 15+0 (k0 at 7m) starts window 7m, its next update (18)
+		// is lost too: the window is missing.
+		{name: "lost window", lose: map[int]bool{15: true, 18: true}, count: false, want: []string{"missing changelog k0 @ 420000/60000"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			wp := newWindowPipeline(t, tc.count)
+			for _, r := range load(tc.lose) {
+				wp.process(r.key, r.ts, r.lose)
+			}
+			if wp.dropped != 6 {
+				t.Fatalf("the load has %d late records, want 6", wp.dropped)
+			}
+			res := wp.run(t)
+			var got []string
+			for _, r := range res.Rows {
+				if r.Window == nil {
+					t.Fatalf("row %+v names no window", r)
+				}
+				got = append(got, fmt.Sprintf("%s %s %s @ %d/%d", r.Kind, r.Stage, r.Key, r.Window.Start, r.Window.Size))
+			}
+			if fmt.Sprint(got) != fmt.Sprint(tc.want) {
+				t.Errorf("rows %v, want %v", got, tc.want)
+			}
+			c := res.Summary.Inputs["a"]
+			// 27 records: 6 late (dropped, never reported); the audited
+			// are the others.
+			if c.Scanned != 27 || c.Audited != 21 {
+				t.Errorf("input counts %+v, want 27 scanned, 21 audited (6 late)", c)
+			}
+		})
+	}
+}
+
+// TestRunWindowedUncertain: a repartition partition whose read does not
+// start at offset 0 (purged) gives no stream time: nothing is checked,
+// nothing reported, even with every update lost.
+func TestRunWindowedUncertain(t *testing.T) {
+	wp := newWindowPipeline(t, true)
+	for i := range 6 {
+		wp.process(fmt.Sprintf("k%d", i%3), int64(60_000+i), true)
+	}
+	in := wp.opt.Inputs[0]
+	for p := range int32(2) {
+		wp.f.parts[in.RepartitionTopic][p].logStart = 1 // purged by the application
+	}
+	res := wp.run(t)
+	if len(res.Rows) != 0 {
+		t.Fatalf("rows %v: stream time unknown, nothing is certain", rowsString(res.Rows))
+	}
+	if c := res.Summary.Inputs["a"]; c.Audited != 0 {
+		t.Errorf("audited %d, want 0", c.Audited)
+	}
+}
+
+// TestRunWindowedWrongSize: a declared size that does not match the
+// application's windows stops the audit with a *WindowMismatchError, never
+// a loss report.
+func TestRunWindowedWrongSize(t *testing.T) {
+	wp := newWindowPipeline(t, true)
+	for i := range 9 {
+		wp.process(fmt.Sprintf("k%d", i%3), int64(5*60_000+i*20_000), false)
+	}
+	w := detect.TumblingWindow{Size: 45_000, Grace: 10_000}
+	wp.opt.Inputs[0].Window = &w
+	_, err := Run(t.Context(), wp.opt)
+	var me *WindowMismatchError
+	if !errors.As(err, &me) || me.Misaligned == 0 {
+		t.Fatalf("err %v, want a *WindowMismatchError", err)
+	}
+}
