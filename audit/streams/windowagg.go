@@ -111,10 +111,13 @@ func (c *collector) windowOutputKey(x int) func([]byte) []byte {
 }
 
 // readWindowInput reads the repartition topic of windowed input x from
-// each partition's log start: a record's stream time bound is the greatest
-// timestamp of the partition's records with a key up to it; it is known
-// only when the read starts at offset 0 (nothing purged or deleted
-// before). Processed records (below the group's committed offset) certainly
+// each partition's log start, twice. The first read bounds stream time:
+// the greatest timestamp of the partition's records (a null key too, which
+// the aggregation skips: a higher bound only checks less), up to its
+// end as the snapshot saw it (detect.TumblingWindow.Place says why not the
+// records before each one only); it is known only when the read starts at
+// offset 0 (nothing purged or deleted before). The second read takes the
+// processed records (below the group's committed offset): those certainly
 // added to their window are candidates keyed by (key, window start); the
 // others are counted.
 func (c *collector) readWindowInput(ctx context.Context, x int) error {
@@ -135,8 +138,22 @@ func (c *collector) readWindowInput(ctx context.Context, x int) error {
 	}
 	var mu sync.Mutex
 	streamMax := map[int32]int64{}
+	err := collect.Read(ctx, c.o.Kafka, collect.Spec{Name: "repartition " + in.RepartitionTopic + " (stream time)", Ranges: rs, Total: total, Progress: c.o.Progress, Stats: &c.stats}, func(recs []kread.Record) error {
+		for i := range recs {
+			rec := &recs[i]
+			mu.Lock()
+			if sm, seen := streamMax[rec.Partition]; !seen || rec.Timestamp > sm {
+				streamMax[rec.Partition] = rec.Timestamp
+			}
+			mu.Unlock()
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("audit: input %s: %w", in.Name, err)
+	}
 	cnt := &c.counts[x]
-	err := collect.Read(ctx, c.o.Kafka, collect.Spec{Name: "repartition " + in.RepartitionTopic, Ranges: rs, Total: total, Progress: c.o.Progress, Stats: &c.stats}, func(recs []kread.Record) error {
+	err = collect.Read(ctx, c.o.Kafka, collect.Spec{Name: "repartition " + in.RepartitionTopic, Ranges: rs, Total: total, Progress: c.o.Progress, Stats: &c.stats}, func(recs []kread.Record) error {
 		var n [deadLettered + 1]int64
 		tl := c.timeline.batch()
 		for i := range recs {
@@ -146,11 +163,7 @@ func (c *collector) readWindowInput(ctx context.Context, x int) error {
 				continue
 			}
 			mu.Lock()
-			sm, seen := streamMax[rec.Partition]
-			if !seen || rec.Timestamp > sm {
-				sm = rec.Timestamp
-				streamMax[rec.Partition] = sm
-			}
+			sm := streamMax[rec.Partition]
 			mu.Unlock()
 			committed, ok := c.snap.group[kread.TP{Topic: rec.Topic, Partition: rec.Partition}]
 			switch {

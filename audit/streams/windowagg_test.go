@@ -27,7 +27,7 @@ type windowPipeline struct {
 func newWindowPipeline(t *testing.T, count bool) *windowPipeline {
 	tp := newTestPipeline(t)
 	tp.opt.Inputs = tp.opt.Inputs[:1]
-	w := detect.TumblingWindow{Size: 60_000, Grace: 10_000}
+	w := detect.TumblingWindow{Size: 60_000, Grace: 600_000}
 	tp.opt.Inputs[0].Window = &w
 	tp.opt.Inputs[0].Count = count
 	return &windowPipeline{testPipeline: tp, w: w, streamTime: map[int32]int64{}, counts: map[string]int64{}, maxTS: map[string]int64{}}
@@ -68,9 +68,11 @@ func TestRunWindowedCount(t *testing.T) {
 	}
 	load := func(lose map[int]bool) []rec {
 		var rs []rec
-		// Three windows of three keys, in order, with out-of-order records
-		// within grace and late records past it.
-		ts := []int64{5 * m, 5*m + 100, 6 * m, 6*m + 5_000, 5*m + 50_000 /* in grace */, 7 * m, 7*m + 20_000, 5*m + 1 /* late */, 6*m + 30_000 /* late: 7m <= 7m20s - 10s */}
+		// Record 3g+j is group g's record of key kj. Grace is 10m, so the
+		// windows certainly on time end after 102m20s - 10m: 100m to 102m
+		// are checked, 91m is not (on time when processed, but a later
+		// record's timestamp bounds stream time), 80m and 81m are late.
+		ts := []int64{91 * m, 100 * m, 100*m + 100, 101 * m, 101*m + 5_000, 100*m + 50_000, 102 * m, 102*m + 20_000, 80*m + 1, 81*m + 30_000}
 		i := 0
 		for _, t0 := range ts {
 			for _, k := range []string{"k0", "k1", "k2"} {
@@ -88,15 +90,15 @@ func TestRunWindowedCount(t *testing.T) {
 	}{
 		{name: "clean", count: true},
 		{name: "clean reduce", count: false},
-		// Record 1 (k1 at 5m+100): its window's later records arrive, so
-		// only the count sees it.
-		{name: "lost middle update", lose: map[int]bool{1: true}, count: true, want: []string{"undercount count k1 @ 300000/60000"}},
-		// Record 11 (k2 at 6m+5s) is the newest of its window that is
-		// not late: stale.
-		{name: "lost newest update", lose: map[int]bool{11: true}, count: true, want: []string{"stale changelog k2 @ 360000/60000"}},
-		// Record 15+0 (k0 at 7m) starts window 7m, its next update (18)
-		// is lost too: the window is missing.
-		{name: "lost window", lose: map[int]bool{15: true, 18: true}, count: false, want: []string{"missing changelog k0 @ 420000/60000"}},
+		// Record 4 (k1 at 100m+100): its window's later records arrive,
+		// so only the count sees it.
+		{name: "lost middle update", lose: map[int]bool{4: true}, count: true, want: []string{"undercount count k1 @ 6000000/60000"}},
+		// Record 14 (k2 at 101m+5s) is the newest of its window: stale.
+		{name: "lost newest update", lose: map[int]bool{14: true}, count: true, want: []string{"stale changelog k2 @ 6060000/60000"}},
+		// Records 18 and 21 are k0's two records of window 102m: missing.
+		{name: "lost window", lose: map[int]bool{18: true, 21: true}, count: false, want: []string{"missing changelog k0 @ 6120000/60000"}},
+		// Record 0 (k0 at 91m) is not certainly on time: never reported.
+		{name: "lost uncertain window", lose: map[int]bool{0: true}, count: true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -119,10 +121,10 @@ func TestRunWindowedCount(t *testing.T) {
 				t.Errorf("rows %v, want %v", got, tc.want)
 			}
 			c := res.Summary.Inputs["a"]
-			// 27 records: 6 late (dropped, never reported); the audited
-			// are the others.
-			if c.Scanned != 27 || c.Audited != 21 {
-				t.Errorf("input counts %+v, want 27 scanned, 21 audited (6 late)", c)
+			// 30 records: 6 late (dropped) and 3 uncertain, never
+			// reported; the audited are the others.
+			if c.Scanned != 30 || c.Audited != 21 {
+				t.Errorf("input counts %+v, want 30 scanned, 21 audited (6 late, 3 uncertain)", c)
 			}
 		})
 	}
@@ -157,7 +159,7 @@ func TestRunWindowedWrongSize(t *testing.T) {
 	for i := range 9 {
 		wp.process(fmt.Sprintf("k%d", i%3), int64(5*60_000+i*20_000), false)
 	}
-	w := detect.TumblingWindow{Size: 45_000, Grace: 10_000}
+	w := detect.TumblingWindow{Size: 45_000, Grace: 600_000}
 	wp.opt.Inputs[0].Window = &w
 	_, err := Run(t.Context(), wp.opt)
 	var me *WindowMismatchError

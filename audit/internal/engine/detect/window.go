@@ -34,31 +34,39 @@ func (w TumblingWindow) Start(ts int64) int64 { return ts - ts%w.Size }
 
 // Place decides whether the processed record at ts of a tumbling windowed
 // aggregation was certainly added to its window. streamMax is the
-// greatest timestamp of the records at or before it (by offset, itself
-// included) in the partition the aggregation reads, from that partition's
-// first offset; known is false when the read did not start at the
-// partition's first offset (the records before it are unknown, and so is
-// stream time). retainedFrom is the oldest time whose windows the audited
-// topics certainly still hold: a window ending at or before it is
-// WindowExpired.
+// greatest timestamp of the records in the partition the
+// aggregation reads, from that partition's first offset to its end when
+// the group's offsets had been read; known is false when the read did not
+// start at the partition's first offset (the records before it are
+// unknown, and so is stream time). retainedFrom is the newest record time
+// whose windows the audited topics may have deleted by retention: a record
+// at or before it is WindowExpired.
 //
 // Proof: KStreamWindowAggregate#process (Kafka Streams 3.9 to 4.x, in
-// AbstractKStreamTimeWindowAggregateProcessor) keeps observedStreamTime,
-// initialised to -1 (NO_TIMESTAMP) whenever the processor is initialised
-// (a task created, revived or moved: never restored from a checkpoint),
-// and raised to the timestamp of every record with a non-null key before
-// the window test; a record is added to window [start, end) only when
-// end > observedStreamTime - grace, and otherwise skipped as expired. The
-// processor reads one partition of one topic (the caller checks the
-// sub-topology has a single source topic) in offset order, and replays
-// from the committed offset after a restart with a fresh stream time, so
-// observedStreamTime when the record was processed never exceeds the
-// maximum timestamp of the partition's records at or before it: with
-// end > streamMax - grace the record was added, whatever happened before.
-// The window store's retention is at least size + grace
+// AbstractKStreamTimeWindowAggregateProcessor) keeps observedStreamTime
+// in the processor instance, raised to the timestamp of every record with
+// a non-null key before the window test; a record is added to window
+// [start, end) only when end > observedStreamTime - grace, and otherwise
+// skipped as expired. The field starts at -1 (NO_TIMESTAMP) in a new
+// instance (a new task: a restart, a task moved to this thread), but
+// init() does not reset it: a task revived in place (TaskCorruptedException:
+// StreamTask#revive, closeTopology then initializeTopology on the same
+// processors) or suspended and resumed keeps it, and then reprocesses from
+// its committed offset with the stream time of records it processed
+// beyond that offset. So the maximum timestamp of the records before a
+// record is not a bound; the maximum over the whole partition is: the
+// processor reads one partition of one topic (the caller checks that the
+// sub-topology has a single source topic), every record it processed
+// before the commit that covers this one lies below the partition's end
+// when the group's offsets were read (read before the partition's end),
+// and a committed record is not processed again. With end > streamMax -
+// grace the record was added, at every processing of it. The window
+// store's retention is at least size + grace
 // (WindowStoreMaterializer refuses less), so a window accepting records is
 // never expired from the store; the changelog and output topics may delete
-// old records by time, which retainedFrom covers.
+// old records by time (a broker deletes a segment whose newest timestamp
+// is older than its retention), which retainedFrom covers: the window's
+// changelog and output records carry a timestamp at least ts.
 func (w TumblingWindow) Place(ts, streamMax int64, known bool, retainedFrom int64) (start int64, place WindowPlace) {
 	if ts < 0 || w.Size <= 0 {
 		return 0, WindowBadTimestamp
@@ -68,7 +76,7 @@ func (w TumblingWindow) Place(ts, streamMax int64, known bool, retainedFrom int6
 	if !known || end <= streamMax-w.Grace {
 		return start, WindowLateOrUncertain
 	}
-	if end <= retainedFrom {
+	if ts <= retainedFrom {
 		return start, WindowExpired
 	}
 	return start, WindowOnTime

@@ -19,14 +19,17 @@ func TestTumblingWindowPlace(t *testing.T) {
 		{"start of window", 120_000, 120_000, true, 0, 120_000, WindowOnTime},
 		{"last ms of window", 119_999, 119_999, true, 0, 60_000, WindowOnTime},
 		{"out of order within grace", 65_000, 149_999, true, 0, 60_000, WindowOnTime},
+		// streamMax is the partition's greatest timestamp, records after
+		// this one included (a revived task keeps its stream time).
+		{"on time when processed, uncertain by the partition's end", 65_000, 200_000, true, 0, 60_000, WindowLateOrUncertain},
 		// end 120000 <= 150000 - 30000: dropped as late.
 		{"at the grace boundary", 65_000, 150_000, true, 0, 60_000, WindowLateOrUncertain},
 		{"far behind", 5_000, 400_000, true, 0, 0, WindowLateOrUncertain},
 		{"stream time unknown", 65_000, 65_000, false, 0, 60_000, WindowLateOrUncertain},
-		{"window older than retention", 65_000, 65_000, true, 120_000, 60_000, WindowExpired},
-		{"window ends after retention bound", 65_000, 65_000, true, 119_999, 60_000, WindowOnTime},
+		{"record at the retention bound", 65_000, 65_000, true, 65_000, 60_000, WindowExpired},
+		{"record after the retention bound", 65_000, 65_000, true, 64_999, 60_000, WindowOnTime},
 		{"negative timestamp", -1, 0, true, 0, 0, WindowBadTimestamp},
-		{"zero", 0, 0, true, 0, 0, WindowOnTime},
+		{"zero, no retention", 0, 0, true, -1, 0, WindowOnTime},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
