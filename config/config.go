@@ -171,6 +171,19 @@ type Node struct {
 	Name string `mapstructure:"name"`
 	// Kind is one of the kinds of docs/topology.md (reduce, suppress, ...).
 	Kind string `mapstructure:"kind"`
+	// Window is the window of a windowed-count, windowed-reduce or
+	// windowed-aggregate node (describe() does not print it); nil for
+	// other kinds.
+	Window *NodeWindow `mapstructure:"window"`
+}
+
+// NodeWindow is a windowed aggregation's window: TimeWindows.ofSizeAndGrace
+// (size, grace); advance is omitted (or equal to size) for a tumbling
+// window.
+type NodeWindow struct {
+	Size    time.Duration `mapstructure:"size"`
+	Advance time.Duration `mapstructure:"advance"`
+	Grace   time.Duration `mapstructure:"grace"`
 }
 
 // Input is one source topic of the pipeline.

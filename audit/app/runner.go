@@ -18,6 +18,7 @@ import (
 	"github.com/lossaudit/lossaudit/audit/compare"
 	"github.com/lossaudit/lossaudit/audit/finding"
 	"github.com/lossaudit/lossaudit/audit/internal/engine"
+	"github.com/lossaudit/lossaudit/audit/internal/engine/detect"
 	"github.com/lossaudit/lossaudit/audit/internal/engine/incremental"
 	"github.com/lossaudit/lossaudit/audit/internal/store/history"
 	"github.com/lossaudit/lossaudit/audit/internal/store/index"
@@ -254,6 +255,9 @@ func prepare(ctx context.Context, cfg *config.Config, o Options) (_ *prepared, e
 	if err != nil {
 		return nil, err
 	}
+	if err := windowRetentions(ctx, p.client, p.model, inputs); err != nil {
+		return nil, err
+	}
 	store, err := index.Open(cfg.Store.Dir, index.Options{})
 	if err != nil {
 		return nil, err
@@ -438,8 +442,14 @@ func Spec(cfg *config.Config) topology.Spec {
 	p := cfg.Pipeline
 	s := topology.Spec{ApplicationID: p.ApplicationID, TopologyFile: p.TopologyFile, Output: p.Output, Join: strings.ToLower(strings.TrimSpace(p.Join)),
 		Reduce: strings.ToLower(strings.TrimSpace(p.Reduce))}
-	for _, n := range p.Nodes {
+	for i, n := range p.Nodes {
 		s.Nodes = append(s.Nodes, topology.NodeDecl{Name: n.Name, Kind: n.Kind})
+		if w := n.Window; w != nil {
+			if s.Windows == nil {
+				s.Windows = map[int]*topology.WindowDecl{}
+			}
+			s.Windows[i] = &topology.WindowDecl{Size: w.Size, Advance: w.Advance, Grace: w.Grace}
+		}
 	}
 	for _, in := range p.Inputs {
 		s.Inputs = append(s.Inputs, topology.InputSpec{Name: in.Name, Topic: in.Topic, Store: in.Store,
@@ -511,6 +521,10 @@ func runError(m *topology.Model, err error) error {
 		return &config.Error{Key: "pipeline.application_id", Msg: fmt.Sprintf("the %s topic of input %s, %q (%s), does not exist: is the application running, and do pipeline.application_id (%q) and pipeline.topology_file match it? `lossaudit topology` shows every derived name",
 			mt.Role, st.Input.Name, mt.Topic, origin, m.ApplicationID)}
 	}
+	var wm *streams.WindowMismatchError
+	if errors.As(err, &wm) {
+		return &config.Error{Key: "pipeline.nodes", Msg: wm.Error()}
+	}
 	var re *schema.RejectedError
 	if errors.As(err, &re) {
 		return &config.Error{Key: "schema.registry_username", Msg: re.Msg}
@@ -544,7 +558,10 @@ func Inputs(ctx context.Context, cfg *config.Config, model *topology.Model, reg 
 		ai := streams.Input{
 			Name: in.Name, Topic: in.Topic, RepartitionTopic: st.RepartitionTopic,
 			ChangelogTopic: st.ChangelogTopic, Select: sel, DownstreamKey: norm, Field: in.Rekey,
-			Count: st.Operator == topology.KindCount, Table: table, BufferTopic: st.BufferTopic,
+			Count: st.Operator == topology.KindCount || st.Operator == topology.KindWindowedCount, Table: table, BufferTopic: st.BufferTopic,
+		}
+		if st.Window != nil {
+			ai.Window = &detect.TumblingWindow{Size: st.Window.Size.Milliseconds(), Grace: st.Window.Grace.Milliseconds()}
 		}
 		if st.SourceTopicChangelog() {
 			ai.ChangelogTopic = "" // the table is restored from its input topic
