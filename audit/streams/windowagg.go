@@ -288,3 +288,17 @@ func windowMismatch(o Options, c *collector, chk *checked) error {
 	}
 	return nil
 }
+
+// windowSection is the windowed input's section of the result; nil
+// without one.
+func (c *collector) windowSection() *finding.Windows {
+	x := c.o.windowed()
+	if x < 0 {
+		return nil
+	}
+	in := c.o.Inputs[x]
+	w := &c.win2
+	return &finding.Windows{Input: in.Name, Repartition: in.RepartitionTopic, Size: in.Window.Size, Grace: in.Window.Grace,
+		OnTime: w.onTime.Load(), LateOrUncertain: w.late.Load(), Expired: w.expired.Load(), BadTimestamp: w.badTS.Load(),
+		UnknownPartitions: w.unknownP.Load(), BadChangelogKeys: w.badChangelogKeys.Load(), BadOutputKeys: w.badOutputKeys.Load()}
+}

@@ -4,6 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"time"
+
+	"github.com/lossaudit/lossaudit/audit/finding"
 
 	"github.com/lossaudit/lossaudit/audit/internal/engine/detect"
 	"github.com/lossaudit/lossaudit/audit/kread"
@@ -126,6 +129,10 @@ func TestRunWindowedCount(t *testing.T) {
 			if c.Scanned != 30 || c.Audited != 21 {
 				t.Errorf("input counts %+v, want 30 scanned, 21 audited (6 late, 3 uncertain)", c)
 			}
+			w, ok := finding.SectionOf[*finding.Windows](&res.Summary)
+			if !ok || w.OnTime != 21 || w.LateOrUncertain != 9 || w.Expired != 0 || w.UnknownPartitions != 0 || w.Size != 60_000 {
+				t.Errorf("windows section %+v, want 21 on time, 9 late or uncertain", w)
+			}
 		})
 	}
 }
@@ -149,6 +156,9 @@ func TestRunWindowedUncertain(t *testing.T) {
 	if c := res.Summary.Inputs["a"]; c.Audited != 0 {
 		t.Errorf("audited %d, want 0", c.Audited)
 	}
+	if w, _ := finding.SectionOf[*finding.Windows](&res.Summary); w == nil || w.UnknownPartitions == 0 || w.OnTime != 0 || w.LateOrUncertain != 5 {
+		t.Errorf("windows section %+v, want partitions of unknown stream time, the 5 records left uncertain", w)
+	}
 }
 
 // TestRunWindowedWrongSize: a declared size that does not match the
@@ -165,5 +175,28 @@ func TestRunWindowedWrongSize(t *testing.T) {
 	var me *WindowMismatchError
 	if !errors.As(err, &me) || me.Misaligned == 0 {
 		t.Fatalf("err %v, want a *WindowMismatchError", err)
+	}
+}
+
+// TestRunWindowedRetention: records older than the topics' retention (with
+// the clock-skew margin) are counted as expired, never reported.
+func TestRunWindowedRetention(t *testing.T) {
+	wp := newWindowPipeline(t, true)
+	now := time.UnixMilli(100 * 60_000)
+	wp.opt.Now = func() time.Time { return now }
+	wp.opt.Inputs[0].WindowRetention = 30 * time.Minute
+	wp.opt.Inputs[0].Window = &detect.TumblingWindow{Size: 60_000, Grace: 3_600_000} // none late
+	// 60m and 64m are at or before now - 30m + 5m (75m): expired; 90m is
+	// checked, and its lost update is reported.
+	wp.process("k0", 60*60_000, true)
+	wp.process("k1", 64*60_000, true)
+	wp.process("k2", 90*60_000, true)
+	wp.process("k0", 90*60_000+1, false)
+	res := wp.run(t)
+	if got := rowsString(res.Rows); len(got) != 1 || res.Rows[0].Window.Start != 90*60_000 || string(res.Rows[0].Key) != "k2" {
+		t.Fatalf("rows %v, want k2's window 90m missing only", got)
+	}
+	if w, _ := finding.SectionOf[*finding.Windows](&res.Summary); w == nil || w.Expired != 2 || w.OnTime != 2 {
+		t.Errorf("windows section %+v, want 2 expired, 2 on time", w)
 	}
 }
