@@ -69,9 +69,13 @@ func check(o Options, snap *pipelineSnapshot, stuck map[kread.TP]bool, tl *timel
 				held = append(held, heldRow{stage, x})
 				return true
 			}
-			t, normalized := snap.output, o.OutputKey != nil
+			// A windowed key ([key][window start]) is not the bytes Kafka
+			// Streams partitions by either (the task's partition, the base
+			// key's hash): any stuck partition of the topic withholds.
+			windowed := o.windowed() >= 0
+			t, normalized := snap.output, o.OutputKey != nil || windowed
 			if stage == finding.StageChangelog {
-				t, normalized = snap.changelogs[x], o.Inputs[x].DownstreamKey != nil
+				t, normalized = snap.changelogs[x], o.Inputs[x].DownstreamKey != nil || windowed
 			}
 			// The key's partition is murmur2 of the bytes the producer
 			// wrote; a normalized key (Avro framing stripped) no longer

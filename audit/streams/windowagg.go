@@ -61,6 +61,8 @@ func (o *Options) checkWindowed() error {
 		return fmt.Errorf("audit: input %s is a windowed aggregation: it is audited alone (one input, no join)", in.Name)
 	case in.Table || in.BufferTopic != "" || in.RepartitionTopic == "":
 		return fmt.Errorf("audit: input %s: a windowed aggregation is audited from its repartition topic, with no suppress", in.Name)
+	case o.DeadLetterTopic != "":
+		return fmt.Errorf("audit: input %s is a windowed aggregation: a dead-letter queue (pipeline.dead_letter_topic) is not supported with it yet", in.Name)
 	case !o.From.IsZero() || !o.To.IsZero():
 		return fmt.Errorf("audit: input %s is a windowed aggregation: a time window (window.from, window.to) is not supported with it (stream time is computed from each repartition partition's first record)", in.Name)
 	case in.Window.Size <= 0 || in.Window.Grace < 0:

@@ -200,3 +200,22 @@ func TestRunWindowedRetention(t *testing.T) {
 		t.Errorf("windows section %+v, want 2 expired, 2 on time", w)
 	}
 }
+
+// TestRunWindowedNothingMatches: when every window checked is missing from
+// a changelog that holds windows (another key form, a wrong store), the
+// audit stops with a *WindowMismatchError instead of reporting every
+// window lost.
+func TestRunWindowedNothingMatches(t *testing.T) {
+	wp := newWindowPipeline(t, true)
+	for i := range 6 {
+		wp.process(fmt.Sprintf("k%d", i%3), int64(5*60_000+i), true)
+	}
+	in := wp.opt.Inputs[0]
+	wk := detect.WindowedKey([]byte("K0"), 5*60_000)
+	wp.f.add(in.ChangelogTopic, 0, append(wk, 0, 0, 0, 0), long(1), 5*60_000, kread.Committed)
+	_, err := Run(t.Context(), wp.opt)
+	var me *WindowMismatchError
+	if !errors.As(err, &me) || me.Misaligned != 0 || me.Checked != 3 || me.Missing != 3 {
+		t.Fatalf("err %v (%+v), want a *WindowMismatchError with 3 windows checked, all missing", err, me)
+	}
+}
