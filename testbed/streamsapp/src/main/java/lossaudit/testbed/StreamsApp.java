@@ -334,7 +334,8 @@ public final class StreamsApp {
         boolean changelogMode = "count-changelog".equals(cfg("TOPOLOGY", "join"));
         boolean stageMode = Set.of("enrich", "passthrough").contains(cfg("TOPOLOGY", "join")); // StreamStages
         boolean tableMode = "table".equals(cfg("TOPOLOGY", "join"));
-        boolean copyMode = countMode || suppressMode || changelogMode || stageMode || tableMode || "copy".equals(cfg("TOPOLOGY", "join"));
+        boolean windowedMode = "windowed-count".equals(cfg("TOPOLOGY", "join")); // WindowedCount
+        boolean copyMode = countMode || suppressMode || changelogMode || stageMode || tableMode || windowedMode || "copy".equals(cfg("TOPOLOGY", "join"));
         Properties optimization = new Properties();
         optimization.put("topology.optimization", cfg("TOPOLOGY_OPTIMIZATION", "none"));
         if (!copyMode && inputs.size() != 3) {
@@ -355,7 +356,9 @@ public final class StreamsApp {
             registry.load();
         }
 
-        Topology topology = changelogMode ? CountChangelog.build(inputs.get(0), parseKeys(cfg("DROP_COUNT", "")))
+        Topology topology = windowedMode ? WindowedCount.build(inputs.get(0), output, Long.parseLong(cfg("WINDOW_SIZE_MS", "60000")),
+                        Long.parseLong(cfg("WINDOW_GRACE_MS", "600000")), parseKeys(cfg("DROP_COUNT", "")))
+                : changelogMode ? CountChangelog.build(inputs.get(0), parseKeys(cfg("DROP_COUNT", "")))
                 : suppressMode ? CountSuppress.build(inputs.get(0), output, Long.parseLong(cfg("SUPPRESS_MS", "60000")), dropBeforeOutput)
                 : stageMode ? StreamStages.build(cfg("TOPOLOGY", "join"), inputs, output, parseKeys(cfg("DROP_VALUES", "")))
                 : countMode ? count(inputs.get(0), output, parseKeys(cfg("DROP_COUNT", "")))

@@ -1,0 +1,177 @@
+package familye2e
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/lossaudit/lossaudit/audit/app"
+	"github.com/lossaudit/lossaudit/audit/finding"
+	"github.com/lossaudit/lossaudit/config"
+	"github.com/lossaudit/lossaudit/testbed/kafka"
+	"github.com/lossaudit/lossaudit/testbed/streamsapp"
+)
+
+// windowedCount runs the tumbling windowed count of the testbed
+// (TOPOLOGY=windowed-count: selectKey -> groupByKey -> windowedBy(1m,
+// grace 10m) -> count -> toStream -> to, with the windowed key serde) on
+// real brokers twice, clean and losing the first update of two keys, both
+// at once. The load holds late records (an hour older than the rest, sent
+// last): Kafka Streams drops them by design, and the audit must count them
+// as late or uncertain and never report them. lossaudit audit, with the
+// node declared windowed-count and its window, must report nothing for the
+// clean run and exactly one undercount per injected key, on the window of
+// its first record, for the other.
+func windowedCount(t *testing.T, c *kafka.Cluster, adm *kafka.Admin) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	t.Cleanup(cancel)
+	for _, tc := range []struct {
+		name string
+		drop []string
+	}{{name: "clean"}, {name: "lossy", drop: []string{"word-3", "word-14"}}} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			windowScenario(ctx, t, c, adm, "window-"+tc.name, tc.drop)
+		})
+	}
+}
+
+// windowScenario runs one windowed count application as group: 1,200
+// records of 20 words, one every 250 ms of event time over five minutes
+// starting ten minutes ago (minute-aligned: windows of 12 records per word),
+// then 40 late records an hour older, and audits it.
+func windowScenario(ctx context.Context, t *testing.T, c *kafka.Cluster, adm *kafka.Admin, group string, drop []string) {
+	in, out := group+"-words", group+"-counts"
+	if err := adm.CreateTopics(ctx, kafka.TopicSpec{Name: in, Partitions: 3}, kafka.TopicSpec{Name: out, Partitions: 3}); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	const size, grace = time.Minute, 10 * time.Minute
+	sa := startApp(ctx, t, streamsapp.Options{Bootstrap: c.Bootstrap(), ApplicationID: group, Inputs: [3]string{in},
+		Output: out, Dir: dir, Count: true, Window: size, WindowGrace: grace, DropCount: drop, SessionTimeout: 6 * time.Second,
+		// Kafka Streams purges the repartition topic after commits; the
+		// audit needs it from offset 0 to bound stream time.
+		PurgeInterval: time.Hour})
+	const total, words, late = 1200, 20, 40
+	base := time.Now().Add(-10 * time.Minute).Truncate(time.Minute)
+	first := map[string]time.Time{} // each word's first record: the window a dropped update belongs to
+	var recs []*kgo.Record
+	for j := range total {
+		w := fmt.Sprintf("word-%d", j%words)
+		ts := base.Add(time.Duration(j) * 250 * time.Millisecond)
+		if _, ok := first[w]; !ok {
+			first[w] = ts
+		}
+		recs = append(recs, &kgo.Record{Key: []byte(w), Value: []byte(w), Timestamp: ts})
+	}
+	for j := range late {
+		w := fmt.Sprintf("word-%d", j%words)
+		recs = append(recs, &kgo.Record{Key: []byte(w), Value: []byte(w), Timestamp: base.Add(-time.Hour + time.Duration(j)*time.Second)})
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Bootstrap()...), kgo.DefaultProduceTopic(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The late records are sent once the others are: each partition's
+	// stream time is past them by then.
+	if err := cl.ProduceSync(ctx, recs[:total]...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.ProduceSync(ctx, recs[total:]...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	cl.Close()
+	text, err := os.ReadFile(sa.TopologyFile())
+	if err != nil {
+		t.Fatal(err)
+	}
+	node, rp := countNode.FindSubmatch(text), countRepartition.FindSubmatch(text)
+	if node == nil || rp == nil {
+		t.Fatalf("no windowed count node or repartition topic in the topology:\n%s", text)
+	}
+	repartition := group + "-" + string(rp[1])
+	waitAllCommitted(ctx, t, adm, group, []string{in, repartition}, sa.Running)
+	if err := sa.Stop(); err != nil {
+		t.Fatal(err)
+	}
+
+	// The truth, from the output topic: each (word, window) whose last
+	// count is below the number of its records sent on time.
+	sent := map[string]int64{}
+	for _, r := range recs[:total] {
+		sent[fmt.Sprintf("%s @ %s", r.Key, r.Timestamp.Truncate(size).UTC().Format(time.RFC3339))]++
+	}
+	var truth []string
+	outputs := lastByOffset(ctx, t, c, adm, out)
+	for id, n := range sent {
+		word, start, _ := strings.Cut(id, " @ ")
+		ts, _ := time.Parse(time.RFC3339, start)
+		r := outputs[word+string(binary.BigEndian.AppendUint64(nil, uint64(ts.UnixMilli())))]
+		if r == nil || len(r.Value) != 8 {
+			t.Fatalf("the output holds no count of %s", id)
+		}
+		if got := int64(binary.BigEndian.Uint64(r.Value)); got < n {
+			truth = append(truth, fmt.Sprintf("%s lost %d of %d", id, n-got, n))
+		}
+	}
+	if len(outputs) != len(sent) {
+		t.Errorf("the output holds %d windows, want %d: a late record opened a window", len(outputs), len(sent))
+	}
+
+	cfg := &config.Config{
+		Kafka: config.Kafka{Brokers: c.Bootstrap(), FetchMaxBytes: 52428800, PartitionMaxBytes: 1048576, Concurrency: 8, Timeout: 30 * time.Second},
+		Store: config.Store{Dir: filepath.Join(dir, "index")},
+		Audit: config.Audit{SettleTimeout: 30 * time.Second},
+		Pipeline: config.Pipeline{ApplicationID: group, TopologyFile: sa.TopologyFile(),
+			Nodes:  []config.Node{{Name: string(node[1]), Kind: "windowed-count", Window: &config.NodeWindow{Size: size, Grace: grace}}},
+			Inputs: []config.Input{{Name: "words", Topic: in, KeyFormat: config.KeyFormatString}}},
+	}
+	if err := app.CheckTopology(cfg); err != nil {
+		t.Fatalf("the windowed count's topology is refused: %v", err)
+	}
+	res, _, err := app.Run(ctx, cfg, app.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range res.Rows {
+		ev, _ := r.Evidence.(*finding.CountEvidence)
+		if r.Kind != finding.Undercount || ev == nil || r.Window == nil {
+			t.Errorf("row %+v: only undercounts of windows are injected", r)
+			continue
+		}
+		got = append(got, fmt.Sprintf("%s @ %s lost %d of %d", r.Key, time.UnixMilli(r.Window.Start).UTC().Format(time.RFC3339), ev.Lost(), ev.Processed))
+	}
+	var want []string
+	for _, w := range drop {
+		want = append(want, fmt.Sprintf("%s @ %s lost 1 of %d", w, first[w].Truncate(size).UTC().Format(time.RFC3339), total/words/5))
+	}
+	slices.Sort(got)
+	slices.Sort(want)
+	slices.Sort(truth)
+	if strings.Join(got, "; ") != strings.Join(want, "; ") || strings.Join(truth, "; ") != strings.Join(want, "; ") {
+		t.Errorf("undercounts %q, truth from the output %q, want exactly the injected %q", got, truth, want)
+	}
+	ws, ok := finding.SectionOf[*finding.Windows](&res.Summary)
+	if !ok || ws.OnTime != total || ws.LateOrUncertain != late || ws.Expired != 0 || ws.UnknownPartitions != 0 {
+		t.Errorf("windows %+v, want %d on time and the %d late records uncertain", ws, total, late)
+	}
+	st := res.Summary.Stages[finding.StageCount]
+	if st == nil || st.KeysChecked != words*5 || len(res.Summary.Partitions) != 0 || len(res.Summary.Inconclusive) != 0 {
+		t.Errorf("count stage %+v, partitions %+v, inconclusive %+v; want %d windows recounted and nothing else", st, res.Summary.Partitions, res.Summary.Inconclusive, words*5)
+	}
+	for _, s := range []finding.Stage{finding.StageChangelog, finding.StageOutput} {
+		if n := res.Summary.Stages[s].KeysChecked; n != words*5 {
+			t.Errorf("stage %s checked %d windows, want %d", s, n, words*5)
+		}
+	}
+	t.Logf("%s: %d on time, %d late or uncertain, rows %q", group, ws.OnTime, ws.LateOrUncertain, got)
+}
