@@ -49,9 +49,13 @@ type keyVisitor interface {
 func check(o Options, snap *pipelineSnapshot, stuck map[kread.TP]bool, tl *timeline, v keyVisitor) (*checked, error) {
 	spec := &detect.KeySpec{Join: o.Join, NoOutput: o.Output == ""}
 	for _, in := range o.Inputs {
+		topic := in.Topic
+		if in.Window != nil {
+			topic = in.RepartitionTopic // where a windowed input's records were read: the rows' replay coordinates
+		}
 		// A reconcile step (v) reads only what is new: its candidates are
 		// not the key's whole history, so it does not count.
-		spec.Inputs = append(spec.Inputs, detect.InputSpec{Name: in.Name, Topic: in.Topic, RepartitionTopic: in.RepartitionTopic,
+		spec.Inputs = append(spec.Inputs, detect.InputSpec{Name: in.Name, Topic: topic, RepartitionTopic: in.RepartitionTopic,
 			ChangelogTopic: in.ChangelogTopic, Count: in.Count && v == nil, Table: in.Table, NoChangelog: in.Table && in.ChangelogTopic == "", Buffered: in.BufferTopic != ""})
 	}
 	var held []heldRow

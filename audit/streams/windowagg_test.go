@@ -115,8 +115,8 @@ func TestRunWindowedCount(t *testing.T) {
 			res := wp.run(t)
 			var got []string
 			for _, r := range res.Rows {
-				if r.Window == nil {
-					t.Fatalf("row %+v names no window", r)
+				if r.Window == nil || r.Topic != "app-repA-repartition" {
+					t.Fatalf("row %+v names no window, or not the repartition record it was read from", r)
 				}
 				got = append(got, fmt.Sprintf("%s %s %s @ %d/%d", r.Kind, r.Stage, r.Key, r.Window.Start, r.Window.Size))
 			}
