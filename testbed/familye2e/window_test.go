@@ -29,26 +29,37 @@ import (
 // as late or uncertain and never report them. lossaudit audit, with the
 // node declared windowed-count and its window, must report nothing for the
 // clean run and exactly one undercount per injected key, on the window of
-// its first record, for the other.
+// its first record, for the other; a third, losing every output record of
+// word-6 (DROP_BEFORE_OUTPUT), must report its five windows missing at the
+// output and nothing else. Then a third instance runs while all
+// three brokers are killed mid-load and restarted: nothing is lost (a task
+// revived after the outage keeps its stream time: the audit's bound covers
+// it), and the audit must say so.
 func windowedCount(t *testing.T, c *kafka.Cluster, adm *kafka.Admin) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	t.Cleanup(cancel)
-	for _, tc := range []struct {
-		name string
-		drop []string
-	}{{name: "clean"}, {name: "lossy", drop: []string{"word-3", "word-14"}}} {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			windowScenario(ctx, t, c, adm, "window-"+tc.name, tc.drop)
-		})
-	}
+	t.Run("clean and lossy", func(t *testing.T) {
+		for _, tc := range []struct {
+			name             string
+			drop, dropOutput []string
+		}{{name: "clean"}, {name: "lossy", drop: []string{"word-3", "word-14"}}, {name: "lossy-output", dropOutput: []string{"word-6"}}} {
+			t.Run(tc.name, func(t *testing.T) {
+				t.Parallel()
+				windowScenario(ctx, t, c, adm, "window-"+tc.name, tc.drop, tc.dropOutput, nil)
+			})
+		}
+	})
+	t.Run("all brokers down", func(t *testing.T) {
+		windowScenario(ctx, t, c, adm, "window-outage", nil, nil, func() { allBrokersDown(ctx, t, c) })
+	})
 }
 
 // windowScenario runs one windowed count application as group: 1,200
 // records of 20 words, one every 250 ms of event time over five minutes
 // starting ten minutes ago (minute-aligned: windows of 12 records per word),
-// then 40 late records an hour older, and audits it.
-func windowScenario(ctx context.Context, t *testing.T, c *kafka.Cluster, adm *kafka.Admin, group string, drop []string) {
+// then 40 late records an hour older, and audits it. fault, when set, runs
+// once half of the on-time records are produced, while the rest are.
+func windowScenario(ctx context.Context, t *testing.T, c *kafka.Cluster, adm *kafka.Admin, group string, drop, dropOutput []string, fault func()) {
 	in, out := group+"-words", group+"-counts"
 	if err := adm.CreateTopics(ctx, kafka.TopicSpec{Name: in, Partitions: 3}, kafka.TopicSpec{Name: out, Partitions: 3}); err != nil {
 		t.Fatal(err)
@@ -56,7 +67,7 @@ func windowScenario(ctx context.Context, t *testing.T, c *kafka.Cluster, adm *ka
 	dir := t.TempDir()
 	const size, grace = time.Minute, 10 * time.Minute
 	sa := startApp(ctx, t, streamsapp.Options{Bootstrap: c.Bootstrap(), ApplicationID: group, Inputs: [3]string{in},
-		Output: out, Dir: dir, Count: true, Window: size, WindowGrace: grace, DropCount: drop, SessionTimeout: 6 * time.Second,
+		Output: out, Dir: dir, Count: true, Window: size, WindowGrace: grace, DropCount: drop, DropBeforeOutput: dropOutput, SessionTimeout: 6 * time.Second,
 		// Kafka Streams purges the repartition topic after commits; the
 		// audit needs it from offset 0 to bound stream time.
 		PurgeInterval: time.Hour})
@@ -82,8 +93,22 @@ func windowScenario(ctx context.Context, t *testing.T, c *kafka.Cluster, adm *ka
 	}
 	// The late records are sent once the others are: each partition's
 	// stream time is past them by then.
-	if err := cl.ProduceSync(ctx, recs[:total]...).FirstErr(); err != nil {
-		t.Fatal(err)
+	if fault == nil {
+		if err := cl.ProduceSync(ctx, recs[:total]...).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	} else {
+		if err := cl.ProduceSync(ctx, recs[:total/2]...).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+		// The second half is sent while the brokers are down: the
+		// producer retries until they are back.
+		done := make(chan error, 1)
+		go func() { done <- cl.ProduceSync(ctx, recs[total/2:total]...).FirstErr() }()
+		fault()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
 	}
 	if err := cl.ProduceSync(ctx, recs[total:]...).FirstErr(); err != nil {
 		t.Fatal(err)
@@ -115,15 +140,17 @@ func windowScenario(ctx context.Context, t *testing.T, c *kafka.Cluster, adm *ka
 		word, start, _ := strings.Cut(id, " @ ")
 		ts, _ := time.Parse(time.RFC3339, start)
 		r := outputs[word+string(binary.BigEndian.AppendUint64(nil, uint64(ts.UnixMilli())))]
-		if r == nil || len(r.Value) != 8 {
-			t.Fatalf("the output holds no count of %s", id)
-		}
-		if got := int64(binary.BigEndian.Uint64(r.Value)); got < n {
-			truth = append(truth, fmt.Sprintf("%s lost %d of %d", id, n-got, n))
+		switch {
+		case r == nil:
+			truth = append(truth, id+" missing at the output")
+		case len(r.Value) != 8:
+			t.Fatalf("the output's count of %s is %d bytes", id, len(r.Value))
+		case int64(binary.BigEndian.Uint64(r.Value)) < n:
+			truth = append(truth, fmt.Sprintf("%s lost %d of %d", id, n-int64(binary.BigEndian.Uint64(r.Value)), n))
 		}
 	}
-	if len(outputs) != len(sent) {
-		t.Errorf("the output holds %d windows, want %d: a late record opened a window", len(outputs), len(sent))
+	if len(outputs) != len(sent)-5*len(dropOutput) {
+		t.Errorf("the output holds %d windows, want %d: a late record opened a window", len(outputs), len(sent)-5*len(dropOutput))
 	}
 
 	cfg := &config.Config{
@@ -143,16 +170,29 @@ func windowScenario(ctx context.Context, t *testing.T, c *kafka.Cluster, adm *ka
 	}
 	var got []string
 	for _, r := range res.Rows {
-		ev, _ := r.Evidence.(*finding.CountEvidence)
-		if r.Kind != finding.Undercount || ev == nil || r.Window == nil {
-			t.Errorf("row %+v: only undercounts of windows are injected", r)
+		if r.Window == nil {
+			t.Errorf("row %+v names no window", r)
 			continue
 		}
-		got = append(got, fmt.Sprintf("%s @ %s lost %d of %d", r.Key, time.UnixMilli(r.Window.Start).UTC().Format(time.RFC3339), ev.Lost(), ev.Processed))
+		id := fmt.Sprintf("%s @ %s", r.Key, time.UnixMilli(r.Window.Start).UTC().Format(time.RFC3339))
+		ev, _ := r.Evidence.(*finding.CountEvidence)
+		switch {
+		case r.Kind == finding.Undercount && ev != nil:
+			got = append(got, fmt.Sprintf("%s lost %d of %d", id, ev.Lost(), ev.Processed))
+		case r.Kind == finding.Missing && r.Stage == finding.StageOutput:
+			got = append(got, id+" missing at the output")
+		default:
+			t.Errorf("row %+v: only undercounts and outputs are lost", r)
+		}
 	}
 	var want []string
 	for _, w := range drop {
 		want = append(want, fmt.Sprintf("%s @ %s lost 1 of %d", w, first[w].Truncate(size).UTC().Format(time.RFC3339), total/words/5))
+	}
+	for _, w := range dropOutput {
+		for i := range 5 {
+			want = append(want, fmt.Sprintf("%s @ %s missing at the output", w, base.Add(time.Duration(i)*size).UTC().Format(time.RFC3339)))
+		}
 	}
 	slices.Sort(got)
 	slices.Sort(want)
