@@ -561,7 +561,10 @@ func Inputs(ctx context.Context, cfg *config.Config, model *topology.Model, reg 
 			Count: st.Operator == topology.KindCount || st.Operator == topology.KindWindowedCount, Table: table, BufferTopic: st.BufferTopic,
 		}
 		if st.Window != nil {
-			ai.Window = &detect.TumblingWindow{Size: st.Window.Size.Milliseconds(), Grace: st.Window.Grace.Milliseconds()}
+			ai.Window = &detect.TimeWindows{Size: st.Window.Size.Milliseconds(), Advance: st.Window.Size.Milliseconds(), Grace: st.Window.Grace.Milliseconds()}
+			if st.Window.Advance > 0 {
+				ai.Window.Advance = st.Window.Advance.Milliseconds()
+			}
 		}
 		if st.SourceTopicChangelog() {
 			ai.ChangelogTopic = "" // the table is restored from its input topic

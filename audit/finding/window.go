@@ -1,15 +1,17 @@
 package finding
 
-// Windows is a tumbling windowed aggregation's section of an audit: its
-// declared window and what its records were, beside the input counts
-// (whose audited records are the certainly-on-time ones). Informational:
-// nothing in it makes a verdict.
+// Windows is a time-windowed aggregation's section of an audit: its
+// declared windows and what its records were, beside the input counts
+// (whose audited records are those with at least one window checked). The
+// counters count (record, window) pairs: a record of hopping windows
+// belongs to several. Informational: nothing in it makes a verdict.
 type Windows struct {
 	// Input is the windowed input's name, Repartition the topic its
 	// records were read from.
 	Input, Repartition string
-	// Size and Grace are the declared window, in milliseconds.
-	Size, Grace int64
+	// Size, Advance and Grace are the declared windows, in milliseconds
+	// (Advance equals Size for tumbling windows).
+	Size, Advance, Grace int64
 	// OnTime counts the processed records certainly added to their
 	// window: checked.
 	OnTime int64

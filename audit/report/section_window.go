@@ -17,8 +17,12 @@ func (v windowView) counts(*finding.Summary) []countsBlock {
 	w := v.w
 	t := table{header: []string{"INPUT", "ON TIME", "LATE OR UNCERTAIN", "EXPIRED"}, right: []bool{false, true, true, true}}
 	t.add(safe(w.Input), Thousands(w.OnTime), Thousands(w.LateOrUncertain), Thousands(w.Expired))
-	notes := []string{fmt.Sprintf("tumbling window %s, grace %s, read from %s: a processed record is checked only when certainly on time (its window ends after its partition's greatest timestamp minus grace); late or uncertain records may have been dropped by design and are never reported",
-		shortDuration(time.Duration(w.Size)*time.Millisecond), shortDuration(time.Duration(w.Grace)*time.Millisecond), safe(w.Repartition))}
+	kind := fmt.Sprintf("tumbling window %s", msText(w.Size))
+	if w.Advance > 0 && w.Advance != w.Size {
+		kind = fmt.Sprintf("hopping windows of %s every %s", msText(w.Size), msText(w.Advance))
+	}
+	notes := []string{fmt.Sprintf("%s, grace %s, read from %s; counted per record and window: a processed record is checked in a window only when certainly on time there (the window ends after its partition's greatest timestamp minus grace); late or uncertain ones may have been dropped by design and are never reported",
+		kind, msText(w.Grace), safe(w.Repartition))}
 	if w.UnknownPartitions > 0 {
 		notes = append(notes, fmt.Sprintf("%s of %s not read from offset 0 (purged): stream time unknown, none of their records checked (set repartition.purge.interval.ms high, or keep the repartition topic's records)",
 			plural(w.UnknownPartitions, "partition", "partitions"), safe(w.Repartition)))
@@ -35,10 +39,14 @@ func (v windowView) counts(*finding.Summary) []countsBlock {
 	return []countsBlock{{title: "Windows", htmlTitle: "Windowed records", table: &t, notes: notes}}
 }
 
+// msText renders milliseconds as a short duration (1m, 30s).
+func msText(n int64) string { return shortDuration(time.Duration(n) * time.Millisecond) }
+
 type jsonWindows struct {
 	Input             string `json:"input"`
 	Repartition       string `json:"repartition_topic"`
 	SizeMS            int64  `json:"size_ms"`
+	AdvanceMS         int64  `json:"advance_ms"`
 	GraceMS           int64  `json:"grace_ms"`
 	OnTime            int64  `json:"on_time"`
 	LateOrUncertain   int64  `json:"late_or_uncertain"`
@@ -52,7 +60,7 @@ type jsonWindows struct {
 // jsonBlock is the "windows" block.
 func (v windowView) jsonBlock() any {
 	w := v.w
-	return &jsonWindows{Input: w.Input, Repartition: w.Repartition, SizeMS: w.Size, GraceMS: w.Grace, OnTime: w.OnTime,
+	return &jsonWindows{Input: w.Input, Repartition: w.Repartition, SizeMS: w.Size, AdvanceMS: w.Advance, GraceMS: w.Grace, OnTime: w.OnTime,
 		LateOrUncertain: w.LateOrUncertain, Expired: w.Expired, BadTimestamp: w.BadTimestamp, UnknownPartitions: w.UnknownPartitions,
 		BadChangelogKeys: w.BadChangelogKeys, BadOutputKeys: w.BadOutputKeys}
 }

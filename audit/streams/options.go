@@ -71,11 +71,11 @@ type Input struct {
 	// topic (the source-topic optimization: nothing to check between
 	// them). An audit only: a reconcile step refuses it.
 	Table bool
-	// Window, when set, says that the input's aggregation is a tumbling
-	// windowed one (windowagg.go): read from RepartitionTopic, checked per
+	// Window, when set, says that the input's aggregation is a windowed
+	// one on time windows, tumbling or hopping (windowagg.go): read from RepartitionTopic, checked per
 	// (key, window). An audit only, of one input: a reconcile step and a
 	// sharded audit refuse it.
-	Window *detect.TumblingWindow
+	Window *detect.TimeWindows
 	// WindowRetention is the shortest time-based retention of the
 	// windowed input's changelog and output topics; 0 for none (records
 	// are kept). Records older than it (with a margin for clock skew) are

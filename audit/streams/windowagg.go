@@ -13,11 +13,12 @@ import (
 	"github.com/lossaudit/lossaudit/audit/kread"
 )
 
-// A tumbling windowed aggregation (Input.Window) is checked per (key,
-// window start): its records are read from the repartition topic the
-// aggregation reads (the input topic is not read), each processed record
-// certainly added to its window (detect.TumblingWindow.Place) is a
-// candidate keyed by [key][8-byte window start], the changelog's keys
+// A windowed aggregation on time windows, tumbling or hopping
+// (Input.Window), is checked per (key, window start): its records are read
+// from the repartition topic the aggregation reads (the input topic is not
+// read), and a processed record is, for each of its windows it was
+// certainly added to (detect.TimeWindows.Place), a candidate keyed by
+// [key][8-byte window start], the changelog's keys
 // ([key][start][seqnum]) and the output's ([key][start], the windowed
 // serde) are indexed in that form, and the core check (detect.Keys) holds
 // every (key, window) to the rules of a table: changelog and output at
@@ -65,8 +66,8 @@ func (o *Options) checkWindowed() error {
 		return fmt.Errorf("audit: input %s is a windowed aggregation: a dead-letter queue (pipeline.dead_letter_topic) is not supported with it yet", in.Name)
 	case !o.From.IsZero() || !o.To.IsZero():
 		return fmt.Errorf("audit: input %s is a windowed aggregation: a time window (window.from, window.to) is not supported with it (stream time is computed from each repartition partition's first record)", in.Name)
-	case in.Window.Size <= 0 || in.Window.Grace < 0:
-		return fmt.Errorf("audit: input %s: window size %d ms, grace %d ms", in.Name, in.Window.Size, in.Window.Grace)
+	case in.Window.Size <= 0 || in.Window.Advance <= 0 || in.Window.Advance > in.Window.Size || in.Window.Grace < 0:
+		return fmt.Errorf("audit: input %s: window size %d ms, advance %d ms, grace %d ms", in.Name, in.Window.Size, in.Window.Advance, in.Window.Grace)
 	}
 	return nil
 }
@@ -82,7 +83,7 @@ func (c *collector) windowChangelogKey(x int) func([]byte) []byte {
 			c.win2.badChangelogKeys.Add(1)
 			return nil
 		}
-		if start%in.Window.Size != 0 {
+		if start%in.Window.Advance != 0 {
 			c.win2.misaligned.Add(1)
 			c.win2.misalignedStart.Store(start)
 		}
@@ -116,7 +117,7 @@ func (c *collector) windowOutputKey(x int) func([]byte) []byte {
 // each partition's log start, twice. The first read bounds stream time:
 // the greatest timestamp of the partition's records (a null key too, which
 // the aggregation skips: a higher bound only checks less), up to its
-// end as the snapshot saw it (detect.TumblingWindow.Place says why not the
+// end as the snapshot saw it (detect.TimeWindows.Place says why not the
 // records before each one only); it is known only when the read starts at
 // offset 0 (nothing purged or deleted before). The second read takes the
 // processed records (below the group's committed offset): those certainly
@@ -177,34 +178,44 @@ func (c *collector) readWindowInput(ctx context.Context, x int) error {
 				n[nullValue]++
 				continue
 			}
-			start, place := w.Place(rec.Timestamp, sm, known[rec.Partition], retainedFrom)
-			switch place {
-			case detect.WindowLateOrUncertain:
-				c.win2.late.Add(1)
-				continue
-			case detect.WindowExpired:
-				c.win2.expired.Add(1)
-				continue
-			case detect.WindowBadTimestamp:
+			starts := w.Starts(rec.Timestamp)
+			if len(starts) == 0 {
 				c.win2.badTS.Add(1)
 				continue
 			}
-			c.win2.onTime.Add(1)
-			n[candidate]++
-			tl.note(rec.Timestamp, false)
 			key := rec.Key
 			if in.DownstreamKey != nil {
 				key = in.DownstreamKey(key)
 			}
-			wk := detect.WindowedKey(key, start)
 			fp := fingerprint(rec.Value)
-			if err := c.w.input(false, uint8(x), wk, rec.Timestamp, rec.Partition, rec.Offset, fp); err != nil {
-				return fmt.Errorf("indexing %s[%d]@%d: %w", rec.Topic, rec.Partition, rec.Offset, err)
+			checked := false
+			for _, start := range starts {
+				switch w.Place(start, rec.Timestamp, sm, known[rec.Partition], retainedFrom) {
+				case detect.WindowLateOrUncertain:
+					c.win2.late.Add(1)
+					continue
+				case detect.WindowExpired:
+					c.win2.expired.Add(1)
+					continue
+				case detect.WindowBadTimestamp:
+					c.win2.badTS.Add(1)
+					continue
+				}
+				c.win2.onTime.Add(1)
+				checked = true
+				wk := detect.WindowedKey(key, start)
+				if err := c.w.input(false, uint8(x), wk, rec.Timestamp, rec.Partition, rec.Offset, fp); err != nil {
+					return fmt.Errorf("indexing %s[%d]@%d: %w", rec.Topic, rec.Partition, rec.Offset, err)
+				}
+				// The record is its own copy in the repartition topic (the
+				// witness of a changelog row).
+				if err := c.w.repartition(uint8(x), wk, rec.Timestamp, fp, false, rec.Partition, rec.Offset); err != nil {
+					return fmt.Errorf("indexing %s[%d]@%d: %w", rec.Topic, rec.Partition, rec.Offset, err)
+				}
 			}
-			// The record is its own copy in the repartition topic (the
-			// witness of a changelog row).
-			if err := c.w.repartition(uint8(x), wk, rec.Timestamp, fp, false, rec.Partition, rec.Offset); err != nil {
-				return fmt.Errorf("indexing %s[%d]@%d: %w", rec.Topic, rec.Partition, rec.Offset, err)
+			if checked {
+				n[candidate]++ // audited: at least one of its windows is checked
+				tl.note(rec.Timestamp, false)
 			}
 		}
 		c.timeline.add(x, tl)
@@ -267,7 +278,7 @@ func (e *WindowMismatchError) Error() string {
 
 // windowMismatch returns a *WindowMismatchError when the windowed input's
 // changelog shows that the declared window is wrong: a window start that
-// no tumbling window of the declared size has, or every checked window
+// no window of the declared advance has, or every checked window
 // missing while the changelog holds records. nil otherwise.
 func windowMismatch(o Options, c *collector, chk *checked) error {
 	x := o.windowed()
@@ -300,7 +311,7 @@ func (c *collector) windowSection() *finding.Windows {
 	}
 	in := c.o.Inputs[x]
 	w := &c.win2
-	return &finding.Windows{Input: in.Name, Repartition: in.RepartitionTopic, Size: in.Window.Size, Grace: in.Window.Grace,
+	return &finding.Windows{Input: in.Name, Repartition: in.RepartitionTopic, Size: in.Window.Size, Advance: in.Window.Advance, Grace: in.Window.Grace,
 		OnTime: w.onTime.Load(), LateOrUncertain: w.late.Load(), Expired: w.expired.Load(), BadTimestamp: w.badTS.Load(),
 		UnknownPartitions: w.unknownP.Load(), BadChangelogKeys: w.badChangelogKeys.Load(), BadOutputKeys: w.badOutputKeys.Load()}
 }

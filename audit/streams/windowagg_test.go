@@ -20,7 +20,7 @@ import (
 // ([key][start]) with the window's max timestamp.
 type windowPipeline struct {
 	*testPipeline
-	w          detect.TumblingWindow
+	w          detect.TimeWindows
 	streamTime map[int32]int64
 	counts     map[string]int64
 	maxTS      map[string]int64
@@ -30,7 +30,7 @@ type windowPipeline struct {
 func newWindowPipeline(t *testing.T, count bool) *windowPipeline {
 	tp := newTestPipeline(t)
 	tp.opt.Inputs = tp.opt.Inputs[:1]
-	w := detect.TumblingWindow{Size: 60_000, Grace: 600_000}
+	w := detect.TimeWindows{Size: 60_000, Advance: 60_000, Grace: 600_000}
 	tp.opt.Inputs[0].Window = &w
 	tp.opt.Inputs[0].Count = count
 	return &windowPipeline{testPipeline: tp, w: w, streamTime: map[int32]int64{}, counts: map[string]int64{}, maxTS: map[string]int64{}}
@@ -46,20 +46,21 @@ func (wp *windowPipeline) process(key string, ts int64, lose bool) {
 	if ts > wp.streamTime[p] {
 		wp.streamTime[p] = ts
 	}
-	start := ts - ts%wp.w.Size
-	if start+wp.w.Size <= wp.streamTime[p]-wp.w.Grace {
-		wp.dropped++ // "Skipping record for expired window"
-		return
+	for _, start := range wp.w.Starts(ts) {
+		if start+wp.w.Size <= wp.streamTime[p]-wp.w.Grace {
+			wp.dropped++ // "Skipping record for expired window"
+			continue
+		}
+		if lose {
+			continue
+		}
+		wk := detect.WindowedKey([]byte(key), start)
+		id := string(wk)
+		wp.counts[id]++
+		wp.maxTS[id] = max(wp.maxTS[id], ts)
+		wp.f.add(in.ChangelogTopic, p, append(append([]byte(nil), wk...), 0, 0, 0, 0), long(wp.counts[id]), wp.maxTS[id], kread.Committed)
+		wp.f.add("out", p, wk, long(wp.counts[id]), wp.maxTS[id], kread.Committed)
 	}
-	if lose {
-		return
-	}
-	wk := detect.WindowedKey([]byte(key), start)
-	id := string(wk)
-	wp.counts[id]++
-	wp.maxTS[id] = max(wp.maxTS[id], ts)
-	wp.f.add(in.ChangelogTopic, p, append(append([]byte(nil), wk...), 0, 0, 0, 0), long(wp.counts[id]), wp.maxTS[id], kread.Committed)
-	wp.f.add("out", p, wk, long(wp.counts[id]), wp.maxTS[id], kread.Committed)
 }
 
 func TestRunWindowedCount(t *testing.T) {
@@ -169,7 +170,7 @@ func TestRunWindowedWrongSize(t *testing.T) {
 	for i := range 9 {
 		wp.process(fmt.Sprintf("k%d", i%3), int64(5*60_000+i*20_000), false)
 	}
-	w := detect.TumblingWindow{Size: 45_000, Grace: 600_000}
+	w := detect.TimeWindows{Size: 45_000, Advance: 45_000, Grace: 600_000}
 	wp.opt.Inputs[0].Window = &w
 	_, err := Run(t.Context(), wp.opt)
 	var me *WindowMismatchError
@@ -185,7 +186,7 @@ func TestRunWindowedRetention(t *testing.T) {
 	now := time.UnixMilli(100 * 60_000)
 	wp.opt.Now = func() time.Time { return now }
 	wp.opt.Inputs[0].WindowRetention = 30 * time.Minute
-	wp.opt.Inputs[0].Window = &detect.TumblingWindow{Size: 60_000, Grace: 3_600_000} // none late
+	wp.opt.Inputs[0].Window = &detect.TimeWindows{Size: 60_000, Advance: 60_000, Grace: 3_600_000} // none late
 	// 60m and 64m are at or before now - 30m + 5m (75m): expired; 90m is
 	// checked, and its lost update is reported.
 	wp.process("k0", 60*60_000, true)
@@ -217,5 +218,42 @@ func TestRunWindowedNothingMatches(t *testing.T) {
 	var me *WindowMismatchError
 	if !errors.As(err, &me) || me.Misaligned != 0 || me.Checked != 3 || me.Missing != 3 {
 		t.Fatalf("err %v (%+v), want a *WindowMismatchError with 3 windows checked, all missing", err, me)
+	}
+}
+
+// TestRunWindowedHopping: with hopping windows (size 1m, advance 20s) a
+// record belongs to three windows, each checked on its own: a lost update
+// is an undercount in each of them.
+func TestRunWindowedHopping(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		lose int
+		want []string
+	}{
+		{name: "clean", lose: -1},
+		// Record 4 is k1 at 100m+20s: windows 99m40s, 100m and 100m20s,
+		// each with a later k1 record.
+		{name: "lost update", lose: 4, want: []string{"undercount count k1 @ 5980000/60000", "undercount count k1 @ 6000000/60000", "undercount count k1 @ 6020000/60000"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			wp := newWindowPipeline(t, true)
+			w := detect.TimeWindows{Size: 60_000, Advance: 20_000, Grace: 600_000}
+			wp.w, wp.opt.Inputs[0].Window = w, &w
+			for i := range 24 {
+				wp.process(fmt.Sprintf("k%d", i%3), int64(6_000_000+i*5_000), i == tc.lose)
+			}
+			res := wp.run(t)
+			var got []string
+			for _, r := range res.Rows {
+				got = append(got, fmt.Sprintf("%s %s %s @ %d/%d", r.Kind, r.Stage, r.Key, r.Window.Start, r.Window.Size))
+			}
+			if fmt.Sprint(got) != fmt.Sprint(tc.want) {
+				t.Errorf("rows %v, want %v", got, tc.want)
+			}
+			ws, _ := finding.SectionOf[*finding.Windows](&res.Summary)
+			if c := res.Summary.Inputs["a"]; c.Audited != 24 || ws == nil || ws.OnTime != 72 {
+				t.Errorf("input %+v, windows %+v: want 24 records audited in 72 (record, window) pairs", c, ws)
+			}
+		})
 	}
 }

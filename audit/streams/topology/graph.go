@@ -39,8 +39,8 @@ const (
 	KeyField KeyMap = "field"
 	// KeyRecord keeps the record key as the selected key.
 	KeyRecord KeyMap = "record key"
-	// KeyWindow maps a record to its key and the start of its tumbling
-	// window ([key][8-byte start], the windowed serde's form).
+	// KeyWindow maps a record to its key and the start of each of its
+	// time windows ([key][8-byte start], the windowed serde's form).
 	KeyWindow KeyMap = "key and window start"
 )
 
@@ -123,9 +123,9 @@ const (
 	// holds each key's last processed record by offset, or a later one;
 	// detect.TableLast.
 	RuleTableLast Rule = "table-last"
-	// RuleWindowMax: a tumbling windowed aggregation's changelog and
+	// RuleWindowMax: a time-windowed aggregation's changelog and
 	// output hold each (key, window) at least as new as its newest
-	// processed record certainly on time; detect.TumblingWindow.Place,
+	// processed record certainly on time; detect.TimeWindows.Place,
 	// then detect.TableMax per (key, window).
 	RuleWindowMax Rule = "window-max"
 	// RuleWindowCount: RuleWindowMax, and each window's newest count is at

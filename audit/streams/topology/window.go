@@ -1,7 +1,6 @@
 package topology
 
 import (
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -10,13 +9,14 @@ import (
 
 // WindowDecl is the window of a windowed aggregation, declared in
 // pipeline.nodes (describe() never prints it): TimeWindows.ofSizeAndGrace
-// (size, grace), tumbling when Advance is 0 or Size.
+// (size, grace), tumbling when Advance is 0 or Size, hopping
+// (advanceBy(advance)) when it is less.
 type WindowDecl struct {
 	Size, Advance, Grace time.Duration
 }
 
 // windowedHint says how to declare a windowed aggregation the audit checks.
-const windowedHint = "a tumbling window is audited when its node is declared in pipeline.nodes as windowed-count, windowed-reduce or windowed-aggregate with window: {size: 1m, grace: 30s}; session, sliding and hopping windows are not audited yet"
+const windowedHint = "a time window (tumbling or hopping) is audited when its node is declared in pipeline.nodes as windowed-count, windowed-reduce or windowed-aggregate with window: {size: 1m, grace: 30s} (and advance for a hopping one); session and sliding windows are not audited yet"
 
 // IsWindowed says whether k is a windowed aggregation the audit checks
 // (windowed-count, windowed-reduce, windowed-aggregate).
@@ -26,13 +26,16 @@ func IsWindowed(k Kind) bool {
 
 // String prints the window as `lossaudit topology` shows it.
 func (w *WindowDecl) String() string {
-	return fmt.Sprintf("tumbling, size %s, grace %s", w.Size, w.Grace)
+	if w.Advance == 0 || w.Advance == w.Size {
+		return fmt.Sprintf("tumbling, size %s, grace %s", w.Size, w.Grace)
+	}
+	return fmt.Sprintf("hopping, size %s, advance %s, grace %s", w.Size, w.Advance, w.Grace)
 }
 
 // checkWindowDecl checks the window declared for a node of kind k: a
-// windowed kind needs a tumbling window with a positive whole number of
-// milliseconds as size and a grace of zero or more; any other kind takes
-// none.
+// windowed kind needs a window with a positive whole number of
+// milliseconds as size, an advance of 0 (tumbling) or up to the size, and
+// a grace of zero or more; any other kind takes none.
 func checkWindowDecl(k Kind, w *WindowDecl) error {
 	if !IsWindowed(k) {
 		if w != nil {
@@ -47,8 +50,8 @@ func checkWindowDecl(k Kind, w *WindowDecl) error {
 		return fmt.Errorf("size %s must be a positive whole number of milliseconds", w.Size)
 	case w.Grace < 0 || w.Grace%time.Millisecond != 0:
 		return fmt.Errorf("grace %s must be zero or more whole milliseconds (TimeWindows.ofSizeWithNoGrace is grace 0)", w.Grace)
-	case w.Advance != 0 && w.Advance != w.Size:
-		return errors.New("advance differs from size: hopping windows are not audited yet (a record belongs to several windows); lossaudit audits tumbling windows (advance omitted, or equal to size)")
+	case w.Advance < 0 || w.Advance > w.Size || w.Advance%time.Millisecond != 0:
+		return fmt.Errorf("advance %s must be whole milliseconds, more than 0 and at most the size %s (omitted: tumbling, advance = size)", w.Advance, w.Size)
 	}
 	return nil
 }

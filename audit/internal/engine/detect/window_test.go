@@ -2,11 +2,12 @@ package detect
 
 import (
 	"bytes"
+	"slices"
 	"testing"
 )
 
-func TestTumblingWindowPlace(t *testing.T) {
-	w := TumblingWindow{Size: 60_000, Grace: 30_000}
+func TestTimeWindowsPlace(t *testing.T) {
+	w := TimeWindows{Size: 60_000, Advance: 60_000, Grace: 30_000}
 	cases := []struct {
 		name         string
 		ts, max      int64
@@ -15,32 +16,71 @@ func TestTumblingWindowPlace(t *testing.T) {
 		start        int64
 		place        WindowPlace
 	}{
-		{"first record", 65_000, 65_000, true, 0, 60_000, WindowOnTime},
-		{"start of window", 120_000, 120_000, true, 0, 120_000, WindowOnTime},
-		{"last ms of window", 119_999, 119_999, true, 0, 60_000, WindowOnTime},
-		{"out of order within grace", 65_000, 149_999, true, 0, 60_000, WindowOnTime},
+		{"first record", 65_000, 65_000, true, -1, 60_000, WindowOnTime},
+		{"start of window", 120_000, 120_000, true, -1, 120_000, WindowOnTime},
+		{"last ms of window", 119_999, 119_999, true, -1, 60_000, WindowOnTime},
+		{"out of order within grace", 65_000, 149_999, true, -1, 60_000, WindowOnTime},
 		// streamMax is the partition's greatest timestamp, records after
 		// this one included (a revived task keeps its stream time).
-		{"on time when processed, uncertain by the partition's end", 65_000, 200_000, true, 0, 60_000, WindowLateOrUncertain},
+		{"on time when processed, uncertain by the partition's end", 65_000, 200_000, true, -1, 60_000, WindowLateOrUncertain},
 		// end 120000 <= 150000 - 30000: dropped as late.
-		{"at the grace boundary", 65_000, 150_000, true, 0, 60_000, WindowLateOrUncertain},
-		{"far behind", 5_000, 400_000, true, 0, 0, WindowLateOrUncertain},
-		{"stream time unknown", 65_000, 65_000, false, 0, 60_000, WindowLateOrUncertain},
+		{"at the grace boundary", 65_000, 150_000, true, -1, 60_000, WindowLateOrUncertain},
+		{"far behind", 5_000, 400_000, true, -1, 0, WindowLateOrUncertain},
+		{"stream time unknown", 65_000, 65_000, false, -1, 60_000, WindowLateOrUncertain},
 		{"record at the retention bound", 65_000, 65_000, true, 65_000, 60_000, WindowExpired},
 		{"record after the retention bound", 65_000, 65_000, true, 64_999, 60_000, WindowOnTime},
-		{"negative timestamp", -1, 0, true, 0, 0, WindowBadTimestamp},
 		{"zero, no retention", 0, 0, true, -1, 0, WindowOnTime},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			start, place := w.Place(tc.ts, tc.max, tc.known, tc.retainedFrom)
-			if start != tc.start || place != tc.place {
-				t.Errorf("Place(%d, %d, %v, %d) = %d, %d; want %d, %d", tc.ts, tc.max, tc.known, tc.retainedFrom, start, place, tc.start, tc.place)
+			starts := w.Starts(tc.ts)
+			if len(starts) != 1 || starts[0] != tc.start {
+				t.Fatalf("Starts(%d) = %v, want [%d]", tc.ts, starts, tc.start)
+			}
+			if place := w.Place(tc.start, tc.ts, tc.max, tc.known, tc.retainedFrom); place != tc.place {
+				t.Errorf("Place(%d, %d, %d, %v, %d) = %d, want %d", tc.start, tc.ts, tc.max, tc.known, tc.retainedFrom, place, tc.place)
 			}
 		})
 	}
-	if _, p := (TumblingWindow{}).Place(5, 5, true, 0); p != WindowBadTimestamp {
-		t.Errorf("a zero size placed a record: %d", p)
+	if p := w.Place(0, -1, 0, true, -1); p != WindowBadTimestamp {
+		t.Errorf("a negative timestamp placed: %d", p)
+	}
+	for _, bad := range []TimeWindows{{}, {Size: 10, Advance: 0}, {Size: 10, Advance: 11}} {
+		if s, p := bad.Starts(5), bad.Place(0, 5, 5, true, -1); s != nil || p != WindowBadTimestamp {
+			t.Errorf("%+v placed a record: %v, %d", bad, s, p)
+		}
+	}
+}
+
+// TestHoppingStarts: a record belongs to size/advance windows (fewer near
+// zero), as TimeWindows#windowsFor computes them; each is placed on its
+// own.
+func TestHoppingStarts(t *testing.T) {
+	w := TimeWindows{Size: 60_000, Advance: 20_000, Grace: 0}
+	cases := []struct {
+		ts   int64
+		want []int64
+	}{
+		{0, []int64{0}},
+		{19_999, []int64{0}},
+		{20_000, []int64{0, 20_000}},
+		{65_000, []int64{20_000, 40_000, 60_000}},
+		{80_000, []int64{40_000, 60_000, 80_000}},
+	}
+	for _, tc := range cases {
+		if got := w.Starts(tc.ts); !slices.Equal(got, tc.want) {
+			t.Errorf("Starts(%d) = %v, want %v", tc.ts, got, tc.want)
+		}
+	}
+	// At stream time 100000 with no grace, windows ending at or before it
+	// are late: of 65000's windows, [20000, 80000) and [40000, 100000)
+	// are, [60000, 120000) is not.
+	var places []WindowPlace
+	for _, s := range w.Starts(65_000) {
+		places = append(places, w.Place(s, 65_000, 100_000, true, -1))
+	}
+	if want := []WindowPlace{WindowLateOrUncertain, WindowLateOrUncertain, WindowOnTime}; !slices.Equal(places, want) {
+		t.Errorf("places %v, want %v", places, want)
 	}
 }
 
