@@ -31,7 +31,10 @@ import (
 // clean run and exactly one undercount per injected key, on the window of
 // its first record, for the other; a third, losing every output record of
 // word-6 (DROP_BEFORE_OUTPUT), must report its five windows missing at the
-// output and nothing else. Then a third instance runs while all
+// output and nothing else. Then the same clean and lossy runs with hopping
+// windows (size 1m, advance 20s: three windows per record, the first
+// update lost only in the oldest window of the key's first record). Then
+// an instance runs while all
 // three brokers are killed mid-load and restarted: nothing is lost (a task
 // revived after the outage keeps its stream time: the audit's bound covers
 // it), and the audit must say so.
@@ -45,29 +48,55 @@ func windowedCount(t *testing.T, c *kafka.Cluster, adm *kafka.Admin) {
 		}{{name: "clean"}, {name: "lossy", drop: []string{"word-3", "word-14"}}, {name: "lossy-output", dropOutput: []string{"word-6"}}} {
 			t.Run(tc.name, func(t *testing.T) {
 				t.Parallel()
-				windowScenario(ctx, t, c, adm, "window-"+tc.name, tc.drop, tc.dropOutput, nil)
+				windowScenario(ctx, t, c, adm, "window-"+tc.name, 0, tc.drop, tc.dropOutput, nil)
+			})
+		}
+	})
+	t.Run("hopping", func(t *testing.T) {
+		for _, tc := range []struct {
+			name string
+			drop []string
+		}{{name: "clean"}, {name: "lossy", drop: []string{"word-5", "word-17"}}} {
+			t.Run(tc.name, func(t *testing.T) {
+				t.Parallel()
+				windowScenario(ctx, t, c, adm, "hopping-"+tc.name, 20*time.Second, tc.drop, nil, nil)
 			})
 		}
 	})
 	t.Run("all brokers down", func(t *testing.T) {
-		windowScenario(ctx, t, c, adm, "window-outage", nil, nil, func() { allBrokersDown(ctx, t, c) })
+		windowScenario(ctx, t, c, adm, "window-outage", 0, nil, nil, func() { allBrokersDown(ctx, t, c) })
 	})
 }
 
 // windowScenario runs one windowed count application as group: 1,200
 // records of 20 words, one every 250 ms of event time over five minutes
 // starting ten minutes ago (minute-aligned: windows of 12 records per word),
-// then 40 late records an hour older, and audits it. fault, when set, runs
-// once half of the on-time records are produced, while the rest are.
-func windowScenario(ctx context.Context, t *testing.T, c *kafka.Cluster, adm *kafka.Admin, group string, drop, dropOutput []string, fault func()) {
+// then 40 late records an hour older, and audits it. advance, when set,
+// makes the windows hopping. fault, when set, runs once half of the
+// on-time records are produced, while the rest are.
+func windowScenario(ctx context.Context, t *testing.T, c *kafka.Cluster, adm *kafka.Admin, group string, advance time.Duration, drop, dropOutput []string, fault func()) {
 	in, out := group+"-words", group+"-counts"
 	if err := adm.CreateTopics(ctx, kafka.TopicSpec{Name: in, Partitions: 3}, kafka.TopicSpec{Name: out, Partitions: 3}); err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
 	const size, grace = time.Minute, 10 * time.Minute
+	step := size
+	if advance > 0 {
+		step = advance
+	}
+	// starts are the window starts of a record at ts, oldest first
+	// (TimeWindows#windowsFor).
+	starts := func(ts time.Time) []time.Time {
+		ms, sz, adv := ts.UnixMilli(), size.Milliseconds(), step.Milliseconds()
+		var out []time.Time
+		for s := max(0, ms-sz+adv) / adv * adv; s <= ms; s += adv {
+			out = append(out, time.UnixMilli(s))
+		}
+		return out
+	}
 	sa := startApp(ctx, t, streamsapp.Options{Bootstrap: c.Bootstrap(), ApplicationID: group, Inputs: [3]string{in},
-		Output: out, Dir: dir, Count: true, Window: size, WindowGrace: grace, DropCount: drop, DropBeforeOutput: dropOutput, SessionTimeout: 6 * time.Second,
+		Output: out, Dir: dir, Count: true, Window: size, WindowAdvance: advance, WindowGrace: grace, DropCount: drop, DropBeforeOutput: dropOutput, SessionTimeout: 6 * time.Second,
 		// Kafka Streams purges the repartition topic after commits; the
 		// audit needs it from offset 0 to bound stream time.
 		PurgeInterval: time.Hour})
@@ -131,9 +160,18 @@ func windowScenario(ctx context.Context, t *testing.T, c *kafka.Cluster, adm *ka
 	// The truth, from the output topic: each (word, window) whose last
 	// count is below the number of its records sent on time.
 	sent := map[string]int64{}
+	var pairs int64
 	for _, r := range recs[:total] {
-		sent[fmt.Sprintf("%s @ %s", r.Key, r.Timestamp.Truncate(size).UTC().Format(time.RFC3339))]++
+		for _, s := range starts(r.Timestamp) {
+			sent[fmt.Sprintf("%s @ %s", r.Key, s.UTC().Format(time.RFC3339))]++
+			pairs++
+		}
 	}
+	var latePairs int64
+	for _, r := range recs[total:] {
+		latePairs += int64(len(starts(r.Timestamp)))
+	}
+	perWord := len(sent) / words
 	var truth []string
 	outputs := lastByOffset(ctx, t, c, adm, out)
 	for id, n := range sent {
@@ -149,8 +187,8 @@ func windowScenario(ctx context.Context, t *testing.T, c *kafka.Cluster, adm *ka
 			truth = append(truth, fmt.Sprintf("%s lost %d of %d", id, n-int64(binary.BigEndian.Uint64(r.Value)), n))
 		}
 	}
-	if len(outputs) != len(sent)-5*len(dropOutput) {
-		t.Errorf("the output holds %d windows, want %d: a late record opened a window", len(outputs), len(sent)-5*len(dropOutput))
+	if len(outputs) != len(sent)-perWord*len(dropOutput) {
+		t.Errorf("the output holds %d windows, want %d: a late record opened a window", len(outputs), len(sent)-perWord*len(dropOutput))
 	}
 
 	cfg := &config.Config{
@@ -158,7 +196,7 @@ func windowScenario(ctx context.Context, t *testing.T, c *kafka.Cluster, adm *ka
 		Store: config.Store{Dir: filepath.Join(dir, "index")},
 		Audit: config.Audit{SettleTimeout: 30 * time.Second},
 		Pipeline: config.Pipeline{ApplicationID: group, TopologyFile: sa.TopologyFile(),
-			Nodes:  []config.Node{{Name: string(node[1]), Kind: "windowed-count", Window: &config.NodeWindow{Size: size, Grace: grace}}},
+			Nodes:  []config.Node{{Name: string(node[1]), Kind: "windowed-count", Window: &config.NodeWindow{Size: size, Advance: advance, Grace: grace}}},
 			Inputs: []config.Input{{Name: "words", Topic: in, KeyFormat: config.KeyFormatString}}},
 	}
 	if err := app.CheckTopology(cfg); err != nil {
@@ -187,11 +225,14 @@ func windowScenario(ctx context.Context, t *testing.T, c *kafka.Cluster, adm *ka
 	}
 	var want []string
 	for _, w := range drop {
-		want = append(want, fmt.Sprintf("%s @ %s lost 1 of %d", w, first[w].Truncate(size).UTC().Format(time.RFC3339), total/words/5))
+		// The aggregator loses its first call for the key: the oldest
+		// window of the key's first record.
+		id := fmt.Sprintf("%s @ %s", w, starts(first[w])[0].UTC().Format(time.RFC3339))
+		want = append(want, fmt.Sprintf("%s lost 1 of %d", id, sent[id]))
 	}
-	for _, w := range dropOutput {
-		for i := range 5 {
-			want = append(want, fmt.Sprintf("%s @ %s missing at the output", w, base.Add(time.Duration(i)*size).UTC().Format(time.RFC3339)))
+	for id := range sent {
+		if word, _, _ := strings.Cut(id, " @ "); slices.Contains(dropOutput, word) {
+			want = append(want, id+" missing at the output")
 		}
 	}
 	slices.Sort(got)
@@ -201,16 +242,16 @@ func windowScenario(ctx context.Context, t *testing.T, c *kafka.Cluster, adm *ka
 		t.Errorf("undercounts %q, truth from the output %q, want exactly the injected %q", got, truth, want)
 	}
 	ws, ok := finding.SectionOf[*finding.Windows](&res.Summary)
-	if !ok || ws.OnTime != total || ws.LateOrUncertain != late || ws.Expired != 0 || ws.UnknownPartitions != 0 {
-		t.Errorf("windows %+v, want %d on time and the %d late records uncertain", ws, total, late)
+	if !ok || ws.OnTime != pairs || ws.LateOrUncertain != latePairs || ws.Expired != 0 || ws.UnknownPartitions != 0 {
+		t.Errorf("windows %+v, want %d (record, window) pairs on time and the %d of the late records uncertain", ws, pairs, latePairs)
 	}
 	st := res.Summary.Stages[finding.StageCount]
-	if st == nil || st.KeysChecked != words*5 || len(res.Summary.Partitions) != 0 || len(res.Summary.Inconclusive) != 0 {
-		t.Errorf("count stage %+v, partitions %+v, inconclusive %+v; want %d windows recounted and nothing else", st, res.Summary.Partitions, res.Summary.Inconclusive, words*5)
+	if st == nil || st.KeysChecked != int64(len(sent)) || len(res.Summary.Partitions) != 0 || len(res.Summary.Inconclusive) != 0 {
+		t.Errorf("count stage %+v, partitions %+v, inconclusive %+v; want %d windows recounted and nothing else", st, res.Summary.Partitions, res.Summary.Inconclusive, len(sent))
 	}
 	for _, s := range []finding.Stage{finding.StageChangelog, finding.StageOutput} {
-		if n := res.Summary.Stages[s].KeysChecked; n != words*5 {
-			t.Errorf("stage %s checked %d windows, want %d", s, n, words*5)
+		if n := res.Summary.Stages[s].KeysChecked; n != int64(len(sent)) {
+			t.Errorf("stage %s checked %d windows, want %d", s, n, len(sent))
 		}
 	}
 	t.Logf("%s: %d on time, %d late or uncertain, rows %q", group, ws.OnTime, ws.LateOrUncertain, got)

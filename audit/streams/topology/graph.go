@@ -151,7 +151,7 @@ var ruleText = map[Rule]string{
 	RuleBufferPending:   "a key whose last record in the buffer's changelog is a value is pending at the output, not lost; evicted (a tombstone) or never buffered, the output rule stands",
 	RuleOutputPerRecord: "the output holds the key and timestamp of every processed input record, once per record (else missing; more copies than input records: duplicated)",
 	RuleTableLast:       "the changelog's last record of each key by offset is the input's last processed record of the key or a later one, matched by timestamp and tombstone (else missing or stale)",
-	RuleWindowMax:       "each (key, window start) of a processed record certainly on time (its window ends after the repartition partition's greatest timestamp minus grace, read from offset 0) is in the changelog at least as new (else missing or stale); late or uncertain records are counted, never reported",
+	RuleWindowMax:       "each (key, window start) of a processed record certainly on time in that window (the window ends after the repartition partition's greatest timestamp minus grace, read from offset 0) is in the changelog at least as new (else missing or stale); late or uncertain ones are counted, never reported",
 	RuleWindowCount:     "as window-max, and each window's newest count is at least the number of its certainly-on-time processed records (else undercount)",
 	RuleTableIsInput:    "the input topic is the table's changelog (topology.optimization=all): nothing is checked between them; its last processed record by offset is what the output is checked against",
 }

@@ -20,8 +20,9 @@ import org.apache.kafka.streams.kstream.WindowedSerdes;
 import org.apache.kafka.streams.processor.StreamPartitioner;
 
 /**
- * TOPOLOGY=windowed-count: a tumbling windowed count by a new key, input --selectKey(value)-->
- * groupByKey --> windowedBy(TimeWindows.ofSizeAndGrace(WINDOW_SIZE_MS, WINDOW_GRACE_MS)) -->
+ * TOPOLOGY=windowed-count: a time-windowed count by a new key, input --selectKey(value)-->
+ * groupByKey --> windowedBy(TimeWindows.ofSizeAndGrace(WINDOW_SIZE_MS, WINDOW_GRACE_MS), hopping
+ * by WINDOW_ADVANCE_MS when it is set and below the size, else tumbling) -->
  * count --> toStream --> output with the windowed key serde (TimeWindowedSerializer:
  * [key][8-byte window start]) and Long values, emitted eagerly. Records older than stream time
  * minus grace are dropped by Kafka Streams as late. DROP_COUNT ("k1,k2") loses the first update
@@ -34,13 +35,17 @@ final class WindowedCount {
     private WindowedCount() {
     }
 
-    static Topology build(String input, String output, long sizeMillis, long graceMillis, Set<String> drop, Set<String> dropOutput) {
+    static Topology build(String input, String output, long sizeMillis, long advanceMillis, long graceMillis, Set<String> drop, Set<String> dropOutput) {
+        TimeWindows windows = TimeWindows.ofSizeAndGrace(Duration.ofMillis(sizeMillis), Duration.ofMillis(graceMillis));
+        if (advanceMillis > 0 && advanceMillis < sizeMillis) {
+            windows = windows.advanceBy(Duration.ofMillis(advanceMillis));
+        }
         StreamsBuilder builder = new StreamsBuilder();
         Set<String> dropped = ConcurrentHashMap.newKeySet();
         TimeWindowedKStream<String, String> windowed = builder.stream(input, Consumed.with(Serdes.String(), Serdes.String()))
                 .selectKey((k, v) -> v)
                 .groupByKey(Grouped.with(Serdes.String(), Serdes.String()))
-                .windowedBy(TimeWindows.ofSizeAndGrace(Duration.ofMillis(sizeMillis), Duration.ofMillis(graceMillis)));
+                .windowedBy(windows);
         KTable<Windowed<String>, Long> counts;
         if (drop.isEmpty()) {
             counts = windowed.count(Materialized.with(Serdes.String(), Serdes.Long()));
