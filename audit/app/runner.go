@@ -544,7 +544,11 @@ func Inputs(ctx context.Context, cfg *config.Config, model *topology.Model, reg 
 		if err := tableInput(key, in, st); err != nil {
 			return nil, nil, err
 		}
-		if st.RepartitionTopic == "" && !table {
+		if st.Window != nil && st.RepartitionTopic == "" && in.TimestampField != "" {
+			return nil, nil, &config.Error{Key: key + ".timestamp_field",
+				Msg: fmt.Sprintf("input %s: a windowed aggregation reading its input topic directly windows records by the application's timestamp extractor; lossaudit audits it on the records' own timestamps only (or through a repartition topic)", in.Name)}
+		}
+		if st.RepartitionTopic == "" && !table && st.Window == nil {
 			return nil, nil, &config.Error{Key: key + ".repartition_topic",
 				Msg: fmt.Sprintf("input %s reaches its store without a repartition topic; lossaudit audits the selectKey -> groupByKey -> reduce shape, so name the repartition topic or check the topology", in.Name)}
 		}

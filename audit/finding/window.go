@@ -7,7 +7,8 @@ package finding
 // belongs to several. Informational: nothing in it makes a verdict.
 type Windows struct {
 	// Input is the windowed input's name, Repartition the topic its
-	// records were read from.
+	// records were read from (the input topic when the aggregation reads
+	// it without repartitioning).
 	Input, Repartition string
 	// Size, Advance and Grace are the declared windows, in milliseconds
 	// (Advance equals Size for tumbling windows).

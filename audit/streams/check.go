@@ -49,13 +49,14 @@ type keyVisitor interface {
 func check(o Options, snap *pipelineSnapshot, stuck map[kread.TP]bool, tl *timeline, v keyVisitor) (*checked, error) {
 	spec := &detect.KeySpec{Join: o.Join, NoOutput: o.Output == ""}
 	for _, in := range o.Inputs {
-		topic := in.Topic
+		topic, rt := in.Topic, in.RepartitionTopic
 		if in.Window != nil {
-			topic = in.RepartitionTopic // where a windowed input's records were read: the rows' replay coordinates
+			topic = windowSource(in) // where a windowed input's records were read: the rows' replay coordinates
+			rt = topic
 		}
 		// A reconcile step (v) reads only what is new: its candidates are
 		// not the key's whole history, so it does not count.
-		spec.Inputs = append(spec.Inputs, detect.InputSpec{Name: in.Name, Topic: topic, RepartitionTopic: in.RepartitionTopic,
+		spec.Inputs = append(spec.Inputs, detect.InputSpec{Name: in.Name, Topic: topic, RepartitionTopic: rt,
 			ChangelogTopic: in.ChangelogTopic, Count: in.Count && v == nil, Table: in.Table, NoChangelog: in.Table && in.ChangelogTopic == "", Buffered: in.BufferTopic != ""})
 	}
 	var held []heldRow

@@ -156,7 +156,7 @@ func (o Options) withDefaults() (Options, error) {
 		return o, fmt.Errorf("audit: join type %q is not left, inner or outer", o.Join)
 	}
 	for i, in := range o.Inputs {
-		if in.Topic == "" || ((in.RepartitionTopic == "" || in.ChangelogTopic == "") && !in.Table) || in.Select == nil {
+		if in.Topic == "" || ((in.RepartitionTopic == "" && in.Window == nil || in.ChangelogTopic == "") && !in.Table) || in.Select == nil {
 			return o, fmt.Errorf("audit: input %d (%s) lacks a topic, repartition topic, changelog topic or selector", i, in.Name)
 		}
 	}

@@ -60,8 +60,8 @@ func (o *Options) checkWindowed() error {
 	switch {
 	case len(o.Inputs) != 1:
 		return fmt.Errorf("audit: input %s is a windowed aggregation: it is audited alone (one input, no join)", in.Name)
-	case in.Table || in.BufferTopic != "" || in.RepartitionTopic == "":
-		return fmt.Errorf("audit: input %s: a windowed aggregation is audited from its repartition topic, with no suppress", in.Name)
+	case in.Table || in.BufferTopic != "":
+		return fmt.Errorf("audit: input %s: a windowed aggregation is audited from the topic it reads, with no suppress", in.Name)
 	case o.DeadLetterTopic != "":
 		return fmt.Errorf("audit: input %s is a windowed aggregation: a dead-letter queue (pipeline.dead_letter_topic) is not supported with it yet", in.Name)
 	case !o.From.IsZero() || !o.To.IsZero():
@@ -127,6 +127,9 @@ func (c *collector) readWindowInput(ctx context.Context, x int) error {
 	in := &c.o.Inputs[x]
 	w := *in.Window
 	t := c.snap.reparts[x]
+	if in.RepartitionTopic == "" {
+		t = c.snap.inputs[x] // groupByKey on the input's own key: the aggregation reads the input topic
+	}
 	rs, total := c.ranges(t, nil)
 	known := map[int32]bool{}
 	for _, r := range rs {
@@ -141,7 +144,7 @@ func (c *collector) readWindowInput(ctx context.Context, x int) error {
 	}
 	var mu sync.Mutex
 	streamMax := map[int32]int64{}
-	err := collect.Read(ctx, c.o.Kafka, collect.Spec{Name: "repartition " + in.RepartitionTopic + " (stream time)", Ranges: rs, Total: total, Progress: c.o.Progress, Stats: &c.stats}, func(recs []kread.Record) error {
+	err := collect.Read(ctx, c.o.Kafka, collect.Spec{Name: t.Name + " (stream time)", Ranges: rs, Total: total, Progress: c.o.Progress, Stats: &c.stats}, func(recs []kread.Record) error {
 		for i := range recs {
 			rec := &recs[i]
 			mu.Lock()
@@ -156,7 +159,7 @@ func (c *collector) readWindowInput(ctx context.Context, x int) error {
 		return fmt.Errorf("audit: input %s: %w", in.Name, err)
 	}
 	cnt := &c.counts[x]
-	err = collect.Read(ctx, c.o.Kafka, collect.Spec{Name: "repartition " + in.RepartitionTopic, Ranges: rs, Total: total, Progress: c.o.Progress, Stats: &c.stats}, func(recs []kread.Record) error {
+	err = collect.Read(ctx, c.o.Kafka, collect.Spec{Name: t.Name, Ranges: rs, Total: total, Progress: c.o.Progress, Stats: &c.stats}, func(recs []kread.Record) error {
 		var n [deadLettered + 1]int64
 		tl := c.timeline.batch()
 		for i := range recs {
@@ -311,7 +314,16 @@ func (c *collector) windowSection() *finding.Windows {
 	}
 	in := c.o.Inputs[x]
 	w := &c.win2
-	return &finding.Windows{Input: in.Name, Repartition: in.RepartitionTopic, Size: in.Window.Size, Advance: in.Window.Advance, Grace: in.Window.Grace,
+	return &finding.Windows{Input: in.Name, Repartition: windowSource(in), Size: in.Window.Size, Advance: in.Window.Advance, Grace: in.Window.Grace,
 		OnTime: w.onTime.Load(), LateOrUncertain: w.late.Load(), Expired: w.expired.Load(), BadTimestamp: w.badTS.Load(),
 		UnknownPartitions: w.unknownP.Load(), BadChangelogKeys: w.badChangelogKeys.Load(), BadOutputKeys: w.badOutputKeys.Load()}
+}
+
+// windowSource is the topic a windowed input's aggregation reads: its
+// repartition topic, or without one its input topic.
+func windowSource(in Input) string {
+	if in.RepartitionTopic == "" {
+		return in.Topic
+	}
+	return in.RepartitionTopic
 }

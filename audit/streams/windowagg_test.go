@@ -41,8 +41,9 @@ func newWindowPipeline(t *testing.T, count bool) *windowPipeline {
 func (wp *windowPipeline) process(key string, ts int64, lose bool) {
 	in := wp.opt.Inputs[0]
 	p := partitionFor([]byte(key), 2)
-	off := wp.f.add(in.RepartitionTopic, p, []byte(key), []byte(key+"|x"), ts, kread.Committed)
-	wp.f.group[kread.TP{Topic: in.RepartitionTopic, Partition: p}] = off + 1
+	src := windowSource(in)
+	off := wp.f.add(src, p, []byte(key), []byte(key+"|x"), ts, kread.Committed)
+	wp.f.group[kread.TP{Topic: src, Partition: p}] = off + 1
 	if ts > wp.streamTime[p] {
 		wp.streamTime[p] = ts
 	}
@@ -255,5 +256,28 @@ func TestRunWindowedHopping(t *testing.T) {
 				t.Errorf("input %+v, windows %+v: want 24 records audited in 72 (record, window) pairs", c, ws)
 			}
 		})
+	}
+}
+
+// TestRunWindowedNoRepartition: groupByKey on the input's own key has no
+// repartition topic: the aggregation reads the input topic, and the audit
+// reads it too, with the same rules.
+func TestRunWindowedNoRepartition(t *testing.T) {
+	for _, lose := range []bool{false, true} {
+		wp := newWindowPipeline(t, true)
+		wp.opt.Inputs[0].RepartitionTopic = ""
+		for i := range 9 {
+			wp.process(fmt.Sprintf("k%d", i%3), int64(6_000_000+i*1_000), lose && i == 8)
+		}
+		res := wp.run(t)
+		// Record 8, k2's newest, is lost: its window is stale.
+		bad := len(res.Rows) != 0
+		if lose {
+			r := res.Rows
+			bad = len(r) != 1 || r[0].Kind != finding.Stale || string(r[0].Key) != "k2" || r[0].Topic != "inA" || r[0].Timestamp != 6_008_000
+		}
+		if bad {
+			t.Errorf("lose %v: rows %v", lose, rowsString(res.Rows))
+		}
 	}
 }

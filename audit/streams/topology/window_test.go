@@ -98,3 +98,31 @@ func TestWindowedRefused(t *testing.T) {
 		t.Fatalf("err %v, want an *UnsupportedError on the sub-topology's two topics", err)
 	}
 }
+
+// TestWindowedNoRepartition: a windowed count of the input's own key
+// (groupByKey, no repartition topic) whose table leads nowhere (corpus
+// text 02) is accepted, audited on its changelog alone.
+func TestWindowedNoRepartition(t *testing.T) {
+	text := `Topologies:
+   Sub-topology: 0
+    Source: KSTREAM-SOURCE-0000000000 (topics: [input-topic])
+      --> KSTREAM-AGGREGATE-0000000001
+    Processor: KSTREAM-AGGREGATE-0000000001 (stores: [count-store])
+      --> none
+      <-- KSTREAM-SOURCE-0000000000
+`
+	file := filepath.Join(t.TempDir(), "02.txt")
+	if err := os.WriteFile(file, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	spec := Spec{ApplicationID: "app", TopologyFile: file, Nodes: []NodeDecl{{"KSTREAM-AGGREGATE-0000000001", "windowed-count"}},
+		Windows: map[int]*WindowDecl{0: {Size: time.Minute}}, Inputs: []InputSpec{{Name: "a", Topic: "input-topic"}}}
+	m, err := Build(context.Background(), spec, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := m.Stages[0]
+	if !m.ChangelogOnly || s.RepartitionTopic != "" || s.ChangelogTopic != "app-count-store-changelog" || s.Window == nil {
+		t.Fatalf("model %+v stage %+v", m, s)
+	}
+}
