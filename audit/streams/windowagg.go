@@ -131,10 +131,13 @@ func (c *collector) readWindowInput(ctx context.Context, x int) error {
 		t = c.snap.inputs[x] // groupByKey on the input's own key: the aggregation reads the input topic
 	}
 	rs, total := c.ranges(t, nil)
+	// Stream time is known where the partition starts at offset 0 and the
+	// read starts at its start (an audit's plan is nil: it does).
 	known := map[int32]bool{}
-	for _, r := range rs {
-		known[r.Partition] = r.From == 0
-		if r.From != 0 {
+	for _, p := range t.Parts {
+		of := t.Offsets[p]
+		known[p] = of.LogStart == 0 && c.plan == nil
+		if !known[p] && of.LSO > of.LogStart {
 			c.win2.unknownP.Add(1)
 		}
 	}
