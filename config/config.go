@@ -184,6 +184,10 @@ type NodeWindow struct {
 	Size    time.Duration `mapstructure:"size"`
 	Advance time.Duration `mapstructure:"advance"`
 	Grace   time.Duration `mapstructure:"grace"`
+	// Emit is the emit strategy, which describe() does not print either:
+	// eager (EmitStrategy.onWindowUpdate, Kafka Streams' default) or final
+	// (onWindowClose, not audited yet). Required.
+	Emit string `mapstructure:"emit"`
 }
 
 // Input is one source topic of the pipeline.

@@ -534,7 +534,7 @@ pipeline:
   topology_file: `+topo+`
   inputs: [{name: a, topic: ta}]
   nodes:
-    - {name: KSTREAM-AGGREGATE-0000000003, kind: windowed-count, window: {size: 1m, grace: 30s}}
+    - {name: KSTREAM-AGGREGATE-0000000003, kind: windowed-count, window: {size: 1m, grace: 30s, emit: eager}}
     - {name: hold, kind: suppress}
 `)
 	c, err := Load(LoadOptions{File: file})
@@ -542,7 +542,7 @@ pipeline:
 		t.Fatal(err)
 	}
 	w := c.Pipeline.Nodes[0].Window
-	if w == nil || w.Size != time.Minute || w.Grace != 30*time.Second || w.Advance != 0 || c.Pipeline.Nodes[1].Window != nil {
+	if w == nil || w.Size != time.Minute || w.Grace != 30*time.Second || w.Advance != 0 || w.Emit != "eager" || c.Pipeline.Nodes[1].Window != nil {
 		t.Fatalf("nodes %+v, window %+v", c.Pipeline.Nodes, w)
 	}
 }

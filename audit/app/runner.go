@@ -448,7 +448,7 @@ func Spec(cfg *config.Config) topology.Spec {
 			if s.Windows == nil {
 				s.Windows = map[int]*topology.WindowDecl{}
 			}
-			s.Windows[i] = &topology.WindowDecl{Size: w.Size, Advance: w.Advance, Grace: w.Grace}
+			s.Windows[i] = &topology.WindowDecl{Size: w.Size, Advance: w.Advance, Grace: w.Grace, Emit: strings.ToLower(strings.TrimSpace(w.Emit))}
 		}
 	}
 	for _, in := range p.Inputs {

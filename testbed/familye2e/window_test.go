@@ -196,7 +196,7 @@ func windowScenario(ctx context.Context, t *testing.T, c *kafka.Cluster, adm *ka
 		Store: config.Store{Dir: filepath.Join(dir, "index")},
 		Audit: config.Audit{SettleTimeout: 30 * time.Second},
 		Pipeline: config.Pipeline{ApplicationID: group, TopologyFile: sa.TopologyFile(),
-			Nodes:  []config.Node{{Name: string(node[1]), Kind: "windowed-count", Window: &config.NodeWindow{Size: size, Advance: advance, Grace: grace}}},
+			Nodes:  []config.Node{{Name: string(node[1]), Kind: "windowed-count", Window: &config.NodeWindow{Size: size, Advance: advance, Grace: grace, Emit: "eager"}}},
 			Inputs: []config.Input{{Name: "words", Topic: in, KeyFormat: config.KeyFormatString}}},
 	}
 	if err := app.CheckTopology(cfg); err != nil {

@@ -217,7 +217,7 @@ func (t *Topology) Derive(app string, inputTopics []string, output string, decl 
 			case c.Kind == KindAggregate && c.Origin != FromDeclaration:
 				return nil, unsupported(h.n, detail+"; describe() prints a windowed count or aggregate exactly like a plain one, so declare it in pipeline.nodes: "+
 					"{name: "+h.n.Name+", kind: count} for a plain count, aggregate for another plain aggregate, "+
-					"or for a tumbling window windowed-count or windowed-aggregate with window: {size: 1m, grace: 30s}")
+					"or for a time window windowed-count or windowed-aggregate with window: {size: 1m, grace: 30s, emit: eager}")
 			case c.Kind == KindWindowed:
 				return nil, unsupported(h.n, detail+"; "+windowedHint)
 			case !isTableOp(c.Kind):

@@ -1,6 +1,7 @@
 package topology
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -13,10 +14,24 @@ import (
 // (advanceBy(advance)) when it is less.
 type WindowDecl struct {
 	Size, Advance, Grace time.Duration
+	// Emit is the emit strategy (EmitEager; EmitFinal is refused):
+	// emitStrategy(onWindowClose) adds no node to describe(), so it is
+	// declared, never assumed.
+	Emit string
 }
 
+// The emit strategies of WindowDecl.Emit.
+const (
+	// EmitEager is EmitStrategy.onWindowUpdate, Kafka Streams' default:
+	// every update is forwarded (through the cache) to the output.
+	EmitEager = "eager"
+	// EmitFinal is EmitStrategy.onWindowClose: a window is forwarded once,
+	// after it closes, from a time-ordered store. Not audited yet.
+	EmitFinal = "final"
+)
+
 // windowedHint says how to declare a windowed aggregation the audit checks.
-const windowedHint = "a time window (tumbling or hopping) is audited when its node is declared in pipeline.nodes as windowed-count, windowed-reduce or windowed-aggregate with window: {size: 1m, grace: 30s} (and advance for a hopping one); session and sliding windows are not audited yet"
+const windowedHint = "a time window (tumbling or hopping) is audited when its node is declared in pipeline.nodes as windowed-count, windowed-reduce or windowed-aggregate with window: {size: 1m, grace: 30s, emit: eager} (and advance for a hopping one); session and sliding windows are not audited yet"
 
 // IsWindowed says whether k is a windowed aggregation the audit checks
 // (windowed-count, windowed-reduce, windowed-aggregate).
@@ -50,6 +65,12 @@ func checkWindowDecl(k Kind, w *WindowDecl) error {
 		return fmt.Errorf("size %s must be a positive whole number of milliseconds", w.Size)
 	case w.Grace < 0 || w.Grace%time.Millisecond != 0:
 		return fmt.Errorf("grace %s must be zero or more whole milliseconds (TimeWindows.ofSizeWithNoGrace is grace 0)", w.Grace)
+	case w.Emit == "":
+		return errors.New("emit is not set: declare emit: eager (emitStrategy(onWindowUpdate), Kafka Streams' default) or final (emitStrategy(onWindowClose)); describe() prints neither")
+	case w.Emit == EmitFinal:
+		return errors.New("emit: final (emitStrategy(onWindowClose)) is not audited yet: its windows reach the output only once closed, from a time-ordered store; lossaudit audits windows emitted eagerly (emit: eager)")
+	case w.Emit != EmitEager:
+		return fmt.Errorf("emit %q is not eager or final", w.Emit)
 	case w.Advance < 0 || w.Advance > w.Size || w.Advance%time.Millisecond != 0:
 		return fmt.Errorf("advance %s must be whole milliseconds, more than 0 and at most the size %s (omitted: tumbling, advance = size)", w.Advance, w.Size)
 	}

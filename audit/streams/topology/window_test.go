@@ -17,7 +17,7 @@ import (
 // every malformed or missing declaration is refused naming its key.
 func TestWindowedCount(t *testing.T) {
 	const agg = "KSTREAM-AGGREGATE-0000000003"
-	win := &WindowDecl{Size: time.Minute, Grace: 30 * time.Second}
+	win := &WindowDecl{Size: time.Minute, Grace: 30 * time.Second, Emit: EmitEager}
 	cases := []struct {
 		name    string
 		kind    string
@@ -26,10 +26,13 @@ func TestWindowedCount(t *testing.T) {
 	}{
 		{"windowed-count", "windowed-count", win, ""},
 		{"windowed-aggregate", "windowed-aggregate", win, ""},
-		{"advance equal to size", "windowed-count", &WindowDecl{Size: time.Minute, Advance: time.Minute}, ""},
+		{"advance equal to size", "windowed-count", &WindowDecl{Size: time.Minute, Advance: time.Minute, Emit: EmitEager}, ""},
 		{"no window", "windowed-count", nil, "pipeline.nodes[0].window: a windowed-count node needs its window"},
-		{"hopping", "windowed-count", &WindowDecl{Size: time.Minute, Advance: 10 * time.Second}, ""},
-		{"advance past size", "windowed-count", &WindowDecl{Size: time.Minute, Advance: 2 * time.Minute}, "pipeline.nodes[0].window: advance 2m0s must be whole milliseconds, more than 0 and at most the size"},
+		{"hopping", "windowed-count", &WindowDecl{Size: time.Minute, Advance: 10 * time.Second, Emit: EmitEager}, ""},
+		{"no emit", "windowed-count", &WindowDecl{Size: time.Minute}, "pipeline.nodes[0].window: emit is not set: declare emit: eager"},
+		{"emit final", "windowed-count", &WindowDecl{Size: time.Minute, Emit: EmitFinal}, "emit: final (emitStrategy(onWindowClose)) is not audited yet"},
+		{"emit typo", "windowed-count", &WindowDecl{Size: time.Minute, Emit: "eagre"}, `emit "eagre" is not eager or final`},
+		{"advance past size", "windowed-count", &WindowDecl{Size: time.Minute, Advance: 2 * time.Minute, Emit: EmitEager}, "pipeline.nodes[0].window: advance 2m0s must be whole milliseconds, more than 0 and at most the size"},
 		{"zero size", "windowed-count", &WindowDecl{Grace: time.Second}, "pipeline.nodes[0].window: size 0s must be a positive"},
 		{"negative grace", "windowed-count", &WindowDecl{Size: time.Minute, Grace: -time.Second}, "grace -1s must be zero or more"},
 		{"window on a plain count", "count", win, "pipeline.nodes[0].window: a window is declared for a node of kind count"},
@@ -91,7 +94,7 @@ func TestWindowedRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	spec := Spec{ApplicationID: "app", TopologyFile: file, Nodes: []NodeDecl{{"KSTREAM-AGGREGATE-0000000002", "windowed-count"}},
-		Windows: map[int]*WindowDecl{0: {Size: time.Minute}}, Inputs: []InputSpec{{Name: "a", Topic: "topicA"}}}
+		Windows: map[int]*WindowDecl{0: {Size: time.Minute, Emit: EmitEager}}, Inputs: []InputSpec{{Name: "a", Topic: "topicA"}}}
 	_, err := Build(context.Background(), spec, nil)
 	var ue *UnsupportedError
 	if !errors.As(err, &ue) || !strings.Contains(err.Error(), "its sub-topology reads 2 topics") {
@@ -116,7 +119,7 @@ func TestWindowedNoRepartition(t *testing.T) {
 		t.Fatal(err)
 	}
 	spec := Spec{ApplicationID: "app", TopologyFile: file, Nodes: []NodeDecl{{"KSTREAM-AGGREGATE-0000000001", "windowed-count"}},
-		Windows: map[int]*WindowDecl{0: {Size: time.Minute}}, Inputs: []InputSpec{{Name: "a", Topic: "input-topic"}}}
+		Windows: map[int]*WindowDecl{0: {Size: time.Minute, Emit: EmitEager}}, Inputs: []InputSpec{{Name: "a", Topic: "input-topic"}}}
 	m, err := Build(context.Background(), spec, nil)
 	if err != nil {
 		t.Fatal(err)
