@@ -179,6 +179,23 @@ type Node struct {
 	// Negate declares a filterNot: the filter keeps the records for which
 	// Predicate is false.
 	Negate bool `mapstructure:"negate"`
+	// Window is the window of a windowed-count, windowed-reduce or
+	// windowed-aggregate node (describe() does not print it); nil for
+	// other kinds.
+	Window *NodeWindow `mapstructure:"window"`
+}
+
+// NodeWindow is a windowed aggregation's window: TimeWindows.ofSizeAndGrace
+// (size, grace); advance is omitted (or equal to size) for a tumbling
+// window.
+type NodeWindow struct {
+	Size    time.Duration `mapstructure:"size"`
+	Advance time.Duration `mapstructure:"advance"`
+	Grace   time.Duration `mapstructure:"grace"`
+	// Emit is the emit strategy, which describe() does not print either:
+	// eager (EmitStrategy.onWindowUpdate, Kafka Streams' default) or final
+	// (onWindowClose, not audited yet). Required.
+	Emit string `mapstructure:"emit"`
 }
 
 // Input is one source topic of the pipeline.

@@ -521,3 +521,28 @@ pipeline:
 		t.Errorf("ValidatePipeline: %v, want pipeline.output named", err)
 	}
 }
+
+// TestPipelineNodeWindow: a windowed aggregation's node carries its window
+// as durations.
+func TestPipelineNodeWindow(t *testing.T) {
+	clearEnv(t)
+	dir := t.TempDir()
+	topo := writeFile(t, dir, "topology.txt", "Topologies:\n")
+	file := writeFile(t, dir, "audit.yaml", `
+pipeline:
+  application_id: app
+  topology_file: `+topo+`
+  inputs: [{name: a, topic: ta}]
+  nodes:
+    - {name: KSTREAM-AGGREGATE-0000000003, kind: windowed-count, window: {size: 1m, grace: 30s, emit: eager}}
+    - {name: hold, kind: suppress}
+`)
+	c, err := Load(LoadOptions{File: file})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := c.Pipeline.Nodes[0].Window
+	if w == nil || w.Size != time.Minute || w.Grace != 30*time.Second || w.Advance != 0 || w.Emit != "eager" || c.Pipeline.Nodes[1].Window != nil {
+		t.Fatalf("nodes %+v, window %+v", c.Pipeline.Nodes, w)
+	}
+}

@@ -18,6 +18,7 @@ import (
 	"github.com/lossaudit/lossaudit/audit/compare"
 	"github.com/lossaudit/lossaudit/audit/finding"
 	"github.com/lossaudit/lossaudit/audit/internal/engine"
+	"github.com/lossaudit/lossaudit/audit/internal/engine/detect"
 	"github.com/lossaudit/lossaudit/audit/internal/engine/incremental"
 	"github.com/lossaudit/lossaudit/audit/internal/store/history"
 	"github.com/lossaudit/lossaudit/audit/internal/store/index"
@@ -254,6 +255,9 @@ func prepare(ctx context.Context, cfg *config.Config, o Options) (_ *prepared, e
 	if err != nil {
 		return nil, err
 	}
+	if err := windowRetentions(ctx, p.client, p.model, inputs); err != nil {
+		return nil, err
+	}
 	store, err := index.Open(cfg.Store.Dir, index.Options{})
 	if err != nil {
 		return nil, err
@@ -396,6 +400,10 @@ func Reconcile(ctx context.Context, cfg *config.Config, o Options) (*Step, error
 		p.close()
 		return nil, err
 	}
+	if err := stepRefusesWindows(p.model); err != nil {
+		p.close()
+		return nil, err
+	}
 	fixed.lap("prepare")
 	st, err := state.Open(filepath.Join(cfg.Store.Dir, StateDir), state.Options{Hook: o.StateHook})
 	if err != nil {
@@ -434,13 +442,19 @@ func Spec(cfg *config.Config) topology.Spec {
 	p := cfg.Pipeline
 	s := topology.Spec{ApplicationID: p.ApplicationID, TopologyFile: p.TopologyFile, Output: p.Output, Join: strings.ToLower(strings.TrimSpace(p.Join)),
 		Reduce: strings.ToLower(strings.TrimSpace(p.Reduce))}
-	for _, n := range p.Nodes {
+	for i, n := range p.Nodes {
 		s.Nodes = append(s.Nodes, topology.NodeDecl{Name: n.Name, Kind: n.Kind})
 		if n.Predicate != "" {
 			if s.Filters == nil {
 				s.Filters = map[string]topology.FilterDecl{}
 			}
 			s.Filters[strings.TrimSpace(n.Name)] = topology.FilterDecl{Predicate: n.Predicate, Negate: n.Negate}
+		}
+		if w := n.Window; w != nil {
+			if s.Windows == nil {
+				s.Windows = map[int]*topology.WindowDecl{}
+			}
+			s.Windows[i] = &topology.WindowDecl{Size: w.Size, Advance: w.Advance, Grace: w.Grace, Emit: strings.ToLower(strings.TrimSpace(w.Emit))}
 		}
 	}
 	for _, in := range p.Inputs {
@@ -513,6 +527,10 @@ func runError(m *topology.Model, err error) error {
 		return &config.Error{Key: "pipeline.application_id", Msg: fmt.Sprintf("the %s topic of input %s, %q (%s), does not exist: is the application running, and do pipeline.application_id (%q) and pipeline.topology_file match it? `lossaudit topology` shows every derived name",
 			mt.Role, st.Input.Name, mt.Topic, origin, m.ApplicationID)}
 	}
+	var wm *streams.WindowMismatchError
+	if errors.As(err, &wm) {
+		return &config.Error{Key: "pipeline.nodes", Msg: wm.Error()}
+	}
 	var re *schema.RejectedError
 	if errors.As(err, &re) {
 		return &config.Error{Key: "schema.registry_username", Msg: re.Msg}
@@ -532,7 +550,11 @@ func Inputs(ctx context.Context, cfg *config.Config, model *topology.Model, reg 
 		if err := tableInput(key, in, st); err != nil {
 			return nil, nil, err
 		}
-		if st.RepartitionTopic == "" && !table {
+		if st.Window != nil && st.RepartitionTopic == "" && in.TimestampField != "" {
+			return nil, nil, &config.Error{Key: key + ".timestamp_field",
+				Msg: fmt.Sprintf("input %s: a windowed aggregation reading its input topic directly windows records by the application's timestamp extractor; lossaudit audits it on the records' own timestamps only (or through a repartition topic)", in.Name)}
+		}
+		if st.RepartitionTopic == "" && !table && st.Window == nil {
 			return nil, nil, &config.Error{Key: key + ".repartition_topic",
 				Msg: fmt.Sprintf("input %s reaches its store without a repartition topic; lossaudit audits the selectKey -> groupByKey -> reduce shape, so name the repartition topic or check the topology", in.Name)}
 		}
@@ -546,8 +568,14 @@ func Inputs(ctx context.Context, cfg *config.Config, model *topology.Model, reg 
 		ai := streams.Input{
 			Name: in.Name, Topic: in.Topic, RepartitionTopic: st.RepartitionTopic,
 			ChangelogTopic: st.ChangelogTopic, Select: sel, DownstreamKey: norm, Field: in.Rekey,
-			Count: st.Operator == topology.KindCount, Table: table, BufferTopic: st.BufferTopic,
+			Count: st.Operator == topology.KindCount || st.Operator == topology.KindWindowedCount, Table: table, BufferTopic: st.BufferTopic,
 			Operator: string(st.Operator),
+		}
+		if st.Window != nil {
+			ai.Window = &detect.TimeWindows{Size: st.Window.Size.Milliseconds(), Advance: st.Window.Size.Milliseconds(), Grace: st.Window.Grace.Milliseconds()}
+			if st.Window.Advance > 0 {
+				ai.Window.Advance = st.Window.Advance.Milliseconds()
+			}
 		}
 		if st.SourceTopicChangelog() {
 			ai.ChangelogTopic = "" // the table is restored from its input topic

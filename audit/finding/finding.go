@@ -119,6 +119,15 @@ type Row struct {
 	// FirstSeen is when a reconciliation first reported the finding; zero
 	// for an audit's rows.
 	FirstSeen time.Time
+	// Window is the window of a windowed aggregation's row (Key is then
+	// the plain key); nil for any other row.
+	Window *WindowRef
+}
+
+// WindowRef names one window of a windowed aggregation: its start and
+// size in milliseconds.
+type WindowRef struct {
+	Start, Size int64
 }
 
 // CountEvidence proves an undercount: the changelog's newest record for

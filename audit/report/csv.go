@@ -58,7 +58,7 @@ func writeCSV(w io.Writer, rows []finding.Row, cols rowColumns, firstSeen, redac
 		rec[0] = string(r.Kind)
 		rec[1] = string(r.Stage)
 		rec[2] = r.Input
-		rec[3] = keyText(redacted, r.Key)
+		rec[3] = keyText(redacted, r.Key) + WindowSuffix(r.Window)
 		rec[4] = r.Topic
 		rec[5] = strconv.FormatInt(int64(r.Partition), 10)
 		rec[6] = strconv.FormatInt(r.Offset, 10)

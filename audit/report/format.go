@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/lossaudit/lossaudit/audit/finding"
 )
 
 // KeyB64Prefix marks a key rendered as base64 rather than text.
@@ -120,4 +122,64 @@ func Thousands(n int64) string {
 		buf[i] = '-'
 	}
 	return string(buf[i:])
+}
+
+// WindowSep separates a windowed aggregation's key from its window in
+// every report's key field: "<key> @ <window start>/<size>".
+const WindowSep = " @ "
+
+// WindowSuffix renders the window of a windowed aggregation's row as it
+// follows the key in every report: " @ " (WindowSep), the window start in
+// RFC 3339 UTC (with milliseconds when it has any), "/" and the size
+// (Go duration syntax without zero units: 1m, 1h30m, 1.5s), e.g.
+// " @ 2026-11-29T10:05:00Z/1m". "" for nil. The key before it is rendered
+// by FormatKey, so the last " @ " of the field always starts the window
+// (ParseWindowedKey).
+func WindowSuffix(w *finding.WindowRef) string {
+	if w == nil {
+		return ""
+	}
+	t := time.UnixMilli(w.Start).UTC()
+	start := t.Format(time.RFC3339)
+	if w.Start%1000 != 0 {
+		start = t.Format(tsLayout)
+	}
+	return WindowSep + start + "/" + shortDuration(time.Duration(w.Size)*time.Millisecond)
+}
+
+// shortDuration is d's Go syntax without trailing zero units: 1m, not 1m0s.
+func shortDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}
+
+// ParseWindowedKey reverses a windowed row's key field (FormatKey, then
+// WindowSuffix): the raw key bytes, the window start in Unix milliseconds
+// and the size. ok is false when the field names no window (a plain key).
+func ParseWindowedKey(s string) (key []byte, start int64, size time.Duration, ok bool, err error) {
+	i := strings.LastIndex(s, WindowSep)
+	if i < 0 {
+		return nil, 0, 0, false, nil
+	}
+	ts, sz, found := strings.Cut(s[i+len(WindowSep):], "/")
+	if !found {
+		return nil, 0, 0, false, nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, ts)
+	if err != nil {
+		return nil, 0, 0, false, fmt.Errorf("window start of %q: %w", s, err)
+	}
+	if size, err = time.ParseDuration(sz); err != nil {
+		return nil, 0, 0, false, fmt.Errorf("window size of %q: %w", s, err)
+	}
+	if key, err = ParseKey(s[:i]); err != nil {
+		return nil, 0, 0, false, err
+	}
+	return key, t.UnixMilli(), size, true, nil
 }

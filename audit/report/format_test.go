@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/lossaudit/lossaudit/audit/finding"
 )
 
 func TestFormatKey(t *testing.T) {
@@ -123,6 +125,36 @@ func TestSafe(t *testing.T) {
 	for _, tt := range tests {
 		if got := safe(tt.in); got != tt.want {
 			t.Errorf("safe(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+func TestWindowSuffix(t *testing.T) {
+	start := time.Date(2026, 11, 29, 10, 5, 0, 0, time.UTC).UnixMilli()
+	cases := []struct {
+		key  string
+		w    *finding.WindowRef
+		want string
+	}{
+		{"k1", nil, "k1"},
+		{"k1", &finding.WindowRef{Start: start, Size: 60_000}, "k1 @ 2026-11-29T10:05:00Z/1m"},
+		{"a @ b", &finding.WindowRef{Start: start, Size: 3_600_000}, "a @ b @ 2026-11-29T10:05:00Z/1h"},
+		{"k", &finding.WindowRef{Start: start + 500, Size: 1_500}, "k @ 2026-11-29T10:05:00.500Z/1.5s"},
+		{"\xff", &finding.WindowRef{Start: start, Size: 90_000}, "b64:/w== @ 2026-11-29T10:05:00Z/1m30s"},
+	}
+	for _, tc := range cases {
+		got := FormatKey([]byte(tc.key)) + WindowSuffix(tc.w)
+		if got != tc.want {
+			t.Errorf("%q %+v = %q, want %q", tc.key, tc.w, got, tc.want)
+			continue
+		}
+		key, st, size, ok, err := ParseWindowedKey(got)
+		if err != nil || ok != (tc.w != nil) {
+			t.Errorf("ParseWindowedKey(%q) = ok %v, err %v", got, ok, err)
+			continue
+		}
+		if ok && (string(key) != tc.key || st != tc.w.Start || size != time.Duration(tc.w.Size)*time.Millisecond) {
+			t.Errorf("ParseWindowedKey(%q) = %q, %d, %s", got, key, st, size)
 		}
 	}
 }

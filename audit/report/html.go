@@ -329,7 +329,7 @@ func htmlRows(res *finding.Result, maxRows int) ([]htmlRow, int64, int64) {
 		}
 		out = append(out, htmlRow{
 			Order: i, Kind: safe(string(r.Kind)), Stage: safe(string(r.Stage)), StageSort: r.Stage.Order(),
-			Input: safe(r.Input), InputSort: inRank, Key: safe(keyText(res.Summary.KeysRedacted, r.Key)),
+			Input: safe(r.Input), InputSort: inRank, Key: safe(keyText(res.Summary.KeysRedacted, r.Key) + WindowSuffix(r.Window)),
 			Replay:    fmt.Sprintf("%s[%d]@%d", safe(r.Topic), r.Partition, r.Offset),
 			Timestamp: FormatTS(r.Timestamp), TSSort: r.Timestamp, Expected: FormatTS(r.ExpectedTS),
 			Observed: obs, Detail: safe(Detail(r)),

@@ -65,7 +65,7 @@ func newPipelineView(res *finding.Result, pl *finding.Pipeline) *pipelineView {
 		store := pipelineNode{Role: operatorWord(in) + " store, changelog", Stage: string(finding.StageChangelog), Input: safe(in.Name), Topic: safe(in.ChangelogTopic)}
 		f.keyProblems(&store, finding.StageChangelog, in.Name)
 		if in.Count {
-			store.Role = "count store, changelog (recounted)"
+			store.Role = operatorWord(in) + " store, changelog (recounted)"
 			f.keyProblems(&store, finding.StageCount, in.Name)
 		}
 		if in.Table {
@@ -121,7 +121,12 @@ func operatorWord(in finding.PipelineInput) string {
 	switch in.Operator {
 	case "count", "aggregate", "reduce":
 		return in.Operator
+	case "windowed-count", "windowed-reduce", "windowed-aggregate":
+		return strings.Replace(in.Operator, "-", " ", 1)
 	case "":
+		if in.Count {
+			return "count"
+		}
 		return "reduce"
 	}
 	return "table"

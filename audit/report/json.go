@@ -257,7 +257,7 @@ type jsonStep struct {
 // jsonRowOf is the JSON form of a row.
 func jsonRowOf(r *finding.Row, cols rowColumns, redacted bool) jsonRow {
 	jr := jsonRow{
-		Finding: r.Kind, Stage: r.Stage, Input: r.Input, Key: keyText(redacted, r.Key),
+		Finding: r.Kind, Stage: r.Stage, Input: r.Input, Key: keyText(redacted, r.Key) + WindowSuffix(r.Window),
 		Topic: r.Topic, Partition: r.Partition, Offset: r.Offset,
 		Timestamp: FormatTS(r.Timestamp), ExpectedTS: FormatTS(r.ExpectedTS), Detail: Detail(r),
 		FirstSeen: formatTime(r.FirstSeen), Columns: cols.byName(r),

@@ -155,6 +155,8 @@ func viewOf(sec finding.Section) any {
 		return compareView{v}
 	case *finding.DeadLetters:
 		return deadLetterView{v}
+	case *finding.Windows:
+		return windowView{v}
 	}
 	return nil
 }

@@ -408,7 +408,7 @@ func writeRows(b *strings.Builder, res *finding.Result, mode modeView, opt Summa
 	notes := make([]string, 0, limit)
 	for i := range res.Rows[:limit] {
 		r := &res.Rows[i]
-		t.add(safe(string(r.Kind)), safe(string(r.Stage)), safe(r.Input), truncate(safe(keyText(res.Summary.KeysRedacted, r.Key)), maxKeyWidth),
+		t.add(safe(string(r.Kind)), safe(string(r.Stage)), safe(r.Input), truncate(safe(keyText(res.Summary.KeysRedacted, r.Key)), maxKeyWidth)+WindowSuffix(r.Window),
 			fmt.Sprintf("%s[%d]@%d", safe(r.Topic), r.Partition, r.Offset))
 		notes = append(notes, mode.rowNote(r))
 	}
@@ -448,7 +448,7 @@ func writeStep(b *strings.Builder, res *finding.Result) {
 	b.WriteString(wrap("  ", fmt.Sprintf("resolved: %s fixed since the previous step (a later update or a replay arrived)", plural(int64(n), "finding", "findings")), "    "))
 	t := table{header: []string{"FINDING", "STAGE", "INPUT", "KEY", "FIRST SEEN"}}
 	for _, r := range res.Resolved[:limit] {
-		t.add(safe(string(r.Kind)), safe(string(r.Stage)), safe(r.Input), truncate(safe(keyText(res.Summary.KeysRedacted, r.Key)), maxKeyWidth), formatTime(r.FirstSeen))
+		t.add(safe(string(r.Kind)), safe(string(r.Stage)), safe(r.Input), truncate(safe(keyText(res.Summary.KeysRedacted, r.Key)), maxKeyWidth)+WindowSuffix(r.Window), formatTime(r.FirstSeen))
 	}
 	t.write(b, "    ")
 	if limit < n {

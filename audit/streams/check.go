@@ -52,9 +52,14 @@ type keyVisitor interface {
 func check(o Options, snap *pipelineSnapshot, stuck map[kread.TP]bool, tl *timeline, v keyVisitor) (*checked, error) {
 	spec := &detect.KeySpec{Join: o.Join, NoOutput: o.Output == ""}
 	for _, in := range o.Inputs {
+		topic, rt := in.Topic, in.RepartitionTopic
+		if in.Window != nil {
+			topic = windowSource(in) // where a windowed input's records were read: the rows' replay coordinates
+			rt = topic
+		}
 		// A reconcile step (v) reads only what is new: its key visitor
 		// adds what earlier steps counted (detect.InputState.Processed).
-		spec.Inputs = append(spec.Inputs, detect.InputSpec{Name: in.Name, Topic: in.Topic, RepartitionTopic: in.RepartitionTopic,
+		spec.Inputs = append(spec.Inputs, detect.InputSpec{Name: in.Name, Topic: topic, RepartitionTopic: rt,
 			ChangelogTopic: in.ChangelogTopic, Count: in.Count, Table: in.Table, NoChangelog: in.Table && in.ChangelogTopic == "", Buffered: in.BufferTopic != ""})
 	}
 	var held []heldRow
@@ -72,9 +77,13 @@ func check(o Options, snap *pipelineSnapshot, stuck map[kread.TP]bool, tl *timel
 				held = append(held, heldRow{stage, x})
 				return true
 			}
-			t, normalized := snap.output, o.OutputKey != nil
+			// A windowed key ([key][window start]) is not the bytes Kafka
+			// Streams partitions by either (the task's partition, the base
+			// key's hash): any stuck partition of the topic withholds.
+			windowed := o.windowed() >= 0
+			t, normalized := snap.output, o.OutputKey != nil || windowed
 			if stage == finding.StageChangelog {
-				t, normalized = snap.changelogs[x], o.Inputs[x].DownstreamKey != nil
+				t, normalized = snap.changelogs[x], o.Inputs[x].DownstreamKey != nil || windowed
 			}
 			// The key's partition is murmur2 of the bytes the producer
 			// wrote; a normalized key (Avro framing stripped) no longer

@@ -91,6 +91,8 @@ type collector struct {
 	// windowFrom holds, per input partition, the window start offset the
 	// read began at (windowed runs).
 	windowFrom map[kread.TP]int64
+	// win2 counts what a windowed aggregation's reads gave (windowagg.go).
+	win2 windowCounters
 
 	mu sync.Mutex // guards next
 	// next holds, per input partition, the first committed record at or
@@ -116,6 +118,9 @@ func newCollector(o Options, snap *pipelineSnapshot, plan *readPlan, w entryWrit
 // of the snapshot (settleDownstream says why).
 func (c *collector) readTails(ctx context.Context) error {
 	for x := range c.o.Inputs {
+		if c.o.Inputs[x].Window != nil {
+			continue // read whole after the snapshot (readWindowInput)
+		}
 		if err := c.readRepartition(ctx, x); err != nil {
 			return err
 		}
@@ -136,6 +141,9 @@ func (c *collector) readRest(ctx context.Context) error {
 		if c.o.Inputs[x].Table {
 			read = c.readTableInput
 		}
+		if c.o.Inputs[x].Window != nil {
+			read = c.readWindowInput
+		}
 		if err := read(ctx, x); err != nil {
 			return err
 		}
@@ -151,7 +159,11 @@ func (c *collector) readRest(ctx context.Context) error {
 			continue
 		}
 		t := c.snap.changelogs[x]
-		if err := c.readStage(ctx, "changelog "+in.ChangelogTopic, t.Name, x, false, in.Count, in.DownstreamKey); err != nil {
+		norm := in.DownstreamKey
+		if in.Window != nil {
+			norm = c.windowChangelogKey(x)
+		}
+		if err := c.readStage(ctx, "changelog "+in.ChangelogTopic, t.Name, x, false, in.Count, norm); err != nil {
 			return err
 		}
 	}
@@ -163,7 +175,11 @@ func (c *collector) readRest(ctx context.Context) error {
 	if c.o.Output == "" {
 		return nil // the table is the end
 	}
-	return c.readStage(ctx, "output "+c.o.Output, c.o.Output, 0, true, false, c.o.OutputKey)
+	norm := c.o.OutputKey
+	if x := c.o.windowed(); x >= 0 {
+		norm = c.windowOutputKey(x)
+	}
+	return c.readStage(ctx, "output "+c.o.Output, c.o.Output, 0, true, false, norm)
 }
 
 // readBuffer indexes the committed records of input x's suppress buffer
@@ -397,7 +413,9 @@ func (c *collector) readStage(ctx context.Context, name, topic string, x int, ou
 			}
 			key := rec.Key
 			if norm != nil {
-				key = norm(key)
+				if key = norm(key); key == nil {
+					continue // a windowed key too short: counted by norm
+				}
 			}
 			if c.shard != nil {
 				if err := c.shard.owns(key, rec); err != nil {

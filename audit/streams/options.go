@@ -7,6 +7,7 @@ import (
 
 	"github.com/lossaudit/lossaudit/audit/internal/engine"
 	"github.com/lossaudit/lossaudit/audit/internal/engine/collect"
+	"github.com/lossaudit/lossaudit/audit/internal/engine/detect"
 	"github.com/lossaudit/lossaudit/audit/internal/engine/snapshot"
 	"github.com/lossaudit/lossaudit/audit/internal/store/history"
 	"github.com/lossaudit/lossaudit/audit/internal/store/index"
@@ -76,6 +77,16 @@ type Input struct {
 	// reports show it ("reduce", "count", "aggregate", "table-source",
 	// "to-table"); "" reads as "reduce". It changes no check.
 	Operator string
+	// Window, when set, says that the input's aggregation is a windowed
+	// one on time windows, tumbling or hopping (windowagg.go): read from RepartitionTopic, checked per
+	// (key, window). An audit only, of one input: a reconcile step and a
+	// sharded audit refuse it.
+	Window *detect.TimeWindows
+	// WindowRetention is the shortest time-based retention of the
+	// windowed input's changelog and output topics; 0 for none (records
+	// are kept). Records older than it (with a margin for clock skew) are
+	// counted, not checked: their windows may be gone.
+	WindowRetention time.Duration
 }
 
 // Progress receives progress of the long phases; nil means none.
@@ -151,9 +162,12 @@ func (o Options) withDefaults() (Options, error) {
 		return o, fmt.Errorf("audit: join type %q is not left, inner or outer", o.Join)
 	}
 	for i, in := range o.Inputs {
-		if in.Topic == "" || ((in.RepartitionTopic == "" || in.ChangelogTopic == "") && !in.Table) || in.Select == nil {
+		if in.Topic == "" || ((in.RepartitionTopic == "" && in.Window == nil || in.ChangelogTopic == "") && !in.Table) || in.Select == nil {
 			return o, fmt.Errorf("audit: input %d (%s) lacks a topic, repartition topic, changelog topic or selector", i, in.Name)
 		}
+	}
+	if err := o.checkWindowed(); err != nil {
+		return o, err
 	}
 	if o.Now == nil {
 		o.Now = time.Now

@@ -120,7 +120,14 @@ func (p *modePass) Check(parts []finding.PartitionFinding) error {
 	}
 	chk, err := check(p.o, p.snap, stuckPartitions(parts), p.col.timeline, v)
 	p.chk = chk
-	return err
+	if err != nil {
+		return err
+	}
+	if err := windowMismatch(p.o, p.col, chk); err != nil {
+		return err
+	}
+	windowRows(p.o, chk.rows)
+	return nil
 }
 
 func (p *modePass) NeedsLookup() bool {

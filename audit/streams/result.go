@@ -112,6 +112,9 @@ func assemble(ctx context.Context, o Options, snap *pipelineSnapshot, col *colle
 	if col.dlq != nil {
 		s.Sections = append(s.Sections, col.dlq.section(o))
 	}
+	if w := col.windowSection(); w != nil {
+		s.Sections = append(s.Sections, w)
+	}
 	for _, r := range chk.rows {
 		s.Stages[r.Stage].Findings[r.Kind]++
 	}

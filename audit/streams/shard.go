@@ -176,6 +176,9 @@ func CheckShardable(o Options) error {
 		if in.BufferTopic != "" {
 			return &UnsupportedShardingError{Reason: fmt.Sprintf("input %s reaches the output through a suppress buffer: not sharded yet", in.Name)}
 		}
+		if in.Window != nil {
+			return &UnsupportedShardingError{Reason: fmt.Sprintf("input %s is a windowed aggregation: not sharded yet", in.Name)}
+		}
 		if in.Table {
 			return &UnsupportedShardingError{Reason: fmt.Sprintf("input %s is read by a table source (its last record by offset per key, per input partition): not sharded yet", in.Name)}
 		}

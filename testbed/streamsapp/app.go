@@ -187,6 +187,11 @@ type Options struct {
 	// ChangelogOnly, with Count, runs the count without toStream: the
 	// table ends in its changelog (CountChangelog.java); Output is unused.
 	ChangelogOnly bool
+	// Window, with Count, runs a time-windowed count instead
+	// (WindowedCount.java): windows of Window, hopping by WindowAdvance
+	// when set below Window (else tumbling), grace WindowGrace, output
+	// keyed by the windowed serde; DropCount as for Count.
+	Window, WindowAdvance, WindowGrace time.Duration
 	// ProcessingGuarantee is processing.guarantee (default exactly_once_v2);
 	// CommitInterval, when set, commit.interval.ms. Both may change between
 	// starts.
@@ -323,6 +328,9 @@ func (a *App) env() []string {
 		"DROP_COUNT="+strings.Join(a.o.DropCount, ","),
 		"DROP_VALUES="+strings.Join(a.o.DropValues, ","),
 		"SUPPRESS_MS="+millis(a.o.Suppress),
+		"WINDOW_SIZE_MS="+millis(a.o.Window),
+		"WINDOW_GRACE_MS="+millis(a.o.WindowGrace),
+		"WINDOW_ADVANCE_MS="+millis(a.o.WindowAdvance),
 		"TABLE_OP="+map[bool]string{true: "aggregate", false: ""}[a.o.Aggregate],
 		"PROCESSING_GUARANTEE="+a.o.ProcessingGuarantee,
 		"COMMIT_INTERVAL_MS="+millis(a.o.CommitInterval),
@@ -342,6 +350,8 @@ func (a *App) topology() string {
 	switch {
 	case a.o.Stage != "":
 		return a.o.Stage
+	case a.o.Count && a.o.Window > 0:
+		return "windowed-count"
 	case a.o.Count && a.o.ChangelogOnly:
 		return "count-changelog"
 	case a.o.Count && a.o.Suppress > 0:

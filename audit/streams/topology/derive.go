@@ -28,6 +28,9 @@ type TopoStage struct {
 	// Suppress is the suppress node between the table and the output,
 	// BufferStore its buffer store; "" for none (suppress.go).
 	Suppress, BufferStore string
+	// Window is the declared window of a windowed aggregation (Operator
+	// windowed-*), nil otherwise.
+	Window *WindowDecl
 }
 
 // Declarations are what the user says about the topology that describe()
@@ -42,6 +45,10 @@ type Declarations struct {
 	// (pipeline.inputs[i].rekey), with their index i: a selectKey or map
 	// on a per-record stream stage is audited only for them.
 	Rekeyed map[string]int
+	// Windows holds the windows of pipeline.nodes entries (by index):
+	// required for windowed-count, windowed-reduce and windowed-aggregate,
+	// refused for any other kind.
+	Windows map[int]*WindowDecl
 	// Join is left, inner or outer; "" means undeclared, which stops the
 	// derivation at the first KTable-KTable join (a *JoinUndeclaredError):
 	// describe() prints the three types alike.
@@ -113,6 +120,9 @@ func (t *Topology) Stages(app string, inputTopics []string, output string) ([]To
 func (t *Topology) Derive(app string, inputTopics []string, output string, decl Declarations) (*Derivation, error) {
 	kinds, err := t.Classify(decl.Nodes)
 	if err != nil {
+		return nil, err
+	}
+	if err := applyWindows(kinds, decl.Nodes, decl.Windows); err != nil {
 		return nil, err
 	}
 	switch decl.Join {
@@ -212,7 +222,10 @@ func (t *Topology) Derive(app string, inputTopics []string, output string, decl 
 			switch {
 			case c.Kind == KindAggregate && c.Origin != FromDeclaration:
 				return nil, unsupported(h.n, detail+"; describe() prints a windowed count or aggregate exactly like a plain one, so declare it in pipeline.nodes: "+
-					"{name: "+h.n.Name+", kind: count} for a plain count, aggregate for another plain aggregate, windowed (not audited yet)")
+					"{name: "+h.n.Name+", kind: count} for a plain count, aggregate for another plain aggregate, "+
+					"or for a time window windowed-count or windowed-aggregate with window: {size: 1m, grace: 30s, emit: eager}")
+			case c.Kind == KindWindowed:
+				return nil, unsupported(h.n, detail+"; "+windowedHint)
 			case !isTableOp(c.Kind):
 				return nil, unsupported(h.n, detail)
 			case IsTableSource(c.Kind):
@@ -238,7 +251,7 @@ func (t *Topology) Derive(app string, inputTopics []string, output string, decl 
 			case "":
 				return nil, &ReduceUndeclaredError{Line: h.n.Line, Node: h.n.Name, Stores: h.n.Stores, Input: in}
 			case ReduceWindowed:
-				return nil, &UnsupportedError{Line: h.n.Line, Input: in, Node: h.n.Name, Kind: KindWindowed, Origin: FromReduceDecl}
+				return nil, &UnsupportedError{Line: h.n.Line, Input: in, Node: h.n.Name, Kind: KindWindowed, Origin: FromReduceDecl, Detail: windowedHint}
 			}
 		}
 		if len(h.n.Stores) != 1 {
@@ -251,6 +264,12 @@ func (t *Topology) Derive(app string, inputTopics []string, output string, decl 
 		ts.Store = h.n.Stores[0]
 		ts.Reducer, ts.Operator = h.n.Name, kinds[h.n.Name].Kind
 		ts.Suppress, ts.BufferStore = t.suppressAfter(h.n, kinds)
+		if IsWindowed(ts.Operator) {
+			ts.Window = kinds[h.n.Name].Window
+			if err := t.checkWindowed(h.n, ts); err != nil {
+				return nil, unsupported(h.n, err.Error())
+			}
+		}
 		if h.topic != "" {
 			ts.RepartitionTopic = internal(h.topic)
 		}
@@ -283,6 +302,11 @@ func (t *Topology) Derive(app string, inputTopics []string, output string, decl 
 			return nil, fmt.Errorf("line %d: input topic %s ends in topic %s, but input topic %s ends in %s: they are not joined into one output", src.Line, in, ts.Output, d.Stages[0].InputTopic, d.Output)
 		}
 		d.Stages = append(d.Stages, ts)
+	}
+	for _, st := range d.Stages {
+		if st.Window != nil && len(d.Stages) > 1 {
+			return nil, fmt.Errorf("line %d: the windowed aggregation %s of input topic %s is one of %d inputs: a windowed aggregation is audited alone (one input, no join)", st.Line, st.Reducer, st.InputTopic, len(d.Stages))
+		}
 	}
 	if err := t.checkChain(d, inputTopics, kinds, decl.Join); err != nil {
 		return nil, err

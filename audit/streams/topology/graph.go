@@ -39,6 +39,9 @@ const (
 	KeyField KeyMap = "field"
 	// KeyRecord keeps the record key as the selected key.
 	KeyRecord KeyMap = "record key"
+	// KeyWindow maps a record to its key and the start of each of its
+	// time windows ([key][8-byte start], the windowed serde's form).
+	KeyWindow KeyMap = "key and window start"
 )
 
 // Cardinality says how many records an edge yields per record it takes.
@@ -120,6 +123,15 @@ const (
 	// holds each key's last processed record by offset, or a later one;
 	// detect.TableLast.
 	RuleTableLast Rule = "table-last"
+	// RuleWindowMax: a time-windowed aggregation's changelog and
+	// output hold each (key, window) at least as new as its newest
+	// processed record certainly on time; detect.TimeWindows.Place,
+	// then detect.TableMax per (key, window).
+	RuleWindowMax Rule = "window-max"
+	// RuleWindowCount: RuleWindowMax, and each window's newest count is at
+	// least the number of its certainly-on-time processed records;
+	// detect.Undercount per (key, window).
+	RuleWindowCount Rule = "window-max+count"
 	// RuleTableIsInput: a table source restored from its input topic
 	// (the source-topic optimization) has no changelog of its own: the
 	// table is its input, nothing to check between them.
@@ -139,6 +151,8 @@ var ruleText = map[Rule]string{
 	RuleBufferPending:   "a key whose last record in the buffer's changelog is a value is pending at the output, not lost; evicted (a tombstone) or never buffered, the output rule stands",
 	RuleOutputPerRecord: "the output holds the key and timestamp of every processed input record, once per record (else missing; more copies than input records: duplicated)",
 	RuleTableLast:       "the changelog's last record of each key by offset is the input's last processed record of the key or a later one, matched by timestamp and tombstone (else missing or stale)",
+	RuleWindowMax:       "each (key, window start) of a processed record certainly on time in that window (the window ends after the repartition partition's greatest timestamp minus grace, read from offset 0) is in the changelog at least as new (else missing or stale); late or uncertain ones are counted, never reported",
+	RuleWindowCount:     "as window-max, and each window's newest count is at least the number of its certainly-on-time processed records (else undercount)",
 	RuleTableIsInput:    "the input topic is the table's changelog (topology.optimization=all): nothing is checked between them; its last processed record by offset is what the output is checked against",
 }
 
@@ -242,15 +256,24 @@ func (m *Model) Graph() *Graph {
 		}
 		table := "table:" + name
 		rule := RuleTableMax
-		if op == KindCount {
+		switch op {
+		case KindCount:
 			rule = RuleTableCount
+		case KindWindowedCount:
+			rule = RuleWindowCount
+		case KindWindowedReduce, KindWindowedAggregate:
+			rule = RuleWindowMax
 		}
 		g.Stages = append(g.Stages, GraphStage{ID: table, Kind: StageTable, Input: i, Topic: s.ChangelogTopic, Store: s.Store, Operator: op,
 			Rule: rule, TopicFrom: s.Origins.ChangelogTopic, StoreFrom: s.Origins.Store})
 		keyEdge.From, keyEdge.To, keyEdge.Card, keyEdge.TS = prev, table, PerKey, TSMax
-		if keyEdge.Via == "repartition" {
+		switch {
+		case IsWindowed(op):
+			keyEdge.Key = KeyWindow
+			keyEdge.Via = "windowedBy(" + s.Window.String() + ") -> " + string(op)
+		case keyEdge.Via == "repartition":
 			keyEdge.Via = string(op)
-		} else {
+		default:
 			keyEdge.Via += " -> " + string(op)
 		}
 		g.Edges = append(g.Edges, keyEdge)

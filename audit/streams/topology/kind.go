@@ -55,8 +55,20 @@ const (
 	// COGROUPKSTREAM-MERGE-).
 	KindCogroup Kind = "cogroup"
 	// KindWindowed is a windowed aggregation (time, session or sliding
-	// windows); only a declaration says so.
+	// windows) declared without its window: only a declaration says so.
+	// Refused: declare a tumbling one as windowed-count, windowed-reduce
+	// or windowed-aggregate with its window.
 	KindWindowed Kind = "windowed"
+	// KindWindowedCount is windowedBy(TimeWindows).count(), declared with
+	// its window (NodeDecl.Window, tumbling): supported, checked per
+	// (key, window) (window.go), its counts recomputed.
+	KindWindowedCount Kind = "windowed-count"
+	// KindWindowedReduce is windowedBy(TimeWindows).reduce(), declared
+	// with its window: supported, checked per (key, window).
+	KindWindowedReduce Kind = "windowed-reduce"
+	// KindWindowedAggregate is windowedBy(TimeWindows).aggregate(),
+	// declared with its window: supported, checked per (key, window).
+	KindWindowedAggregate Kind = "windowed-aggregate"
 	// KindSuppress is KTable#suppress (KTABLE-SUPPRESS-).
 	KindSuppress Kind = "suppress"
 	// KindTableSource is a KTable read from a topic (KTABLE-SOURCE-).
@@ -173,7 +185,7 @@ var generated = regexp.MustCompile(`^([A-Z]+(?:-[A-Z]+)*-)(\d{10})$`)
 func DeclarableKinds() []string {
 	out := []string{}
 	for _, k := range []Kind{KindSource, KindSink, KindKeySelect, KindReduce, KindTableJoin, KindToStream,
-		KindAggregate, KindCount, KindCogroup, KindWindowed, KindSuppress, KindTableSource, KindToTable, KindTableAggregate,
+		KindAggregate, KindCount, KindCogroup, KindWindowed, KindWindowedCount, KindWindowedReduce, KindWindowedAggregate, KindSuppress, KindTableSource, KindToTable, KindTableAggregate,
 		KindTableSelect, KindTableFilter, KindTableMapValues, KindFKJoin, KindStreamStreamJoin, KindStreamTableJoin,
 		KindFilter, KindMap, KindMapValues, KindFlatMap, KindFlatMapValues, KindPeek, KindForeach, KindMerge,
 		KindBranch, KindProcess} {
@@ -184,7 +196,7 @@ func DeclarableKinds() []string {
 }
 
 // supportedKinds are the kinds an audited path may hold.
-var supportedKinds = []Kind{KindSource, KindKeySelect, KindRepartitionFilter, KindReduce, KindCount, KindTableJoin, KindToStream, KindMapValues, KindPeek, KindSink, KindTableSource, KindToTable, KindSuppress}
+var supportedKinds = []Kind{KindSource, KindKeySelect, KindRepartitionFilter, KindReduce, KindCount, KindTableJoin, KindToStream, KindMapValues, KindPeek, KindSink, KindTableSource, KindToTable, KindSuppress, KindWindowedCount, KindWindowedReduce, KindWindowedAggregate}
 
 // supported describes, for messages, what the audit supports.
 func supported() string {
@@ -201,7 +213,7 @@ func supported() string {
 // isTableOp says whether an input's path may end in a node of kind k:
 // its table (an aggregate only when declared).
 func isTableOp(k Kind) bool {
-	return k == KindReduce || k == KindCount || k == KindAggregate || IsTableSource(k)
+	return k == KindReduce || k == KindCount || k == KindAggregate || IsTableSource(k) || IsWindowed(k)
 }
 
 // KindOrigin says how a node's kind was found.
@@ -245,9 +257,13 @@ type Classified struct {
 	Node   *Node
 	Kind   Kind
 	Origin KindOrigin
+	// Window is the declared window of a windowed aggregation, nil
+	// otherwise.
+	Window *WindowDecl
 }
 
-// NodeDecl is one pipeline.nodes entry: a node's name and its kind.
+// NodeDecl is one pipeline.nodes entry: a node's name and its kind. The
+// window of a windowed aggregation's entry is in Declarations.Windows.
 type NodeDecl struct {
 	Name, Kind string
 }
@@ -275,17 +291,17 @@ func (t *Topology) Classify(declared []NodeDecl) (map[string]Classified, error) 
 			k, ok := kindOfName(n.Name)
 			switch {
 			case ok && k == KindFilter && t.isRepartitionFilter(n):
-				out[n.Name] = Classified{n, KindRepartitionFilter, FromPosition}
+				out[n.Name] = Classified{n, KindRepartitionFilter, FromPosition, nil}
 			case ok:
-				out[n.Name] = Classified{n, k, FromName}
+				out[n.Name] = Classified{n, k, FromName, nil}
 			case t.isRepartitionFilter(n):
-				out[n.Name] = Classified{n, KindRepartitionFilter, FromPosition}
+				out[n.Name] = Classified{n, KindRepartitionFilter, FromPosition, nil}
 			case n.Kind == Source:
-				out[n.Name] = Classified{n, KindSource, FromLine}
+				out[n.Name] = Classified{n, KindSource, FromLine, nil}
 			case n.Kind == Sink:
-				out[n.Name] = Classified{n, KindSink, FromLine}
+				out[n.Name] = Classified{n, KindSink, FromLine, nil}
 			default:
-				out[n.Name] = Classified{n, KindUnknown, FromNowhere}
+				out[n.Name] = Classified{n, KindUnknown, FromNowhere, nil}
 			}
 		}
 	}
@@ -318,7 +334,8 @@ func (t *Topology) Classify(declared []NodeDecl) (map[string]Classified, error) 
 		k := Kind(kind)
 		if c.Origin != FromNowhere {
 			refines := k == c.Kind || (k == KindWindowed && (c.Kind == KindReduce || c.Kind == KindAggregate || c.Kind == KindCogroup)) ||
-				(k == KindCount && c.Kind == KindAggregate)
+				(k == KindCount && c.Kind == KindAggregate) || ((k == KindWindowedCount || k == KindWindowedAggregate) && c.Kind == KindAggregate) ||
+				(k == KindWindowedReduce && c.Kind == KindReduce)
 			if !refines {
 				return nil, fail("kind", fmt.Sprintf("node %s is declared %s, but its %s makes it a %s (line %d)", name, k, c.Origin, c.Kind, c.Node.Line))
 			}
@@ -329,7 +346,7 @@ func (t *Topology) Classify(declared []NodeDecl) (map[string]Classified, error) 
 		if (k == KindSource) != (c.Node.Kind == Source) || (k == KindSink) != (c.Node.Kind == Sink) {
 			return nil, fail("kind", fmt.Sprintf("node %s is declared %s, but it is a %s (line %d)", name, k, c.Node.Kind, c.Node.Line))
 		}
-		out[name] = Classified{c.Node, k, FromDeclaration}
+		out[name] = Classified{c.Node, k, FromDeclaration, nil}
 	}
 	return out, nil
 }
@@ -337,7 +354,7 @@ func (t *Topology) Classify(declared []NodeDecl) (map[string]Classified, error) 
 // needsStore says whether a node of kind k always has a state store.
 func needsStore(k Kind) bool {
 	switch k {
-	case KindReduce, KindAggregate, KindCount, KindWindowed, KindSuppress, KindTableAggregate:
+	case KindReduce, KindAggregate, KindCount, KindWindowed, KindWindowedCount, KindWindowedReduce, KindWindowedAggregate, KindSuppress, KindTableAggregate:
 		return true
 	}
 	return false

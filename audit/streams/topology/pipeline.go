@@ -34,6 +34,9 @@ type Spec struct {
 	Nodes []NodeDecl
 	// Filters are the declared predicates of filter nodes, by name.
 	Filters map[string]FilterDecl
+	// Windows holds the windows of Nodes entries by index
+	// (pipeline.nodes[i].window; Declarations.Windows).
+	Windows map[int]*WindowDecl
 	// Join is the KTable-KTable join type (pipeline.join): left, inner or
 	// outer; "" is undeclared, refused wherever the inputs are joined.
 	Join string
@@ -113,6 +116,9 @@ type Stage struct {
 	// output, BufferTopic its changelog (<application.id>-<store>-changelog);
 	// "" for none. Both come from the topology file.
 	BufferStore, BufferTopic string
+	// Window is the declared window of a windowed aggregation (Operator
+	// windowed-*), nil otherwise.
+	Window *WindowDecl
 }
 
 // Model is the audited pipeline.
@@ -255,7 +261,7 @@ func deriveFile(p Spec) (*Derivation, error) {
 		return nil, &Error{Key: key, Msg: fmt.Sprintf("%s: %v", p.TopologyFile, err)}
 	}
 	inputs := make([]string, len(p.Inputs))
-	decl := Declarations{Nodes: p.Nodes, Filters: p.Filters, Join: p.Join, Reduce: p.Reduce, Rekeyed: map[string]int{}}
+	decl := Declarations{Nodes: p.Nodes, Filters: p.Filters, Windows: p.Windows, Join: p.Join, Reduce: p.Reduce, Rekeyed: map[string]int{}}
 	for i, in := range p.Inputs {
 		inputs[i] = in.Topic
 		if in.Rekey != "" {
@@ -316,7 +322,7 @@ func checkDeclared(p Spec) error {
 	case ReducePlain:
 	case ReduceWindowed:
 		if p.TopologyFile == "" {
-			return &Error{Key: "pipeline.reduce", Msg: "windowed reduces are not audited yet: lossaudit audits plain groupByKey().reduce() stores"}
+			return &Error{Key: "pipeline.reduce", Msg: "a windowed reduce is audited only with pipeline.topology_file, its node declared in pipeline.nodes as windowed-reduce with its window"}
 		}
 	default:
 		msg := fmt.Sprintf("%q is not a reduce type: write plain or windowed", p.Reduce)
@@ -374,7 +380,7 @@ func (m *Model) fromTopology(p Spec) error {
 	for i, ts := range stages {
 		s := &m.Stages[i]
 		name := fmt.Sprintf("pipeline.inputs[%d]", i)
-		s.Operator = ts.Operator
+		s.Operator, s.Window = ts.Operator, ts.Window
 		if ts.BufferStore != "" {
 			s.BufferStore, s.BufferTopic = ts.BufferStore, ChangelogName(m.ApplicationID, ts.BufferStore)
 		}

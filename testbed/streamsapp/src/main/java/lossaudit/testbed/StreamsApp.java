@@ -335,7 +335,8 @@ public final class StreamsApp {
         boolean stageMode = Set.of("enrich", "passthrough").contains(cfg("TOPOLOGY", "join")); // StreamStages
         boolean tableMode = "table".equals(cfg("TOPOLOGY", "join"));
         boolean filterMode = "filter-rekey".equals(cfg("TOPOLOGY", "join")); // StreamFilter
-        boolean copyMode = countMode || suppressMode || changelogMode || stageMode || tableMode || filterMode || "copy".equals(cfg("TOPOLOGY", "join"));
+        boolean windowedMode = "windowed-count".equals(cfg("TOPOLOGY", "join")); // WindowedCount
+        boolean copyMode = countMode || suppressMode || changelogMode || stageMode || tableMode || filterMode || windowedMode || "copy".equals(cfg("TOPOLOGY", "join"));
         Properties optimization = new Properties();
         optimization.put("topology.optimization", cfg("TOPOLOGY_OPTIMIZATION", "none"));
         if (!copyMode && inputs.size() != 3) {
@@ -356,7 +357,9 @@ public final class StreamsApp {
             registry.load();
         }
 
-        Topology topology = changelogMode ? CountChangelog.build(inputs.get(0), parseKeys(cfg("DROP_COUNT", "")))
+        Topology topology = windowedMode ? WindowedCount.build(inputs.get(0), output, Long.parseLong(cfg("WINDOW_SIZE_MS", "60000")),
+                        Long.parseLong(cfg("WINDOW_ADVANCE_MS", "0")), Long.parseLong(cfg("WINDOW_GRACE_MS", "600000")), parseKeys(cfg("DROP_COUNT", "")), dropBeforeOutput)
+                : changelogMode ? CountChangelog.build(inputs.get(0), parseKeys(cfg("DROP_COUNT", "")))
                 : suppressMode ? CountSuppress.build(inputs.get(0), output, Long.parseLong(cfg("SUPPRESS_MS", "60000")), dropBeforeOutput)
                 : stageMode ? StreamStages.build(cfg("TOPOLOGY", "join"), inputs, output, parseKeys(cfg("DROP_VALUES", "")))
                 : filterMode ? StreamFilter.build(inputs, output, parseKeys(cfg("DROP_VALUES", "")))
