@@ -116,19 +116,7 @@ func countScenario(ctx context.Context, t *testing.T, c *kafka.Cluster, adm *kaf
 		}
 	}
 	cl.Close()
-	text, err := os.ReadFile(sa.TopologyFile())
-	if err != nil {
-		t.Fatal(err)
-	}
-	node, rp := countNode.FindSubmatch(text), countRepartition.FindSubmatch(text)
-	if node == nil || rp == nil {
-		t.Fatalf("no count node or repartition topic in the topology:\n%s", text)
-	}
-	repartition := group + "-" + string(rp[1])
-	waitAllCommitted(ctx, t, adm, group, []string{in, repartition}, sa.Running)
-	if err := sa.Stop(); err != nil {
-		t.Fatal(err)
-	}
+	_, node := drainCount(ctx, t, adm, sa, group, in)
 
 	if changelogOnly {
 		out = "" // the topology file shows no output
@@ -138,7 +126,7 @@ func countScenario(ctx context.Context, t *testing.T, c *kafka.Cluster, adm *kaf
 		Store: config.Store{Dir: filepath.Join(dir, "index")},
 		Audit: config.Audit{SettleTimeout: 30 * time.Second},
 		Pipeline: config.Pipeline{ApplicationID: group, TopologyFile: sa.TopologyFile(), Output: out,
-			Nodes:  []config.Node{{Name: string(node[1]), Kind: "count"}},
+			Nodes:  []config.Node{{Name: node, Kind: "count"}},
 			Inputs: []config.Input{{Name: "words", Topic: in, KeyFormat: config.KeyFormatString}}},
 	}
 	if err := app.CheckTopology(cfg); err != nil {
@@ -201,6 +189,27 @@ func rowsOf(rows []finding.Row) []string {
 		out = append(out, s)
 	}
 	return out
+}
+
+// drainCount waits until the count application sa (application id group,
+// reading topic in) has committed everything in its input and repartition
+// topics, then stops it; it returns the topology the application printed
+// and its count node's name (countNode: a count, plain or windowed).
+func drainCount(ctx context.Context, t *testing.T, adm *kafka.Admin, sa *streamsapp.App, group, in string) (text []byte, node string) {
+	t.Helper()
+	text, err := os.ReadFile(sa.TopologyFile())
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, rp := countNode.FindSubmatch(text), countRepartition.FindSubmatch(text)
+	if n == nil || rp == nil {
+		t.Fatalf("no count node or repartition topic in the topology:\n%s", text)
+	}
+	waitAllCommitted(ctx, t, adm, group, []string{in, group + "-" + string(rp[1])}, sa.Running)
+	if err := sa.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	return text, string(n[1])
 }
 
 // waitAllCommitted polls until group's committed offsets reach the last

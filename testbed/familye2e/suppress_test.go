@@ -3,7 +3,6 @@ package familye2e
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -103,17 +102,10 @@ func suppressScenario(ctx context.Context, t *testing.T, c *kafka.Cluster, adm *
 		t.Fatal(err)
 	}
 	cl.Close()
-	text, err := os.ReadFile(sa.TopologyFile())
-	if err != nil {
-		t.Fatal(err)
-	}
-	node, rp, st := countNode.FindSubmatch(text), countRepartition.FindSubmatch(text), suppressStore.FindSubmatch(text)
-	if node == nil || rp == nil || st == nil {
-		t.Fatalf("no count node, repartition topic or suppress store in the topology:\n%s", text)
-	}
-	waitAllCommitted(ctx, t, adm, group, []string{in, group + "-" + string(rp[1])}, sa.Running)
-	if err := sa.Stop(); err != nil {
-		t.Fatal(err)
+	text, node := drainCount(ctx, t, adm, sa, group, in)
+	st := suppressStore.FindSubmatch(text)
+	if st == nil {
+		t.Fatalf("no suppress store in the topology:\n%s", text)
 	}
 
 	// The truth, from the topics: a key is owed to the output unless its
@@ -166,7 +158,7 @@ func suppressScenario(ctx context.Context, t *testing.T, c *kafka.Cluster, adm *
 		Store: config.Store{Dir: filepath.Join(dir, "index")},
 		Audit: config.Audit{SettleTimeout: 30 * time.Second},
 		Pipeline: config.Pipeline{ApplicationID: group, TopologyFile: sa.TopologyFile(), Output: out,
-			Nodes:  []config.Node{{Name: string(node[1]), Kind: "count"}},
+			Nodes:  []config.Node{{Name: node, Kind: "count"}},
 			Inputs: []config.Input{{Name: "words", Topic: in, KeyFormat: config.KeyFormatString}}},
 	}
 	if err := app.CheckTopology(cfg); err != nil {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -143,19 +142,7 @@ func windowScenario(ctx context.Context, t *testing.T, c *kafka.Cluster, adm *ka
 		t.Fatal(err)
 	}
 	cl.Close()
-	text, err := os.ReadFile(sa.TopologyFile())
-	if err != nil {
-		t.Fatal(err)
-	}
-	node, rp := countNode.FindSubmatch(text), countRepartition.FindSubmatch(text)
-	if node == nil || rp == nil {
-		t.Fatalf("no windowed count node or repartition topic in the topology:\n%s", text)
-	}
-	repartition := group + "-" + string(rp[1])
-	waitAllCommitted(ctx, t, adm, group, []string{in, repartition}, sa.Running)
-	if err := sa.Stop(); err != nil {
-		t.Fatal(err)
-	}
+	_, node := drainCount(ctx, t, adm, sa, group, in)
 
 	// The truth, from the output topic: each (word, window) whose last
 	// count is below the number of its records sent on time.
@@ -196,7 +183,7 @@ func windowScenario(ctx context.Context, t *testing.T, c *kafka.Cluster, adm *ka
 		Store: config.Store{Dir: filepath.Join(dir, "index")},
 		Audit: config.Audit{SettleTimeout: 30 * time.Second},
 		Pipeline: config.Pipeline{ApplicationID: group, TopologyFile: sa.TopologyFile(),
-			Nodes:  []config.Node{{Name: string(node[1]), Kind: "windowed-count", Window: &config.NodeWindow{Size: size, Advance: advance, Grace: grace, Emit: "eager"}}},
+			Nodes:  []config.Node{{Name: node, Kind: "windowed-count", Window: &config.NodeWindow{Size: size, Advance: advance, Grace: grace, Emit: "eager"}}},
 			Inputs: []config.Input{{Name: "words", Topic: in, KeyFormat: config.KeyFormatString}}},
 	}
 	if err := app.CheckTopology(cfg); err != nil {
