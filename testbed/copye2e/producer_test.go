@@ -99,6 +99,7 @@ func TestVerifiableProducerAcksOneLosesAcknowledgedRecords(t *testing.T) {
 	step("answers from the new leader", WaitAnswers(ctx, vp, 5000))
 	step("restarting the old leader", c.StartNode(1))
 	step("the producer's end", vp.Wait(ctx))
+	step("every node up again", c.WaitReady(ctx))
 	step("the topic in sync again", WaitInSync(ctx, c.Bootstrap(), topic))
 
 	truth := checkLedger(ctx, t, c, vp, topic)
@@ -154,6 +155,11 @@ func TestIdempotentProducerRollingRestarts(t *testing.T) {
 		}
 		if err := c.StartNode(id); err != nil {
 			t.Fatal(err)
+		}
+		// A node killed and restarted within replica.lag.time.max.ms may
+		// never have left the ISR: in sync is no sign it is up again.
+		if err := c.WaitReady(ctx); err != nil {
+			t.Fatalf("after restarting node %d: %v", id, err)
 		}
 		if err := WaitInSync(ctx, c.Bootstrap(), topic); err != nil {
 			t.Fatalf("after restarting node %d: %v", id, err)
