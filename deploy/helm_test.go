@@ -330,6 +330,11 @@ func checkShardedJob(t *testing.T, m manifest, codes map[int]string) {
 	if !strings.Contains(args, want) {
 		t.Errorf("Job: args %q lack %q", args, want)
 	}
+	// ci/sharded-audit-values.yaml sets poll and keepAttempts; the other
+	// value sets leave the sharded audit off.
+	if want := "--shard-poll 5s --shard-keep-attempts"; !strings.Contains(args, want) {
+		t.Errorf("Job: args %q lack %q (shardedAudit.poll, shardedAudit.keepAttempts)", args, want)
+	}
 	if !slices.ContainsFunc(s.Template.Spec.Containers[0].Env, func(e struct {
 		Name string `yaml:"name"`
 	}) bool {
