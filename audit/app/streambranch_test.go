@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -122,6 +123,14 @@ func TestStreamBranch(t *testing.T) {
 			c := c0(res)
 			if g := fmt.Sprintf("%d audited, %d filtered, %d uncertain", c.Audited, c.Filtered, c.Uncertain); g != tt.counts {
 				t.Errorf("counts %q, want %q", g, tt.counts)
+			}
+			// reconcile (and watch, its steps) refuse a branch as every
+			// per-record stream stage: audit only, for now.
+			if st, err := app.Reconcile(ctx, cfg, app.Options{}); err == nil {
+				st.Close()
+				t.Error("reconcile accepted a per-record stream stage with a branch")
+			} else if ce := (*config.Error)(nil); !errors.As(err, &ce) || ce.Key != "pipeline.topology_file" {
+				t.Errorf("reconcile: %v, want an error naming pipeline.topology_file", err)
 			}
 		})
 	}
