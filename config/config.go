@@ -183,6 +183,26 @@ type Node struct {
 	// windowed-aggregate node (describe() does not print it); nil for
 	// other kinds.
 	Window *NodeWindow `mapstructure:"window"`
+	// Branches are the branches of a branch node (split() or the
+	// deprecated branch()), in the order the application declares them:
+	// each branch child's name with its predicate, the default branch
+	// last (docs/topology.md, "Declared branches"). Kind branch only.
+	Branches []NodeBranch `mapstructure:"branches" list:"a list of branches (- {name: ..., predicate: ...})" entry:"a branch"`
+}
+
+// NodeBranch is one branch of a branch node: the child node describe()
+// prints for it and the predicate that sends a record there, or Default
+// for defaultBranch().
+type NodeBranch struct {
+	// Name is the branch child's node name as the topology file prints
+	// it (<split name><Branched name or index>, KSTREAM-BRANCHCHILD-...).
+	Name string `mapstructure:"name"`
+	// Predicate is the branch's predicate: a CEL expression over value and
+	// key, as a filter's.
+	Predicate string `mapstructure:"predicate"`
+	// Default marks the default branch (defaultBranch()): the records no
+	// predicate accepts. Last, without a predicate.
+	Default bool `mapstructure:"default"`
 }
 
 // NodeWindow is a windowed aggregation's window: TimeWindows.ofSizeAndGrace

@@ -40,6 +40,9 @@ type entrySpec struct {
 	// list and one describe the whole value and one entry, for messages.
 	list, one string
 	typ       reflect.Type
+	// sub describes the entry fields that are lists of mappings
+	// themselves (pipeline.nodes[i].branches), by name.
+	sub map[string]*entrySpec
 }
 
 var timeType = reflect.TypeOf(time.Time{})
@@ -92,6 +95,12 @@ func entryOf(f reflect.StructField) *entrySpec {
 		e.fields = append(e.fields, name)
 		if d := ef.Tag.Get("default"); d != "" {
 			e.defaults[name] = d
+		}
+		if ef.Type.Kind() == reflect.Slice && ef.Type.Elem().Kind() == reflect.Struct {
+			if e.sub == nil {
+				e.sub = map[string]*entrySpec{}
+			}
+			e.sub[name] = entryOf(ef)
 		}
 	}
 	return e

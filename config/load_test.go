@@ -504,7 +504,7 @@ pipeline:
 	if c.Pipeline.Reduce != "windowed" {
 		t.Errorf("reduce %q, want windowed from LOSSAUDIT_PIPELINE_REDUCE", c.Pipeline.Reduce)
 	}
-	if c.Pipeline.Join != "inner" || len(c.Pipeline.Nodes) != 2 || c.Pipeline.Nodes[0] != (Node{Name: "latest", Kind: "reduce"}) {
+	if c.Pipeline.Join != "inner" || len(c.Pipeline.Nodes) != 2 || !reflect.DeepEqual(c.Pipeline.Nodes[0], Node{Name: "latest", Kind: "reduce"}) {
 		t.Errorf("join %q nodes %+v", c.Pipeline.Join, c.Pipeline.Nodes)
 	}
 	if err := c.ValidatePipeline(); err == nil || !strings.Contains(err.Error(), "pipeline.nodes[1].kind: must be a node kind") {

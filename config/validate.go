@@ -215,6 +215,43 @@ func (c *Config) validatePipeline() error {
 				return errorf(c.keyOf(&n.Predicate), "%q does not compile as a CEL expression over value and key: %v", n.Predicate, err)
 			}
 		}
+		if err := c.validateBranches(n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// validateBranches checks the branches of a pipeline.nodes entry: only a
+// branch node has them; each names its child and has a predicate that
+// compiles, except the default branch, which has none and comes last.
+// The names are checked against the topology file by the pipeline model.
+func (c *Config) validateBranches(n *Node) error {
+	isBranch := strings.ToLower(strings.TrimSpace(n.Kind)) == "branch"
+	if len(n.Branches) > 0 && !isBranch {
+		return errorf(c.keyOf(&n.Branches), "are a branch node's branches, but node %s is declared %s", n.Name, n.Kind)
+	}
+	seen := map[string]int{}
+	for j := range n.Branches {
+		b := &n.Branches[j]
+		name := strings.TrimSpace(b.Name)
+		switch {
+		case name == "":
+			return errorf(c.keyOf(&b.Name), "must name the branch's child node of %s as pipeline.topology_file prints it", n.Name)
+		case seen[name] > 0:
+			return errorf(c.keyOf(&b.Name), "%s is already branch %d of %s", name, seen[name]-1, n.Name)
+		case b.Default && b.Predicate != "":
+			return errorf(c.keyOf(&b.Predicate), "the default branch (%s) takes the records no predicate accepts: it has no predicate of its own", name)
+		case b.Default && j != len(n.Branches)-1:
+			return errorf(c.keyOf(&b.Default), "the default branch (%s) must come last: defaultBranch() ends split()", name)
+		case !b.Default && strings.TrimSpace(b.Predicate) == "":
+			return errorf(c.keyOf(&b.Predicate), "branch %s of %s needs its predicate (a CEL expression over value and key), or default: true for the default branch", name, n.Name)
+		case !b.Default:
+			if _, err := predicate.Compile(b.Predicate, false); err != nil {
+				return errorf(c.keyOf(&b.Predicate), "%q does not compile as a CEL expression over value and key: %v", b.Predicate, err)
+			}
+		}
+		seen[name] = j + 1
 	}
 	return nil
 }

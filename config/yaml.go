@@ -193,6 +193,14 @@ func walkEntries(n *yaml.Node, key string, e *entrySpec, w *yamlWalker) (any, er
 				return nil, fail(k.Line, fkey, fmt.Sprintf("set twice (first on line %d)", seen[name]))
 			}
 			seen[name] = max(k.Line, 1)
+			if sub := e.sub[name]; sub != nil {
+				v, err := walkEntries(fv, fkey, sub, w)
+				if err != nil {
+					return nil, err
+				}
+				fields[name] = v
+				continue
+			}
 			fields[name] = plain(fv)
 		}
 		out = append(out, fields)

@@ -450,6 +450,16 @@ func Spec(cfg *config.Config) topology.Spec {
 			}
 			s.Filters[strings.TrimSpace(n.Name)] = topology.FilterDecl{Predicate: n.Predicate, Negate: n.Negate}
 		}
+		if len(n.Branches) > 0 {
+			if s.Branches == nil {
+				s.Branches = map[string]topology.BranchDecl{}
+			}
+			d := topology.BranchDecl{Index: i}
+			for _, b := range n.Branches {
+				d.Branches = append(d.Branches, topology.BranchChild{Name: strings.TrimSpace(b.Name), Predicate: b.Predicate, Default: b.Default})
+			}
+			s.Branches[strings.TrimSpace(n.Name)] = d
+		}
 		if w := n.Window; w != nil {
 			if s.Windows == nil {
 				s.Windows = map[int]*topology.WindowDecl{}

@@ -94,7 +94,9 @@ func streamRunError(p *prepared, err error) error {
 // writes). nil when the path has no filter and no re-key. A record whose
 // value cannot be decoded, or whose predicate or key cannot be evaluated,
 // is compare.Uncertain; schema sources that cannot answer at all stop the
-// run.
+// run. When branches part the input's paths (si.Alternatives), each path
+// is replayed in turn (pick): they are exclusive, so the first that
+// passes the record is the one it took.
 func replay(ctx context.Context, key string, in config.Input, si topology.StreamInput, reg *schema.Registry) (compare.Replay, error) {
 	if !si.Filtered() && si.RekeyNode == "" {
 		return nil, nil
@@ -106,24 +108,30 @@ func replay(ctx context.Context, key string, in config.Input, si topology.Stream
 		op   topology.StreamOpKind
 		pred *predicate.Predicate
 	}
-	var steps []step
+	var alts [][]step
 	var keyEx *schema.Extractor
-	for _, op := range si.Ops {
-		s := step{op: op.Op}
-		switch op.Op {
-		case topology.OpFilter:
-			pr, err := predicate.Compile(op.Predicate, op.Negate)
-			if err != nil { // validated with the configuration
-				return nil, fmt.Errorf("predicate of %s: %w", op.Node, err)
+	for _, ops := range si.Paths() {
+		var steps []step
+		for _, op := range ops {
+			s := step{op: op.Op}
+			switch op.Op {
+			case topology.OpFilter:
+				pr, err := predicate.Compile(op.Predicate, op.Negate)
+				if err != nil { // validated with the configuration
+					return nil, fmt.Errorf("predicate of %s: %w", op.Node, err)
+				}
+				s.pred = pr
+			case topology.OpRekey:
+				if keyEx == nil {
+					var err error
+					if keyEx, err = reg.Extractor(in.Rekey); err != nil {
+						return nil, &config.Error{Key: key + ".rekey", Msg: err.Error()}
+					}
+				}
 			}
-			s.pred = pr
-		case topology.OpRekey:
-			var err error
-			if keyEx, err = reg.Extractor(in.Rekey); err != nil {
-				return nil, &config.Error{Key: key + ".rekey", Msg: err.Error()}
-			}
+			steps = append(steps, s)
 		}
-		steps = append(steps, s)
+		alts = append(alts, steps)
 	}
 	// fail sorts an error of the schema sources: one record's problem
 	// makes it uncertain, sources that cannot answer stop the run.
@@ -134,28 +142,32 @@ func replay(ctx context.Context, key string, in config.Input, si topology.Stream
 		}
 		return nil, compare.ReplayFailed, err
 	}
-	return func(rec *kread.Record) ([]byte, compare.Fate, error) {
+	// decodedValue is a record's value, decoded once for all its paths.
+	type decodedValue struct {
+		value   any
+		decoded bool
+	}
+	// path replays one path on rec.
+	path := func(rec *kread.Record, steps []step, dv *decodedValue) ([]byte, compare.Fate, error) {
 		k := rec.Key
-		var value any
-		decoded := false
 		for _, s := range steps {
 			switch s.op {
 			case topology.OpFilter:
 				if rec.Value == nil {
 					return nil, compare.Uncertain, errors.New("a null value: the predicate is user code")
 				}
-				if !decoded {
+				if !dv.decoded {
 					v, err := reg.DecodePlain(ctx, rec.Value)
 					if err != nil {
 						return fail(err)
 					}
-					value, decoded = v, true
+					dv.value, dv.decoded = v, true
 				}
 				pk := k // the key as Java's String serde gives it to the predicate
 				if pk != nil {
 					pk = schema.JavaStringBytes(pk)
 				}
-				ok, err := s.pred.Eval(pk, value)
+				ok, err := s.pred.Eval(pk, dv.value)
 				if err != nil {
 					return nil, compare.Uncertain, err
 				}
@@ -188,5 +200,40 @@ func replay(ctx context.Context, key string, in config.Input, si topology.Stream
 			}
 		}
 		return k, compare.Passes, nil
+	}
+	if len(alts) == 1 {
+		return func(rec *kread.Record) ([]byte, compare.Fate, error) {
+			return path(rec, alts[0], &decodedValue{})
+		}, nil
+	}
+	return func(rec *kread.Record) ([]byte, compare.Fate, error) {
+		dv := &decodedValue{}
+		return pick(func(i int) ([]byte, compare.Fate, error) { return path(rec, alts[i], dv) }, len(alts))
 	}, nil
+}
+
+// pick combines the replays of n exclusive paths (run(i) replays path i):
+// the first that passes the record gives its key. Else the record is
+// uncertain when one path could not be evaluated (the application would
+// have stopped at the same predicate, or dropped the record by its
+// processing exception handler), dropped for a null key or value when a
+// path dropped it so (it took that path: every branch predicate before
+// the drop accepted it), and filtered otherwise. A path that fails stops
+// the run.
+func pick(run func(i int) ([]byte, compare.Fate, error), n int) ([]byte, compare.Fate, error) {
+	fate, why := compare.FilteredOut, error(nil)
+	for i := 0; i < n; i++ {
+		k, f, err := run(i)
+		switch f {
+		case compare.Passes, compare.ReplayFailed:
+			return k, f, err
+		case compare.Uncertain:
+			fate, why = f, err
+		case compare.DroppedNullKey, compare.DroppedNullValue:
+			if fate == compare.FilteredOut {
+				fate = f
+			}
+		}
+	}
+	return nil, fate, why
 }

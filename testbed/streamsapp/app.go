@@ -164,7 +164,10 @@ type Options struct {
 	// (StreamStages.java): "enrich" (Inputs[0] leftJoin the table of
 	// Inputs[1]) or "passthrough" (Inputs[0] and Inputs[1], mapValues,
 	// merged); or (StreamFilter.java) "filter-rekey" (Inputs[0]
-	// filter(amount > 100), selectKey(customer), Avro values);
+	// filter(amount > 100), selectKey(customer), Avro values); or
+	// (StreamBranch.java) "branch" (Inputs[0] split into route-big and
+	// route-medium, merged into Output, route-small to Output+"-other",
+	// route-rest dropped; Avro values);
 	// DropValues lists input values (ids for filter-rekey) whose records
 	// are lost before Output.
 	Stage      string

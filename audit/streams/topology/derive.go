@@ -41,6 +41,9 @@ type Declarations struct {
 	Nodes []NodeDecl
 	// Filters are the declared predicates of filter nodes, by node name.
 	Filters map[string]FilterDecl
+	// Branches are the declared branches of branch nodes, by node name
+	// (pipeline.nodes[i].branches).
+	Branches map[string]BranchDecl
 	// Rekeyed are the input topics whose new key is declared
 	// (pipeline.inputs[i].rekey), with their index i: a selectKey or map
 	// on a per-record stream stage is audited only for them.

@@ -207,7 +207,7 @@ func supported() string {
 	return "supported: selectKey -> groupByKey -> reduce per input (or a count or aggregate declared in pipeline.nodes, or a table or toTable with a store reading the input topic), then KTable left joins, " +
 		"mapValues or peek into the output (kinds " + strings.Join(ks, ", ") + ", and aggregate when declared); " +
 		"or, with no aggregation, per-record stream stages from the inputs into the output: mapValues, peek, merge, repartition(), KStream-KTable left joins, " +
-		"filters whose predicate is declared (pipeline.nodes: {name, kind: filter, predicate}) and selectKey/map with the new key declared (pipeline.inputs[i].rekey)"
+		"filters whose predicate is declared (pipeline.nodes: {name, kind: filter, predicate}), split()/branch() whose branches are declared (pipeline.nodes: {name, kind: branch, branches}) and selectKey/map with the new key declared (pipeline.inputs[i].rekey)"
 }
 
 // isTableOp says whether an input's path may end in a node of kind k:

@@ -34,6 +34,9 @@ type Spec struct {
 	Nodes []NodeDecl
 	// Filters are the declared predicates of filter nodes, by name.
 	Filters map[string]FilterDecl
+	// Branches are the declared branches of branch nodes, by name
+	// (pipeline.nodes[i].branches).
+	Branches map[string]BranchDecl
 	// Windows holds the windows of Nodes entries by index
 	// (pipeline.nodes[i].window; Declarations.Windows).
 	Windows map[int]*WindowDecl
@@ -261,15 +264,18 @@ func deriveFile(p Spec) (*Derivation, error) {
 		return nil, &Error{Key: key, Msg: fmt.Sprintf("%s: %v", p.TopologyFile, err)}
 	}
 	inputs := make([]string, len(p.Inputs))
-	decl := Declarations{Nodes: p.Nodes, Filters: p.Filters, Windows: p.Windows, Join: p.Join, Reduce: p.Reduce, Rekeyed: map[string]int{}}
+	decl := Declarations{Nodes: p.Nodes, Filters: p.Filters, Branches: p.Branches, Windows: p.Windows, Join: p.Join, Reduce: p.Reduce, Rekeyed: map[string]int{}}
 	for i, in := range p.Inputs {
 		inputs[i] = in.Topic
 		if in.Rekey != "" {
 			decl.Rekeyed[in.Topic] = i
 		}
 	}
-	d, err := top.Derive(p.ApplicationID, inputs, p.Output, decl)
-	d, err = top.orStream(p.ApplicationID, inputs, p.Output, decl, d, err)
+	var d *Derivation
+	if err = top.checkDeclaredBranches(decl); err == nil {
+		d, err = top.Derive(p.ApplicationID, inputs, p.Output, decl)
+		d, err = top.orStream(p.ApplicationID, inputs, p.Output, decl, d, err)
+	}
 	var ue *UnsupportedError
 	var de *DeclarationError
 	var je *JoinUndeclaredError

@@ -43,8 +43,19 @@ type StreamInput struct {
 	// re-keys and the drops of null keys and values. A path with a filter
 	// or a re-key is checked by replaying them on each input record
 	// (Filtered, Rekeyed); without, DropNullKey and DropNullValue say it
-	// all.
+	// all. A branch on the path adds its predicates as filters
+	// (branchOps).
 	Ops []StreamOp
+	// Alternatives, when branches part the input's paths to the output
+	// (several branches of a split() merged back), are the ops of each
+	// path, in path order; Ops is then nil. The paths are exclusive: at
+	// most one carries a record, so the output holds it once when one
+	// path passes it.
+	Alternatives [][]StreamOp
+	// Branches are the branches of the branch nodes on the input's way,
+	// with the topics each reaches: those that do not reach the output
+	// are not audited.
+	Branches []BranchRoute
 	// RekeyNode is the selectKey or map on the path, "" for none: the
 	// input's pipeline.inputs[i].rekey must declare the new key.
 	RekeyNode string
@@ -84,7 +95,7 @@ type StreamOp struct {
 // besides the KStream-KTable left join: each forwards every record once,
 // key and timestamp kept (KStreamMapValues, KStreamPeek, the merge's pass
 // through, the repartition filter dropping null keys only).
-var streamKinds = []Kind{KindSource, KindSink, KindMapValues, KindPeek, KindMerge, KindRepartitionFilter}
+var streamKinds = []Kind{KindSource, KindSink, KindMapValues, KindPeek, KindMerge, KindRepartitionFilter, KindBranchChild}
 
 // DeriveStream derives a per-record stream stage: every node on the
 // paths from the inputs to the output is a source, sink, mapValues,
@@ -108,6 +119,9 @@ func (t *Topology) deriveStream(app string, inputTopics []string, output string,
 	if err != nil {
 		return nil, reached, err
 	}
+	if err := t.checkBranches(kinds, decl); err != nil {
+		return nil, reached, err
+	}
 	external := map[string]bool{}
 	for _, in := range inputTopics {
 		external[in] = true
@@ -116,9 +130,10 @@ func (t *Topology) deriveStream(app string, inputTopics []string, output string,
 	sp := &StreamPath{Output: output}
 	outs := map[string]bool{}
 	type inputPaths struct {
-		si    StreamInput
-		paths map[string]int        // output topic -> paths reaching it
-		ops   map[string][]StreamOp // output topic -> the ops of its path
+		si     StreamInput
+		paths  map[string]int          // output topic -> paths reaching it
+		ops    map[string][][]StreamOp // output topic -> the ops of each path
+		trails map[string][][]string   // output topic -> the nodes of each path
 	}
 	var all []inputPaths
 	for _, in := range inputTopics {
@@ -131,19 +146,44 @@ func (t *Topology) deriveStream(app string, inputTopics []string, output string,
 			return &UnsupportedError{Line: n.Line, Input: in, Node: n.Name, Kind: c.Kind, Origin: c.Origin, Detail: detail}
 		}
 		ip := inputPaths{si: StreamInput{Topic: in, Line: src.Line}, paths: map[string]int{}}
-		ops := map[string][]StreamOp{} // output topic -> the ops of the path reaching it
+		ops := map[string][][]StreamOp{} // output topic -> the ops of each path reaching it
+		trails := map[string][][]string{}
+		var branchNodes []*Node
 		// Depth-first over the DAG, counting paths to each sink topic;
-		// path holds the ops met on the way to n, changed the node that
-		// changed the value ("" for none).
-		var walk func(n *Node, depth int, path []StreamOp, changed string) error
-		walk = func(n *Node, depth int, path []StreamOp, changed string) error {
+		// path holds the ops met on the way to n, trail the nodes,
+		// changed the node that changed the value ("" for none).
+		var walk func(n *Node, depth int, path []StreamOp, trail []string, changed string) error
+		walk = func(n *Node, depth int, path []StreamOp, trail []string, changed string) error {
 			if depth > 1000 {
 				return fmt.Errorf("line %d: the path of input topic %s does not end", n.Line, in)
 			}
 			reached[n.Name] = true
+			trail = append(slices.Clip(trail), n.Name)
 			c := kinds[n.Name]
 			var next []*Node
 			switch {
+			case c.Kind == KindBranch && n.Kind == Processor && len(n.Stores) == 0:
+				if changed != "" {
+					return unsupported(n, fmt.Sprintf("its predicates are computed from a value that %s changed before it, which lossaudit cannot recompute", changed))
+				}
+				d, ok := decl.Branches[n.Name]
+				if !ok {
+					return unsupported(n, "split() sends each record to the first branch whose predicate accepts it (else to the default branch, else nowhere); on a per-record stream stage it is audited when its branches are declared, "+branchTemplate(n))
+				}
+				if !slices.Contains(branchNodes, n) {
+					branchNodes = append(branchNodes, n)
+				}
+				ip.si.Via = appendNew(ip.si.Via, "split")
+				for j, b := range d.Branches {
+					m, _ := t.Node(b.Name)
+					if m == nil {
+						continue
+					}
+					if err := walk(m, depth+1, append(slices.Clip(path), branchOps(n.Name, d, j)...), trail, changed); err != nil {
+						return err
+					}
+				}
+				return nil
 			case c.Kind == KindStreamTableJoin:
 				if err := t.streamTableJoin(n, c, unsupported); err != nil {
 					return err
@@ -219,7 +259,8 @@ func (t *Topology) deriveStream(app string, inputTopics []string, output string,
 					default:
 						ip.paths[tp]++
 						outs[tp] = true
-						ops[tp] = path
+						ops[tp] = append(ops[tp], path)
+						trails[tp] = append(trails[tp], trail)
 					}
 				}
 			}
@@ -229,16 +270,28 @@ func (t *Topology) deriveStream(app string, inputTopics []string, output string,
 				}
 			}
 			for _, m := range next {
-				if err := walk(m, depth+1, path, changed); err != nil {
+				if err := walk(m, depth+1, path, trail, changed); err != nil {
 					return err
 				}
 			}
 			return nil
 		}
-		if err := walk(src, 0, nil, ""); err != nil {
+		if err := walk(src, 0, nil, nil, ""); err != nil {
 			return nil, reached, err
 		}
-		ip.ops = ops
+		ip.ops, ip.trails = ops, trails
+		ip.si.Branches = branchRoutes(branchNodes, decl.Branches, trails)
+		if len(branchNodes) > 0 {
+			// The branches' paths were walked one after the other: each
+			// operator once, in the order first met.
+			var via []string
+			for _, v := range ip.si.Via {
+				if !slices.Contains(via, v) {
+					via = append(via, v)
+				}
+			}
+			ip.si.Via = via
+		}
 		all = append(all, ip)
 	}
 	if sp.Output == "" {
@@ -263,20 +316,38 @@ func (t *Topology) deriveStream(app string, inputTopics []string, output string,
 	for _, ip := range all {
 		switch n := ip.paths[sp.Output]; n {
 		case 1:
+			ip.si.Ops = ip.ops[sp.Output][0]
 		case 0:
 			return nil, reached, fmt.Errorf("line %d: input topic %s does not reach topic %s", ip.si.Line, ip.si.Topic, sp.Output)
 		default:
-			return nil, reached, fmt.Errorf("line %d: input topic %s reaches topic %s by %d paths: each record is written %d times, and a per-record stage expects one copy", ip.si.Line, ip.si.Topic, sp.Output, n, n)
+			if err := t.exclusivePaths(kinds, ip.si, sp.Output, ip.trails[sp.Output]); err != nil {
+				return nil, reached, err
+			}
+			ip.si.Alternatives = ip.ops[sp.Output]
 		}
-		ip.si.Ops = ip.ops[sp.Output]
 		sp.Inputs = append(sp.Inputs, ip.si)
 	}
 	return sp, reached, nil
 }
 
-// Filtered says whether the input's path has a declared filter.
+// Filtered says whether the input's path has a declared filter (or a
+// branch).
 func (in StreamInput) Filtered() bool {
-	return slices.ContainsFunc(in.Ops, func(o StreamOp) bool { return o.Op == OpFilter })
+	for _, ops := range in.Paths() {
+		if slices.ContainsFunc(ops, func(o StreamOp) bool { return o.Op == OpFilter }) {
+			return true
+		}
+	}
+	return false
+}
+
+// Paths are the ops of each of the input's paths to the output:
+// Alternatives, or Ops alone.
+func (in StreamInput) Paths() [][]StreamOp {
+	if in.Alternatives != nil {
+		return in.Alternatives
+	}
+	return [][]StreamOp{in.Ops}
 }
 
 // streamTableJoin checks a stream-table join node on a stream path: a
@@ -342,7 +413,7 @@ func (t *Topology) orStream(app string, inputs []string, output string, decl Dec
 		// A stream stage stopped by an aggregation is no stream stage:
 		// the table family's error says what to change on its path.
 		atTable := se != nil && slices.Contains([]Kind{KindReduce, KindCount, KindAggregate, KindWindowed, KindCogroup}, se.Kind)
-		if (reached[ue.Node] && !same && !atTable) || (same && (ue.Kind == KindStreamTableJoin || ue.Kind == KindFilter)) {
+		if (reached[ue.Node] && !same && !atTable) || (same && (ue.Kind == KindStreamTableJoin || ue.Kind == KindFilter || ue.Kind == KindBranch)) {
 			return nil, serr
 		}
 		return nil, err
@@ -372,10 +443,36 @@ func (m *Model) fromStream(p Spec, sp *StreamPath) error {
 	if m.Output == "" {
 		m.Output, m.OutputOrigin = sp.Output, FromTopology
 	}
+	// Topics reached only by branches that do not reach the output are
+	// named with those branches.
+	var branched []string
+	for _, in := range sp.Inputs {
+		for _, r := range in.Branches {
+			if !slices.Contains(r.Topics, sp.Output) {
+				branched = append(branched, r.Topics...)
+			}
+		}
+	}
 	for _, o := range sp.Ignored {
-		m.Warnings = append(m.Warnings, fmt.Sprintf("the inputs also reach topic %s, which is not audited (pipeline.output is %s)", o, sp.Output))
+		if !slices.Contains(branched, o) {
+			m.Warnings = append(m.Warnings, fmt.Sprintf("the inputs also reach topic %s, which is not audited (pipeline.output is %s)", o, sp.Output))
+		}
 	}
 	for i, in := range sp.Inputs {
+		for _, r := range in.Branches {
+			if slices.Contains(r.Topics, sp.Output) {
+				continue
+			}
+			what := fmt.Sprintf("branch %d", r.Index+1)
+			if r.Default {
+				what = "the default branch"
+			}
+			where := "reaches no topic (its records end there)"
+			if len(r.Topics) > 0 {
+				where = "reaches topic " + strings.Join(r.Topics, ", ") + ", which is not audited"
+			}
+			m.Warnings = append(m.Warnings, fmt.Sprintf("input %s: %s of %s (%s) %s; its records count as filtered", m.Stages[i].Input.Name, what, r.Node, r.Child, where))
+		}
 		if len(in.Tables) > 0 {
 			m.Warnings = append(m.Warnings, fmt.Sprintf("input %s is left-joined with the table of store %s: the table side is not audited by this stage", m.Stages[i].Input.Name, strings.Join(in.Tables, ", ")))
 		}
@@ -399,7 +496,14 @@ func (m *Model) streamGraph() *Graph {
 		rekeyEdge := -1
 		if in.RekeyNode != "" {
 			rekeyEdge = 0
-			for _, op := range in.Ops {
+			ops := in.Ops
+			for _, alt := range in.Alternatives {
+				if slices.ContainsFunc(alt, func(o StreamOp) bool { return o.Op == OpRekey }) {
+					ops = alt
+					break
+				}
+			}
+			for _, op := range ops {
 				if op.Op == OpRekey {
 					break
 				}

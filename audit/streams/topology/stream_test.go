@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -199,6 +201,183 @@ func TestStreamFilterRekey(t *testing.T) {
 			_, edges, _ := strings.Cut(b.String(), "edges:\n")
 			if edges = strings.ReplaceAll(edges, "  ", ""); edges != tt.edges {
 				t.Errorf("edges\n%s\nwant\n%s", edges, tt.edges)
+			}
+		})
+	}
+}
+
+// TestStreamBranch checks split()/branch() on per-record stream stages
+// (the texts testbed/topodescribe prints): each branch that reaches the
+// output is a path whose ops are the earlier predicates negated and its
+// own, the others are named in a warning, and the declaration is checked
+// against the children describe() prints and the order their generated
+// names show.
+func TestStreamBranch(t *testing.T) {
+	named := BranchDecl{Branches: []BranchChild{{Name: "route-big", Predicate: "value.amount > 100"}, {Name: "route-medium", Predicate: "value.amount > 50"}, {Name: "route-rest", Default: true}}}
+	gen := func(children ...string) BranchDecl {
+		var d BranchDecl
+		for i, c := range children {
+			d.Branches = append(d.Branches, BranchChild{Name: c, Predicate: fmt.Sprintf("key == %q", string(rune('a'+i)))})
+		}
+		return d
+	}
+	g := "KSTREAM-BRANCH-0000000001"
+	tests := []struct {
+		name     string
+		file     string
+		node     string // the branch node declared, "" for none
+		decl     BranchDecl
+		nodes    []NodeDecl
+		alts     string // each path's ops, "|" between paths
+		edges    string
+		warn     string
+		err, key string
+		unsup    string // the *UnsupportedError's node
+	}{
+		{name: "split, named, two branches merged", file: "stream-split-named-4.4.0", node: "route-", decl: named, nodes: []NodeDecl{{"route-", "branch"}},
+			alts:  "filter(value.amount > 100)|not(value.amount > 100) filter(value.amount > 50)",
+			edges: "source:a -> output via split -> mapValues -> merge: key identity, at most 1 per record, timestamp kept\n",
+			warn:  "input a: the default branch of route- (route-rest) reaches topic others, which is not audited; its records count as filtered"},
+		{name: "split, named, 3.6.2", file: "stream-split-named-3.6.2", node: "route-", decl: named, nodes: []NodeDecl{{"route-", "branch"}},
+			alts:  "filter(value.amount > 100)|not(value.amount > 100) filter(value.amount > 50)",
+			edges: "source:a -> output via split -> mapValues -> merge: key identity, at most 1 per record, timestamp kept\n",
+			warn:  "input a: the default branch of route- (route-rest) reaches topic others, which is not audited; its records count as filtered"},
+		{name: "split, generated names", file: "stream-split-4.4.0", node: g, decl: gen(g+"1", g+"2", g+"3"),
+			alts:  `filter(key == "a")|not(key == "a") not(key == "b") filter(key == "c")`,
+			edges: "source:a -> output via split -> peek -> merge: key identity, at most 1 per record, timestamp kept\n",
+			warn:  "input a: branch 2 of KSTREAM-BRANCH-0000000001 (KSTREAM-BRANCH-00000000012) reaches topic others, which is not audited; its records count as filtered"},
+		{name: "the deprecated branch()", file: "stream-branch-deprecated-3.6.2", node: g, decl: gen("KSTREAM-BRANCHCHILD-0000000002", "KSTREAM-BRANCHCHILD-0000000003"),
+			alts:  `filter(key == "a")|not(key == "a") filter(key == "b")`,
+			edges: "source:a -> output via split -> mapValues -> merge: key identity, at most 1 per record, timestamp kept\n"},
+		{name: "undeclared", file: "stream-split-4.4.0", unsup: g, err: "branches: [{name: KSTREAM-BRANCH-00000000011, predicate: '<CEL>'}"},
+		{name: "undeclared, named", file: "stream-split-named-4.4.0", unsup: "route-", err: "of unknown kind"},
+		{name: "a child left out", file: "stream-split-4.4.0", node: g, decl: gen(g+"1", g+"2"),
+			key: "pipeline.nodes[0].branches", err: "child KSTREAM-BRANCH-00000000013 of KSTREAM-BRANCH-0000000001 is not declared"},
+		{name: "a child misspelt", file: "stream-split-named-4.4.0", node: "route-", nodes: []NodeDecl{{"route-", "branch"}},
+			decl: BranchDecl{Branches: []BranchChild{{Name: "route-big", Predicate: "true"}, {Name: "route-medum", Predicate: "true"}, {Name: "route-rest", Default: true}}},
+			key:  "pipeline.nodes[0].branches[1].name", err: `"route-medum" is no branch of route-; its children are route-big, route-medium, route-rest (did you mean route-medium?)`},
+		{name: "generated names out of order", file: "stream-split-4.4.0", node: g, decl: gen(g+"2", g+"1", g+"3"),
+			key: "pipeline.nodes[0].branches[0].name", err: "the name split() gives its branch 2, declared here as branch 1"},
+		{name: "a generated branch declared default", file: "stream-split-4.4.0", node: g,
+			decl: BranchDecl{Branches: []BranchChild{{Name: g + "1", Predicate: "true"}, {Name: g + "2", Predicate: "true"}, {Name: g + "3", Default: true}}},
+			key:  "pipeline.nodes[0].branches[2].name", err: "the name split() gives branch 3, not the default branch"},
+		{name: "deprecated children out of order", file: "stream-branch-deprecated-3.6.2", node: g, decl: gen("KSTREAM-BRANCHCHILD-0000000003", "KSTREAM-BRANCHCHILD-0000000002"),
+			key: "pipeline.nodes[0].branches[1].name", err: "the order is not the application's"},
+		{name: "a deprecated branch() has no default", file: "stream-branch-deprecated-3.6.2", node: g,
+			decl: BranchDecl{Branches: []BranchChild{{Name: "KSTREAM-BRANCHCHILD-0000000002", Predicate: "true"}, {Name: "KSTREAM-BRANCHCHILD-0000000003", Default: true}}},
+			key:  "pipeline.nodes[0].branches[1].name", err: "has no default branch"},
+		{name: "branches on a node that is no branch", file: "stream-split-4.4.0", node: "KSTREAM-PEEK-0000000005", decl: gen("x"), nodes: []NodeDecl{{"KSTREAM-PEEK-0000000005", "peek"}},
+			key: "pipeline.nodes[0].branches", err: "is a peek"},
+		{name: "a child declared as a node", file: "stream-split-4.4.0", node: g, decl: gen(g+"1", g+"2", g+"3"), nodes: []NodeDecl{{g + "1", "peek"}},
+			key: "pipeline.nodes[0].kind", err: "declare it among KSTREAM-BRANCH-0000000001's branches"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			spec := Spec{ApplicationID: "app", TopologyFile: filepath.Join("testdata", tt.file+".txt"), Output: "joined",
+				Inputs: []InputSpec{{Name: "a", Topic: "topicA"}}, Nodes: tt.nodes}
+			if tt.node != "" {
+				spec.Branches = map[string]BranchDecl{tt.node: tt.decl}
+			}
+			m, err := Build(context.Background(), spec, nil)
+			if tt.err != "" {
+				if err == nil {
+					t.Fatalf("accepted: %+v", m.Stream.Inputs)
+				}
+				if !strings.Contains(err.Error(), tt.err) {
+					t.Errorf("error %q, want one with %q", err, tt.err)
+				}
+				var ue *UnsupportedError
+				if tt.unsup != "" && (!errors.As(err, &ue) || ue.Node != tt.unsup) {
+					t.Errorf("error %v, want one naming node %s", err, tt.unsup)
+				}
+				var pe *Error
+				if tt.key != "" && (!errors.As(err, &pe) || pe.Key != tt.key) {
+					t.Errorf("error %v, want one at %s", err, tt.key)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var alts []string
+			for _, ops := range m.Stream.Inputs[0].Paths() {
+				var s []string
+				for _, o := range ops {
+					switch {
+					case o.Op != OpFilter:
+						s = append(s, string(o.Op))
+					case o.Negate:
+						s = append(s, "not("+o.Predicate+")")
+					default:
+						s = append(s, "filter("+o.Predicate+")")
+					}
+				}
+				alts = append(alts, strings.Join(s, " "))
+			}
+			if got := strings.Join(alts, "|"); got != tt.alts {
+				t.Errorf("paths %q, want %q", got, tt.alts)
+			}
+			var b bytes.Buffer
+			if err := m.Graph().Write(&b, nil); err != nil {
+				t.Fatal(err)
+			}
+			_, edges, _ := strings.Cut(b.String(), "edges:\n")
+			if edges = strings.ReplaceAll(edges, "  ", ""); edges != tt.edges {
+				t.Errorf("edges\n%s\nwant\n%s", edges, tt.edges)
+			}
+			if got := strings.Join(m.Warnings, "; "); got != tt.warn {
+				t.Errorf("warnings %q, want %q", got, tt.warn)
+			}
+		})
+	}
+}
+
+// TestStreamBranchRefusals checks what a declared branch cannot make
+// sound: a split after a mapValues (its predicates read a changed value),
+// and two paths to the output that part at a node other than the branch
+// (a record would reach the output twice).
+func TestStreamBranchRefusals(t *testing.T) {
+	const head = "Topologies:\n   Sub-topology: 0\n    Source: KSTREAM-SOURCE-0000000000 (topics: [events])\n      --> %s\n"
+	branch := func(pred string) string {
+		return "    Processor: KSTREAM-BRANCH-0000000002 (stores: [])\n      --> KSTREAM-BRANCH-00000000021, KSTREAM-BRANCH-00000000022\n      <-- " + pred + "\n" +
+			"    Processor: KSTREAM-BRANCH-00000000021 (stores: [])\n      --> KSTREAM-MERGE-0000000003\n      <-- KSTREAM-BRANCH-0000000002\n" +
+			"    Processor: KSTREAM-BRANCH-00000000022 (stores: [])\n      --> KSTREAM-MERGE-0000000003\n      <-- KSTREAM-BRANCH-0000000002\n"
+	}
+	const tail = "    Processor: KSTREAM-MERGE-0000000003 (stores: [])\n      --> KSTREAM-SINK-0000000004\n      <-- %s\n" +
+		"    Sink: KSTREAM-SINK-0000000004 (topic: out)\n      <-- KSTREAM-MERGE-0000000003\n"
+	tests := []struct {
+		name, text, err, node string
+	}{
+		{name: "split after mapValues",
+			text: fmt.Sprintf(head, "KSTREAM-MAPVALUES-0000000001") +
+				"    Processor: KSTREAM-MAPVALUES-0000000001 (stores: [])\n      --> KSTREAM-BRANCH-0000000002\n      <-- KSTREAM-SOURCE-0000000000\n" +
+				branch("KSTREAM-MAPVALUES-0000000001") + fmt.Sprintf(tail, "KSTREAM-BRANCH-00000000021, KSTREAM-BRANCH-00000000022"),
+			node: "KSTREAM-BRANCH-0000000002", err: "KSTREAM-MAPVALUES-0000000001 changed before it"},
+		{name: "a fan-out beside the split",
+			text: fmt.Sprintf(head, "KSTREAM-PEEK-0000000001") +
+				"    Processor: KSTREAM-PEEK-0000000001 (stores: [])\n      --> KSTREAM-BRANCH-0000000002, KSTREAM-MERGE-0000000003\n      <-- KSTREAM-SOURCE-0000000000\n" +
+				branch("KSTREAM-PEEK-0000000001") + fmt.Sprintf(tail, "KSTREAM-BRANCH-00000000021, KSTREAM-BRANCH-00000000022, KSTREAM-PEEK-0000000001"),
+			err: "reaches topic out by 3 paths, and two of them part at node KSTREAM-PEEK-0000000001 (line 5), which forwards each record to both, not at a branch"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			file := filepath.Join(t.TempDir(), "topology.txt")
+			if err := os.WriteFile(file, []byte(tt.text), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			spec := Spec{ApplicationID: "app", TopologyFile: file, Inputs: []InputSpec{{Name: "a", Topic: "events"}},
+				Branches: map[string]BranchDecl{"KSTREAM-BRANCH-0000000002": {Branches: []BranchChild{
+					{Name: "KSTREAM-BRANCH-00000000021", Predicate: "true"}, {Name: "KSTREAM-BRANCH-00000000022", Predicate: "true"}}}}}
+			m, err := Build(context.Background(), spec, nil)
+			if err == nil {
+				t.Fatalf("accepted: %+v", m.Stream.Inputs)
+			}
+			if !strings.Contains(err.Error(), tt.err) {
+				t.Errorf("error %q, want one with %q", err, tt.err)
+			}
+			var ue *UnsupportedError
+			if tt.node != "" && (!errors.As(err, &ue) || ue.Node != tt.node) {
+				t.Errorf("error %v, want one naming node %s", err, tt.node)
 			}
 		})
 	}

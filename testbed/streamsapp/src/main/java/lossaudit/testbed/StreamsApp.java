@@ -336,7 +336,8 @@ public final class StreamsApp {
         boolean tableMode = "table".equals(cfg("TOPOLOGY", "join"));
         boolean filterMode = "filter-rekey".equals(cfg("TOPOLOGY", "join")); // StreamFilter
         boolean windowedMode = "windowed-count".equals(cfg("TOPOLOGY", "join")); // WindowedCount
-        boolean copyMode = countMode || suppressMode || changelogMode || stageMode || tableMode || filterMode || windowedMode || "copy".equals(cfg("TOPOLOGY", "join"));
+        boolean branchMode = "branch".equals(cfg("TOPOLOGY", "join")); // StreamBranch
+        boolean copyMode = countMode || suppressMode || changelogMode || stageMode || tableMode || filterMode || windowedMode || branchMode || "copy".equals(cfg("TOPOLOGY", "join"));
         Properties optimization = new Properties();
         optimization.put("topology.optimization", cfg("TOPOLOGY_OPTIMIZATION", "none"));
         if (!copyMode && inputs.size() != 3) {
@@ -363,6 +364,7 @@ public final class StreamsApp {
                 : suppressMode ? CountSuppress.build(inputs.get(0), output, Long.parseLong(cfg("SUPPRESS_MS", "60000")), dropBeforeOutput)
                 : stageMode ? StreamStages.build(cfg("TOPOLOGY", "join"), inputs, output, parseKeys(cfg("DROP_VALUES", "")))
                 : filterMode ? StreamFilter.build(inputs, output, parseKeys(cfg("DROP_VALUES", "")))
+                : branchMode ? StreamBranch.build(inputs, output, parseKeys(cfg("DROP_VALUES", "")))
                 : countMode ? count(inputs.get(0), output, parseKeys(cfg("DROP_COUNT", "")))
                 : tableMode ? table(inputs.get(0), inputs.get(1), output, optimization)
                 : copyMode ? copy(inputs.get(0), output)

@@ -18,6 +18,7 @@ import org.apache.kafka.streams.StreamsConfig;
 import org.apache.kafka.streams.Topology;
 import java.time.Duration;
 
+import org.apache.kafka.streams.kstream.Branched;
 import org.apache.kafka.streams.kstream.Consumed;
 import org.apache.kafka.streams.kstream.Grouped;
 import org.apache.kafka.streams.kstream.JoinWindows;
@@ -26,6 +27,7 @@ import org.apache.kafka.streams.kstream.KStream;
 import org.apache.kafka.streams.kstream.KTable;
 import org.apache.kafka.streams.kstream.Materialized;
 import org.apache.kafka.streams.kstream.Named;
+import org.apache.kafka.streams.kstream.Predicate;
 import org.apache.kafka.streams.kstream.Produced;
 import org.apache.kafka.streams.kstream.Suppressed;
 import org.apache.kafka.streams.kstream.TimeWindows;
@@ -243,6 +245,62 @@ public final class Main {
         });
     }
 
+    /**
+     * split()/branch() on a per-record stream stage (audit/streams/topology branch tests): the
+     * branch children describe() prints after KSTREAM-BRANCH- (or the split's name), in its
+     * successor order, not the application's.
+     */
+    static void branches(Map<String, Supplier<Topology>> variants) {
+        // split(Named.as("route-")): two named branches mapped differently and merged into OUT,
+        // the default branch to another topic.
+        variants.put("stream-split-named", () -> {
+            StreamsBuilder b = new StreamsBuilder();
+            Map<String, KStream<String, String>> m = b.stream(A, Consumed.with(Serdes.String(), Serdes.String()))
+                    .split(Named.as("route-"))
+                    .branch((k, v) -> v.length() > 10, Branched.withFunction(s -> s.mapValues(v -> "big:" + v), "big"))
+                    .branch((k, v) -> v.length() > 5, Branched.withFunction(s -> s.mapValues(v -> "medium:" + v), "medium"))
+                    .defaultBranch(Branched.as("rest"));
+            m.get("route-big").merge(m.get("route-medium")).to(OUT, Produced.with(Serdes.String(), Serdes.String()));
+            m.get("route-rest").to("others", Produced.with(Serdes.String(), Serdes.String()));
+            return b.build();
+        });
+        // split() with generated names: three branches, the first and third merged into OUT, the
+        // second to another topic, no default branch (unmatched records are dropped).
+        variants.put("stream-split", () -> {
+            StreamsBuilder b = new StreamsBuilder();
+            Map<String, KStream<String, String>> m = b.stream(A, Consumed.with(Serdes.String(), Serdes.String()))
+                    .split()
+                    .branch((k, v) -> v.startsWith("a"))
+                    .branch((k, v) -> v.startsWith("b"))
+                    .branch((k, v) -> v.startsWith("c"))
+                    .noDefaultBranch();
+            String[] names = m.keySet().stream().sorted().toArray(String[]::new);
+            m.get(names[0]).peek((k, v) -> {}).merge(m.get(names[2])).to(OUT, Produced.with(Serdes.String(), Serdes.String()));
+            m.get(names[1]).to("others", Produced.with(Serdes.String(), Serdes.String()));
+            return b.build();
+        });
+        // The deprecated branch(Predicate...) (removed in 4.0): KSTREAM-BRANCHCHILD- children.
+        try {
+            java.lang.reflect.Method branch = KStream.class.getMethod("branch", Predicate[].class);
+            variants.put("stream-branch-deprecated", () -> {
+                StreamsBuilder b = new StreamsBuilder();
+                KStream<String, String> s = b.stream(A, Consumed.with(Serdes.String(), Serdes.String()));
+                Predicate<String, String> p1 = (k, v) -> v.startsWith("a");
+                Predicate<String, String> p2 = (k, v) -> true;
+                try {
+                    @SuppressWarnings("unchecked")
+                    KStream<String, String>[] out = (KStream<String, String>[]) branch.invoke(s, (Object) new Predicate[] {p1, p2});
+                    out[0].mapValues(v -> "a:" + v).merge(out[1]).to(OUT, Produced.with(Serdes.String(), Serdes.String()));
+                } catch (ReflectiveOperationException e) {
+                    throw new IllegalStateException(e);
+                }
+                return b.build();
+            });
+        } catch (NoSuchMethodException e) {
+            // kafka-streams 4.x: no deprecated branch()
+        }
+    }
+
     public static void main(String[] args) throws IOException {
         Path dir = Path.of(args.length > 0 ? args[0] : ".");
         String version = System.getProperty("kafka.version", "unknown");
@@ -299,6 +357,7 @@ public final class Main {
 
         unsupported(variants);
         tables(variants);
+        branches(variants);
 
         for (Map.Entry<String, Supplier<Topology>> e : variants.entrySet()) {
             String text = e.getValue().get().describe().toString();
