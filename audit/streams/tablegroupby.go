@@ -85,6 +85,7 @@ func (c *collector) readGroupByInput(ctx context.Context, x int) error {
 			r   detect.GroupRecord
 		}
 		rows := make([]row, 0, len(recs))
+		tl := c.timeline.batch()
 		for i := range recs {
 			rec := &recs[i]
 			committed, ok := c.snap.group[kread.TP{Topic: rec.Topic, Partition: rec.Partition}]
@@ -110,6 +111,7 @@ func (c *collector) readGroupByInput(ctx context.Context, x int) error {
 			switch {
 			case !processed:
 				n[pending]++
+				tl.note(ts, true)
 				continue
 			case rec.Key == nil:
 				n[nullKey]++ // KTableSource drops a null key
@@ -133,6 +135,7 @@ func (c *collector) readGroupByInput(ctx context.Context, x int) error {
 			last.Add(r.key, r.r)
 		}
 		mu.Unlock()
+		c.timeline.add(x, tl)
 		cnt.scanned.Add(int64(len(recs)))
 		cnt.pending.Add(n[pending])
 		cnt.nullValue.Add(n[nullValue])

@@ -109,3 +109,42 @@ func changelogOnlyText(s string) string {
 	s = strings.Replace(s[:i], "      --> KTABLE-TOSTREAM-0000000007\n", "      --> none\n", 1)
 	return s
 }
+
+// TestTableGroupByVariants: the texts testbed/topodescribe prints for a
+// table groupBy and reduce (refused: a subtractor may return null) and for
+// a groupBy named by Grouped.as (its select node takes the name, which is
+// then declared table-select) into a count kept in its changelog only.
+// Printed with kafka-streams 3.6.2 and 4.4.0 (byte-identical); 4.0.0 is not
+// in the local Maven repository these were generated from.
+func TestTableGroupByVariants(t *testing.T) {
+	a := []InputSpec{{Name: "a", Topic: "topicA", Rekey: "region"}}
+	for _, v := range []string{"3.6.2", "4.4.0"} {
+		t.Run("reduce-"+v, func(t *testing.T) {
+			file := filepath.Join("testdata", "table-groupby-reduce-"+v+".txt")
+			_, err := Build(context.Background(), Spec{ApplicationID: "app", TopologyFile: file, Inputs: a}, nil)
+			var ue *UnsupportedError
+			if !errors.As(err, &ue) || !strings.HasPrefix(ue.Node, "KTABLE-REDUCE-") || ue.Kind != KindTableAggregate || !strings.Contains(ue.Detail, "a grouped table's reduce or aggregate is not audited") {
+				t.Fatalf("error %v, want the reduce refused", err)
+			}
+		})
+		t.Run("named groupBy, changelog only-"+v, func(t *testing.T) {
+			file := filepath.Join("testdata", "table-groupby-count-changelog-"+v+".txt")
+			spec := Spec{ApplicationID: "app", TopologyFile: file, Inputs: a, Nodes: []NodeDecl{{"KTABLE-AGGREGATE-0000000006", "table-count"}}}
+			_, err := Build(context.Background(), spec, nil)
+			var ue *UnsupportedError
+			if !errors.As(err, &ue) || ue.Node != "by-region" || ue.Kind != KindUnknown {
+				t.Fatalf("error %v, want the named groupBy's node refused until declared", err)
+			}
+			spec.Nodes = append(spec.Nodes, NodeDecl{"by-region", "table-select"})
+			m, err := Build(context.Background(), spec, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := m.Stages[0]
+			if !m.ChangelogOnly || m.Output != "" || s.Operator != KindTableCount || s.GroupBy != "by-region" || s.Store != "counts" ||
+				s.TableStore != "topicA-STATE-STORE-0000000000" || s.RepartitionTopic != "app-by-region-repartition" || s.ChangelogTopic != "app-counts-changelog" {
+				t.Fatalf("model %+v, stage %+v", m, s)
+			}
+		})
+	}
+}
