@@ -2,11 +2,15 @@ package streams
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
+	"os"
+	"path/filepath"
 	"sync"
 
 	"github.com/lossaudit/lossaudit/audit/internal/engine/collect"
 	"github.com/lossaudit/lossaudit/audit/internal/engine/detect"
+	"github.com/lossaudit/lossaudit/audit/internal/store/index"
 	"github.com/lossaudit/lossaudit/audit/kread"
 )
 
@@ -62,29 +66,46 @@ func changeHasNew(v []byte) bool {
 	return false
 }
 
+// tagGroupLast is the scratch index's entry of a table groupBy's input: per
+// input key, partition u32 | ^offset u64 -> ts u64 | flags u8 | group key;
+// AddFirst keeps the last by offset per partition (detect.Later).
+const tagGroupLast byte = 0x01
+
+// The flags of a tagGroupLast entry.
+const (
+	groupTombstone = 1
+	groupNone      = 2
+)
+
 // readGroupByInput reads input x, a table source grouped by a table
 // groupBy into a count. Every processed record is folded per partition and
-// input key into its last by offset (detect.GroupByLast); once the input
-// is read, each last record that is a value with a group key is a
-// candidate under that group key, pending when a copy with a new value of
-// the same group key and timestamp waits in the repartition topic's
-// unprocessed tail (values are Change-encoded, so they are matched by key
-// and timestamp alone: a match may only make a record pending).
+// input key into its last by offset, in a scratch index beside the run's
+// (on disk past its memory budget: a table may hold more keys than
+// memory); once the input is read, each last record that owes its group
+// (detect.GroupRecord.Owed) is a candidate under that group key, pending
+// when a copy with a new value of the same group key and timestamp waits
+// in the repartition topic's unprocessed tail (values are Change-encoded,
+// so they are matched by key and timestamp alone: a match may only make a
+// record pending).
 func (c *collector) readGroupByInput(ctx context.Context, x int) error {
 	in := &c.o.Inputs[x]
+	dir := filepath.Join(c.o.Store.Dir(), "tablegroupby")
+	scratch, err := index.Open(dir, index.Options{MemoryBytes: index.DefaultMemoryBytes / 2})
+	if err != nil {
+		return fmt.Errorf("audit: input %s: %w", in.Name, err)
+	}
+	defer func() {
+		scratch.Close()
+		os.RemoveAll(dir)
+	}()
+	w := scratch.NewWriter()
 	t := c.snap.inputs[x]
 	rs, total := c.ranges(t, nil)
 	cnt := &c.counts[x]
 	var mu sync.Mutex
-	var last detect.GroupByLast
 	seenNext := map[int32]bool{}
-	err := collect.Read(ctx, c.o.Kafka, collect.Spec{Name: "input " + in.Topic, Ranges: rs, Total: total, Progress: c.o.Progress, Stats: &c.stats}, func(recs []kread.Record) error {
+	err = collect.Read(ctx, c.o.Kafka, collect.Spec{Name: "input " + in.Topic, Ranges: rs, Total: total, Progress: c.o.Progress, Stats: &c.stats}, func(recs []kread.Record) error {
 		var n [deadLettered + 1]int64
-		type row struct {
-			key []byte
-			r   detect.GroupRecord
-		}
-		rows := make([]row, 0, len(recs))
 		tl := c.timeline.batch()
 		for i := range recs {
 			rec := &recs[i]
@@ -108,6 +129,7 @@ func (c *collector) readGroupByInput(ctx context.Context, x int) error {
 				}
 				mu.Unlock()
 			}
+			var flags byte
 			switch {
 			case !processed:
 				n[pending]++
@@ -118,23 +140,28 @@ func (c *collector) readGroupByInput(ctx context.Context, x int) error {
 				continue
 			case rec.Value == nil:
 				n[nullValue]++ // a delete: its group's subtraction only
+				flags = groupTombstone
 			case status == DecodeError:
 				n[undecodable]++
 				c.decode.Add(x, rec, serr, in.FieldsNear)
+				flags = groupNone
 			case status == NullKey:
 				n[nullKey]++ // KTableRepartitionMap skips a null group key
+				flags = groupNone
 			}
-			gr := detect.GroupRecord{Partition: rec.Partition, Offset: rec.Offset, TS: ts, Tombstone: rec.Value == nil, NoGroup: status != Selected}
-			if rec.Value != nil && status == Selected {
-				gr.Group = g
+			var f [12]byte
+			binary.BigEndian.PutUint32(f[:4], uint32(rec.Partition))
+			binary.BigEndian.PutUint64(f[4:], inv(rec.Offset))
+			v := make([]byte, 9, 9+len(g))
+			binary.BigEndian.PutUint64(v, uint64(ts))
+			v[8] = flags
+			if flags == 0 {
+				v = append(v, g...)
 			}
-			rows = append(rows, row{rec.Key, gr})
+			if err := w.AddFirst(rec.Key, tagGroupLast, 4, f[:], v); err != nil {
+				return fmt.Errorf("indexing %s[%d]@%d: %w", rec.Topic, rec.Partition, rec.Offset, err)
+			}
 		}
-		mu.Lock()
-		for _, r := range rows {
-			last.Add(r.key, r.r)
-		}
-		mu.Unlock()
 		c.timeline.add(x, tl)
 		cnt.scanned.Add(int64(len(recs)))
 		cnt.pending.Add(n[pending])
@@ -144,21 +171,40 @@ func (c *collector) readGroupByInput(ctx context.Context, x int) error {
 		return nil
 	})
 	if err != nil {
+		w.Cancel()
+		return fmt.Errorf("audit: input %s: %w", in.Name, err)
+	}
+	if err := w.Flush(); err != nil {
 		return fmt.Errorf("audit: input %s: %w", in.Name, err)
 	}
 	coalesce := c.tails.complete()
 	tl := c.timeline.batch()
 	var cands, pend int64
-	err = last.Each(func(group []byte, r detect.GroupRecord) error {
-		if coalesce && c.tails.has(newTailID(uint8(x), group, r.TS, 0)) {
-			pend++
-			tl.note(r.TS, true)
-			return nil
-		}
-		cands++
-		tl.note(r.TS, false)
-		if err := c.w.input(coalesce, uint8(x), group, r.TS, r.Partition, r.Offset, 0); err != nil {
-			return fmt.Errorf("indexing %s[%d]@%d: %w", in.Topic, r.Partition, r.Offset, err)
+	err = scratch.EachKey(func(_ []byte, cur *index.Cursor) error {
+		for cur.Next() {
+			e := cur.Entry()
+			if e.Tag != tagGroupLast || len(e.Fields) != 12 || len(e.Value) < 9 {
+				return fmt.Errorf("table groupBy entry of %d+%d bytes", len(e.Fields), len(e.Value))
+			}
+			r := detect.GroupRecord{Partition: int32(be32(e.Fields[:4])), Offset: uninv(be64(e.Fields[4:])), TS: int64(be64(e.Value)),
+				Tombstone: e.Value[8]&groupTombstone != 0, NoGroup: e.Value[8]&groupNone != 0}
+			if e.Value[8] == 0 {
+				r.Group = e.Value[9:]
+			}
+			group, ok := r.Owed()
+			if !ok {
+				continue
+			}
+			if coalesce && c.tails.has(newTailID(uint8(x), group, r.TS, 0)) {
+				pend++
+				tl.note(r.TS, true)
+				continue
+			}
+			cands++
+			tl.note(r.TS, false)
+			if err := c.w.input(coalesce, uint8(x), group, r.TS, r.Partition, r.Offset, 0); err != nil {
+				return fmt.Errorf("indexing %s[%d]@%d: %w", in.Topic, r.Partition, r.Offset, err)
+			}
 		}
 		return nil
 	})

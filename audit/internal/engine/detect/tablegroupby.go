@@ -18,8 +18,8 @@ type GroupRecord struct {
 }
 
 // GroupByLast keeps, per input partition and input key, the last processed
-// record by offset of a table groupBy's input, and says which group key
-// must hold which timestamp: the rule of the table-group-max stage, whose
+// record by offset of a table groupBy's input (Later), and says which group
+// key must hold which timestamp (GroupRecord.Owed): the rule of the table-group-max stage, whose
 // candidates are then judged per group key by TableMax (the changelog)
 // and the output rule (OutputLeftJoin with one input), as a reduce's are.
 //
@@ -66,6 +66,10 @@ type GroupRecord struct {
 // versioned source store (KIP-914) forwards only updates that are the
 // newest by timestamp (KTableRepartitionMap skips the others), so it is
 // not audited by this rule (describe() prints it alike: documented).
+//
+// GroupByLast keeps its rows in memory; the audit folds them in its
+// on-disk index instead (one entry per partition and key, kept by Later's
+// order) and applies Owed to each.
 type GroupByLast struct {
 	last map[int32]map[string]GroupRecord
 }
@@ -82,9 +86,29 @@ func (g *GroupByLast) Add(key []byte, r GroupRecord) {
 		m = map[string]GroupRecord{}
 		g.last[r.Partition] = m
 	}
-	if o, ok := m[string(key)]; !ok || r.Offset > o.Offset {
-		m[string(key)] = r
+	if o, ok := m[string(key)]; ok {
+		r = Later(o, r)
 	}
+	m[string(key)] = r
+}
+
+// Later returns whichever of a and b, records of one input key in one
+// partition, is later by offset: the one the table keeps.
+func Later(a, b GroupRecord) GroupRecord {
+	if b.Offset > a.Offset {
+		return b
+	}
+	return a
+}
+
+// Owed returns the group key that must hold r, the last processed record
+// by offset of its input key in its partition, at least as new as r; ok is
+// false when r owes nothing (a delete, or a value without a group key).
+func (r GroupRecord) Owed() (group []byte, ok bool) {
+	if r.Tombstone || r.NoGroup || r.Group == nil {
+		return nil, false
+	}
+	return r.Group, true
 }
 
 // Len returns the number of (partition, key) rows kept.
@@ -102,10 +126,11 @@ func (g *GroupByLast) Len() int {
 func (g *GroupByLast) Each(fn func(group []byte, r GroupRecord) error) error {
 	for _, m := range g.last {
 		for _, r := range m {
-			if r.Tombstone || r.NoGroup || r.Group == nil {
+			g, ok := r.Owed()
+			if !ok {
 				continue
 			}
-			if err := fn(r.Group, r); err != nil {
+			if err := fn(g, r); err != nil {
 				return err
 			}
 		}
