@@ -35,6 +35,11 @@ func missingTableChangelog(i int, topic string, st topology.Stage) error {
 // stepRefusesTables refuses a reconcile or watch step of a pipeline with a
 // table source: a step reads only what is new, while a table's check needs
 // each key's last processed record by offset among all of its records.
+// A table groupBy's count is refused too: the groups earlier steps owed
+// would stay owed in the state, which holds while the count store lives,
+// but an application reset or a rebuilt count reprocesses the table with
+// its updates coalesced anew, and a group only an earlier last record
+// reached may then never be written again.
 func stepRefusesTables(m *topology.Model) error {
 	for _, st := range m.Stages {
 		if topology.IsTableGroupBy(st.Operator) {
