@@ -111,7 +111,8 @@ func changelogOnlyText(s string) string {
 }
 
 // TestTableGroupByVariants: the texts testbed/topodescribe prints for a
-// table groupBy and reduce (refused: a subtractor may return null) and for
+// table groupBy and reduce (refused: a subtractor may return null), for a
+// toTable grouped and counted (audited as a table source's), and for
 // a groupBy named by Grouped.as (its select node takes the name, which is
 // then declared table-select) into a count kept in its changelog only.
 // Printed with kafka-streams 3.6.2 and 4.4.0 (byte-identical); 4.0.0 is not
@@ -125,6 +126,19 @@ func TestTableGroupByVariants(t *testing.T) {
 			var ue *UnsupportedError
 			if !errors.As(err, &ue) || !strings.HasPrefix(ue.Node, "KTABLE-REDUCE-") || ue.Kind != KindTableAggregate || !strings.Contains(ue.Detail, "a grouped table's reduce or aggregate is not audited") {
 				t.Fatalf("error %v, want the reduce refused", err)
+			}
+		})
+		t.Run("toTable grouped-"+v, func(t *testing.T) {
+			file := filepath.Join("testdata", "table-groupby-totable-count-"+v+".txt")
+			spec := Spec{ApplicationID: "app", TopologyFile: file, Inputs: a, Nodes: []NodeDecl{{"KTABLE-AGGREGATE-0000000007", "table-count"}}}
+			m, err := Build(context.Background(), spec, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := m.Stages[0]
+			if m.Output != "joined" || s.Operator != KindTableCount || s.GroupBy != "KTABLE-SELECT-0000000003" || s.TableStore != "KSTREAM-TOTABLE-STATE-STORE-0000000002" ||
+				s.RepartitionTopic != "app-KTABLE-AGGREGATE-STATE-STORE-0000000004-repartition" || s.ChangelogTopic != "app-KTABLE-AGGREGATE-STATE-STORE-0000000004-changelog" {
+				t.Fatalf("model %+v, stage %+v", m, s)
 			}
 		})
 		t.Run("named groupBy, changelog only-"+v, func(t *testing.T) {

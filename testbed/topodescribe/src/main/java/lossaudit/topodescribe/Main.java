@@ -253,6 +253,16 @@ public final class Main {
                     .count(Materialized.<String, Long, KeyValueStore<Bytes, byte[]>>as("counts"));
             return b.build();
         });
+        // toTable (no Materialized: groupBy's old values materialize it) grouped and counted.
+        variants.put("table-groupby-totable-count", () -> {
+            StreamsBuilder b = new StreamsBuilder();
+            b.stream(A, Consumed.with(Serdes.String(), Serdes.String()))
+                    .toTable()
+                    .groupBy((k, v) -> KeyValue.pair(v, v), Grouped.with(Serdes.String(), Serdes.String()))
+                    .count()
+                    .toStream().mapValues(v -> String.valueOf(v)).to(OUT, Produced.with(Serdes.String(), Serdes.String()));
+            return b.build();
+        });
         // toTable after a key change: the table reads a repartition topic.
         variants.put("unsupported-totable-after-repartition", () -> {
             StreamsBuilder b = new StreamsBuilder();
