@@ -579,7 +579,7 @@ func Inputs(ctx context.Context, cfg *config.Config, model *topology.Model, reg 
 			Name: in.Name, Topic: in.Topic, RepartitionTopic: st.RepartitionTopic,
 			ChangelogTopic: st.ChangelogTopic, Select: sel, DownstreamKey: norm, Field: in.Rekey,
 			Count: st.Operator == topology.KindCount || st.Operator == topology.KindWindowedCount, Table: table, BufferTopic: st.BufferTopic,
-			Operator: string(st.Operator),
+			GroupBy: topology.IsTableGroupBy(st.Operator), Operator: string(st.Operator),
 		}
 		if st.Window != nil {
 			ai.Window = &detect.TimeWindows{Size: st.Window.Size.Milliseconds(), Advance: st.Window.Size.Milliseconds(), Grace: st.Window.Grace.Milliseconds()}

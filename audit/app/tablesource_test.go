@@ -45,3 +45,24 @@ func TestTableSourceConfig(t *testing.T) {
 		t.Errorf("hint %q", h)
 	}
 }
+
+// TestTableGroupByConfig: an input grouped by a table groupBy into a count
+// refuses timestamp_field, and reconcile and watch refuse it.
+func TestTableGroupByConfig(t *testing.T) {
+	key := func(err error) string {
+		var ce *config.Error
+		if errors.As(err, &ce) {
+			return ce.Key
+		}
+		return ""
+	}
+	st := topology.Stage{Input: topology.InputSpec{Name: "profiles", Topic: "profiles", Rekey: "region"}, Operator: topology.KindTableCount,
+		GroupBy: "KTABLE-SELECT-0000000002", Store: "counts", RepartitionTopic: "app-counts-repartition", ChangelogTopic: "app-counts-changelog"}
+	if err := tableInput("pipeline.inputs[0]", config.Input{Name: "profiles", TimestampField: "ts"}, st); key(err) != "pipeline.inputs[0].timestamp_field" {
+		t.Errorf("timestamp_field on a table groupBy: %v", err)
+	}
+	err := stepRefusesTables(&topology.Model{Stages: []topology.Stage{st}})
+	if key(err) != "pipeline.inputs[0]" || !strings.Contains(err.Error(), "KTABLE-SELECT-0000000002") || !strings.Contains(err.Error(), "run lossaudit audit") {
+		t.Errorf("a step of a table groupBy: %v", err)
+	}
+}

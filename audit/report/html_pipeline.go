@@ -58,6 +58,9 @@ func newPipelineView(res *finding.Result, pl *finding.Pipeline) *pipelineView {
 
 		if in.RepartitionTopic != "" {
 			rep := pipelineNode{Role: "selectKey, repartition", Stage: "repartition", Input: safe(in.Name), Topic: safe(in.RepartitionTopic)}
+			if in.Operator == "table-count" {
+				rep.Role = "table, groupBy, repartition"
+			}
 			f.partProblems(&rep, in.RepartitionTopic)
 			lane.Nodes = append(lane.Nodes, rep)
 		}
@@ -121,7 +124,7 @@ func operatorWord(in finding.PipelineInput) string {
 	switch in.Operator {
 	case "count", "aggregate", "reduce":
 		return in.Operator
-	case "windowed-count", "windowed-reduce", "windowed-aggregate":
+	case "windowed-count", "windowed-reduce", "windowed-aggregate", "table-count":
 		return strings.Replace(in.Operator, "-", " ", 1)
 	case "":
 		if in.Count {

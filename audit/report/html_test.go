@@ -376,6 +376,9 @@ func TestPipelineViewDrawsTheModelledShape(t *testing.T) {
 		{"suppress", finding.Pipeline{Output: "o", Inputs: []finding.PipelineInput{
 			{Name: "a", Topic: "t", RepartitionTopic: "r", ChangelogTopic: "c", Operator: "aggregate", BufferTopic: "app-buf-changelog"}}},
 			[][]string{{"input a", "selectKey, repartition", "aggregate store, changelog", "suppress buffer, changelog"}}, "", true, "streamed into the output"},
+		{"table groupBy and count", finding.Pipeline{Output: "counts", Inputs: []finding.PipelineInput{
+			{Name: "a", Topic: "profiles", RepartitionTopic: "app-x-repartition", ChangelogTopic: "app-x-changelog", Operator: "table-count"}}},
+			[][]string{{"input a", "table, groupBy, repartition", "table count store, changelog"}}, "", true, "streamed into the output"},
 		{"table source, changelog only", finding.Pipeline{Inputs: []finding.PipelineInput{
 			{Name: "a", Topic: "t", ChangelogTopic: "c", Operator: "table-source", Table: true}}},
 			[][]string{{"input a", "table source store, changelog (last record by offset)"}}, "", false, "no output topic"},

@@ -144,6 +144,9 @@ func (c *collector) readRest(ctx context.Context) error {
 		if c.o.Inputs[x].Window != nil {
 			read = c.readWindowInput
 		}
+		if c.o.Inputs[x].GroupBy {
+			read = c.readGroupByInput
+		}
 		if err := read(ctx, x); err != nil {
 			return err
 		}
@@ -247,6 +250,14 @@ func (c *collector) readRepartition(ctx context.Context, x int) error {
 				key = in.DownstreamKey(key)
 			}
 			fp, tail := fingerprint(rec.Value), !ok || rec.Offset >= committed
+			if in.GroupBy {
+				// A Change: only a copy with a new value is an update's
+				// add, matched by group key and timestamp alone.
+				if !changeHasNew(rec.Value) {
+					continue
+				}
+				fp = 0
+			}
 			if tail {
 				c.tails.add(newTailID(uint8(x), key, rec.Timestamp, fp))
 			}

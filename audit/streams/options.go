@@ -73,6 +73,13 @@ type Input struct {
 	// topic (the source-topic optimization: nothing to check between
 	// them). An audit only: a reconcile step refuses it.
 	Table bool
+	// GroupBy says that the input is read by a table source whose
+	// groupBy feeds a count (table-count, tablegroupby.go): Select gives
+	// each value's group key, only each input key's last processed record
+	// by offset per partition is a candidate (detect.GroupByLast), and
+	// RepartitionTopic holds Change-encoded values. An audit only, of one
+	// input: a reconcile step and a sharded audit refuse it.
+	GroupBy bool
 	// Operator names the operator that writes the input's table as the
 	// reports show it ("reduce", "count", "aggregate", "table-source",
 	// "to-table"); "" reads as "reduce". It changes no check.
@@ -167,6 +174,9 @@ func (o Options) withDefaults() (Options, error) {
 		}
 	}
 	if err := o.checkWindowed(); err != nil {
+		return o, err
+	}
+	if err := o.checkTableGroupBy(); err != nil {
 		return o, err
 	}
 	if o.Now == nil {

@@ -179,6 +179,9 @@ func CheckShardable(o Options) error {
 		if in.Window != nil {
 			return &UnsupportedShardingError{Reason: fmt.Sprintf("input %s is a windowed aggregation: not sharded yet", in.Name)}
 		}
+		if in.GroupBy {
+			return &UnsupportedShardingError{Reason: fmt.Sprintf("input %s is a table groupBy's count (each input key's last record by offset): not sharded yet", in.Name)}
+		}
 		if in.Table {
 			return &UnsupportedShardingError{Reason: fmt.Sprintf("input %s is read by a table source (its last record by offset per key, per input partition): not sharded yet", in.Name)}
 		}

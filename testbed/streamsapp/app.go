@@ -179,6 +179,11 @@ type Options struct {
 	// topology.optimization=all (the table restored from its input topic,
 	// no changelog).
 	Table, Optimize bool
+	// TableGroupBy runs a table groupBy and count instead
+	// (TableGroupByCount.java: table(Inputs[0]) --groupBy(value.region)-->
+	// count, toStream, to Output; Avro values {id, region}): records whose
+	// id starts with "drop" are skipped (lost).
+	TableGroupBy bool
 	// Suppress, with Count, runs the count with
 	// suppress(untilTimeLimit(Suppress)) before the output instead
 	// (CountSuppress.java); DropBeforeOutput then lists keys whose emitted
@@ -365,6 +370,8 @@ func (a *App) topology() string {
 		return "copy"
 	case a.o.Table:
 		return "table"
+	case a.o.TableGroupBy:
+		return "table-groupby"
 	}
 	return "join"
 }

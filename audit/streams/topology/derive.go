@@ -31,6 +31,10 @@ type TopoStage struct {
 	// Window is the declared window of a windowed aggregation (Operator
 	// windowed-*), nil otherwise.
 	Window *WindowDecl
+	// GroupBy is the KTABLE-SELECT- node of a table groupBy (Operator
+	// table-count) and TableStore the store of the table it groups; ""
+	// otherwise (tablegroupby.go).
+	GroupBy, TableStore string
 }
 
 // Declarations are what the user says about the topology that describe()
@@ -249,6 +253,18 @@ func (t *Topology) Derive(app string, inputTopics []string, output string, decl 
 			return nil, fmt.Errorf("line %d: input topic %s reaches %d reduces, not one: %s", src.Line, in, len(hits), strings.Join(names, "; "))
 		}
 		h := hits[0]
+		if IsTableSource(kinds[h.n.Name].Kind) {
+			sel, agg, topic, err := t.tableGroupBy(h.n, kinds, readers, isLink, unsupported)
+			if err != nil {
+				return nil, err
+			}
+			if agg != nil {
+				// The table is grouped: the audited table is the count's,
+				// behind the groupBy's repartition topic.
+				ts.GroupBy, ts.TableStore = sel.Name, h.n.Stores[0]
+				h = item{agg, topic, 1}
+			}
+		}
 		if c := kinds[h.n.Name]; c.Kind == KindReduce && c.Origin != FromDeclaration {
 			switch decl.Reduce {
 			case "":
@@ -267,6 +283,10 @@ func (t *Topology) Derive(app string, inputTopics []string, output string, decl 
 		ts.Store = h.n.Stores[0]
 		ts.Reducer, ts.Operator = h.n.Name, kinds[h.n.Name].Kind
 		ts.Suppress, ts.BufferStore = t.suppressAfter(h.n, kinds)
+		if ts.Suppress != "" && IsTableGroupBy(ts.Operator) {
+			n, _ := t.Node(ts.Suppress)
+			return nil, unsupported(n, "a suppress after a grouped table's count is not audited yet")
+		}
 		if IsWindowed(ts.Operator) {
 			ts.Window = kinds[h.n.Name].Window
 			if err := t.checkWindowed(h.n, ts); err != nil {
@@ -307,6 +327,9 @@ func (t *Topology) Derive(app string, inputTopics []string, output string, decl 
 		d.Stages = append(d.Stages, ts)
 	}
 	for _, st := range d.Stages {
+		if IsTableGroupBy(st.Operator) && len(d.Stages) > 1 {
+			return nil, fmt.Errorf("line %d: the grouped table's count %s of input topic %s is one of %d inputs: a table groupBy is audited alone (one input, no join)", st.Line, st.Reducer, st.InputTopic, len(d.Stages))
+		}
 		if st.Window != nil && len(d.Stages) > 1 {
 			return nil, fmt.Errorf("line %d: the windowed aggregation %s of input topic %s is one of %d inputs: a windowed aggregation is audited alone (one input, no join)", st.Line, st.Reducer, st.InputTopic, len(d.Stages))
 		}

@@ -136,6 +136,11 @@ const (
 	// (the source-topic optimization) has no changelog of its own: the
 	// table is its input, nothing to check between them.
 	RuleTableIsInput Rule = "table-is-input"
+	// RuleTableGroupMax: a grouped table's count (table groupBy, then
+	// count) holds each group key at least as new as the last processed
+	// record by offset of every input key whose value is in that group;
+	// detect.GroupByLast, then detect.TableMax per group key.
+	RuleTableGroupMax Rule = "table-group-max"
 )
 
 // ruleText is what each rule checks, as `lossaudit topology` prints it.
@@ -153,6 +158,7 @@ var ruleText = map[Rule]string{
 	RuleTableLast:       "the changelog's last record of each key by offset is the input's last processed record of the key or a later one, matched by timestamp and tombstone (else missing or stale)",
 	RuleWindowMax:       "each (key, window start) of a processed record certainly on time in that window (the window ends after the repartition partition's greatest timestamp minus grace, read from offset 0) is in the changelog at least as new (else missing or stale); late or uncertain ones are counted, never reported",
 	RuleWindowCount:     "as window-max, and each window's newest count is at least the number of its certainly-on-time processed records (else undercount)",
+	RuleTableGroupMax:   "each group key is in the changelog at least as new as the last processed record by offset of every input key (per partition) whose value is in that group, a value with a group key (else missing, stale or aborted); counts are not recounted (a table count goes down)",
 	RuleTableIsInput:    "the input topic is the table's changelog (topology.optimization=all): nothing is checked between them; its last processed record by offset is what the output is checked against",
 }
 
@@ -246,6 +252,11 @@ func (m *Model) Graph() *Graph {
 			link := "link:" + name
 			g.Stages = append(g.Stages, GraphStage{ID: link, Kind: StageLink, Input: i, Topic: s.RepartitionTopic, Rule: RuleTail, TopicFrom: s.Origins.RepartitionTopic})
 			keyEdge.From, keyEdge.To = src, link
+			if IsTableGroupBy(s.Operator) {
+				// The table keeps each key's last record by offset, and its
+				// groupBy sends that value to its group.
+				keyEdge.Card, keyEdge.TS, keyEdge.Via = PerKey, TSLast, "table -> groupBy"
+			}
 			g.Edges = append(g.Edges, keyEdge)
 			prev = link
 			keyEdge = Edge{Key: KeyIdentity, Card: One, TS: TSKept, Via: "repartition"}
@@ -259,6 +270,8 @@ func (m *Model) Graph() *Graph {
 		switch op {
 		case KindCount:
 			rule = RuleTableCount
+		case KindTableCount:
+			rule = RuleTableGroupMax
 		case KindWindowedCount:
 			rule = RuleWindowCount
 		case KindWindowedReduce, KindWindowedAggregate:

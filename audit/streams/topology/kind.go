@@ -78,7 +78,14 @@ const (
 	// KindTableAggregate is a table groupBy's aggregate, count or reduce
 	// (KTABLE-AGGREGATE-, KTABLE-REDUCE-).
 	KindTableAggregate Kind = "table-aggregate"
-	// KindTableSelect is KTable#groupBy (KTABLE-SELECT-).
+	// KindTableCount is count() of a grouped table (KTable#groupBy then
+	// KGroupedTable#count): KTABLE-AGGREGATE- prints alike for count and
+	// aggregate, so only a declaration says so (it refines
+	// table-aggregate). Supported after a table source's groupBy
+	// (tablegroupby.go).
+	KindTableCount Kind = "table-count"
+	// KindTableSelect is KTable#groupBy (KTABLE-SELECT-): supported between
+	// a table source and a declared table-count.
 	KindTableSelect Kind = "table-select"
 	// KindTableFilter is KTable#filter (KTABLE-FILTER-).
 	KindTableFilter Kind = "table-filter"
@@ -186,7 +193,7 @@ func DeclarableKinds() []string {
 	out := []string{}
 	for _, k := range []Kind{KindSource, KindSink, KindKeySelect, KindReduce, KindTableJoin, KindToStream,
 		KindAggregate, KindCount, KindCogroup, KindWindowed, KindWindowedCount, KindWindowedReduce, KindWindowedAggregate, KindSuppress, KindTableSource, KindToTable, KindTableAggregate,
-		KindTableSelect, KindTableFilter, KindTableMapValues, KindFKJoin, KindStreamStreamJoin, KindStreamTableJoin,
+		KindTableCount, KindTableSelect, KindTableFilter, KindTableMapValues, KindFKJoin, KindStreamStreamJoin, KindStreamTableJoin,
 		KindFilter, KindMap, KindMapValues, KindFlatMap, KindFlatMapValues, KindPeek, KindForeach, KindMerge,
 		KindBranch, KindProcess} {
 		out = append(out, string(k))
@@ -196,7 +203,7 @@ func DeclarableKinds() []string {
 }
 
 // supportedKinds are the kinds an audited path may hold.
-var supportedKinds = []Kind{KindSource, KindKeySelect, KindRepartitionFilter, KindReduce, KindCount, KindTableJoin, KindToStream, KindMapValues, KindPeek, KindSink, KindTableSource, KindToTable, KindSuppress, KindWindowedCount, KindWindowedReduce, KindWindowedAggregate}
+var supportedKinds = []Kind{KindSource, KindKeySelect, KindRepartitionFilter, KindReduce, KindCount, KindTableJoin, KindToStream, KindMapValues, KindPeek, KindSink, KindTableSource, KindToTable, KindSuppress, KindWindowedCount, KindWindowedReduce, KindWindowedAggregate, KindTableSelect, KindTableCount}
 
 // supported describes, for messages, what the audit supports.
 func supported() string {
@@ -204,7 +211,7 @@ func supported() string {
 	for i, k := range supportedKinds {
 		ks[i] = string(k)
 	}
-	return "supported: selectKey -> groupByKey -> reduce per input (or a count or aggregate declared in pipeline.nodes, or a table or toTable with a store reading the input topic), then KTable left joins, " +
+	return "supported: selectKey -> groupByKey -> reduce per input (or a count or aggregate declared in pipeline.nodes, or a table or toTable with a store reading the input topic, or such a table's groupBy and a count declared table-count), then KTable left joins, " +
 		"mapValues or peek into the output (kinds " + strings.Join(ks, ", ") + ", and aggregate when declared); " +
 		"or, with no aggregation, per-record stream stages from the inputs into the output: mapValues, peek, merge, repartition(), KStream-KTable left joins, " +
 		"filters whose predicate is declared (pipeline.nodes: {name, kind: filter, predicate}), split()/branch() whose branches are declared (pipeline.nodes: {name, kind: branch, branches}) and selectKey/map with the new key declared (pipeline.inputs[i].rekey)"
@@ -335,7 +342,8 @@ func (t *Topology) Classify(declared []NodeDecl) (map[string]Classified, error) 
 		if c.Origin != FromNowhere {
 			refines := k == c.Kind || (k == KindWindowed && (c.Kind == KindReduce || c.Kind == KindAggregate || c.Kind == KindCogroup)) ||
 				(k == KindCount && c.Kind == KindAggregate) || ((k == KindWindowedCount || k == KindWindowedAggregate) && c.Kind == KindAggregate) ||
-				(k == KindWindowedReduce && c.Kind == KindReduce)
+				(k == KindWindowedReduce && c.Kind == KindReduce) ||
+				(k == KindTableCount && c.Kind == KindTableAggregate && !strings.HasPrefix(name, "KTABLE-REDUCE-"))
 			if !refines {
 				return nil, fail("kind", fmt.Sprintf("node %s is declared %s, but its %s makes it a %s (line %d)", name, k, c.Origin, c.Kind, c.Node.Line))
 			}
@@ -354,7 +362,7 @@ func (t *Topology) Classify(declared []NodeDecl) (map[string]Classified, error) 
 // needsStore says whether a node of kind k always has a state store.
 func needsStore(k Kind) bool {
 	switch k {
-	case KindReduce, KindAggregate, KindCount, KindWindowed, KindWindowedCount, KindWindowedReduce, KindWindowedAggregate, KindSuppress, KindTableAggregate:
+	case KindReduce, KindAggregate, KindCount, KindWindowed, KindWindowedCount, KindWindowedReduce, KindWindowedAggregate, KindSuppress, KindTableAggregate, KindTableCount:
 		return true
 	}
 	return false

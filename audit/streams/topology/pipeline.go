@@ -122,6 +122,10 @@ type Stage struct {
 	// Window is the declared window of a windowed aggregation (Operator
 	// windowed-*), nil otherwise.
 	Window *WindowDecl
+	// GroupBy is the KTABLE-SELECT- node of a table groupBy (Operator
+	// table-count), TableStore the store of the table it groups (not
+	// audited: the count's store is Store); "" otherwise.
+	GroupBy, TableStore string
 }
 
 // Model is the audited pipeline.
@@ -387,10 +391,14 @@ func (m *Model) fromTopology(p Spec) error {
 		s := &m.Stages[i]
 		name := fmt.Sprintf("pipeline.inputs[%d]", i)
 		s.Operator, s.Window = ts.Operator, ts.Window
+		s.GroupBy, s.TableStore = ts.GroupBy, ts.TableStore
 		if ts.BufferStore != "" {
 			s.BufferStore, s.BufferTopic = ts.BufferStore, ChangelogName(m.ApplicationID, ts.BufferStore)
 		}
 		if err := s.checkTableSource(name); err != nil {
+			return err
+		}
+		if err := s.checkTableGroupBy(name); err != nil {
 			return err
 		}
 		if s.Store == "" {

@@ -93,15 +93,14 @@ func (g *Graph) tableSource(s Stage, i int, src, join string, n int) {
 
 // afterTable words the refusal of a node after the table source table
 // (what terminalTopics calls "the input's reduce"): it names the table,
-// and for a table groupBy (KTABLE-SELECT-, then KTABLE-AGGREGATE- or
-// KTABLE-REDUCE- behind a repartition topic) says what it does.
+// and for what may be a table groupBy the shape that is audited
+// (tablegroupby.go).
 func afterTable(table *Node, kinds map[string]Classified, unsupported func(*Node, string) error) func(*Node, string) error {
 	return func(n *Node, detail string) error {
 		what := fmt.Sprintf("it follows the input's table (%s %s, store %s)", kinds[table.Name].Kind, table.Name, table.Stores[0])
 		switch kinds[n.Name].Kind {
-		case KindTableSelect, KindTableAggregate:
-			what += "; a table groupBy sends each update as the old value for its old group's subtractor and the new value for its new group's adder (KTableRepartitionMap, then KTableAggregate or KTableReduce), " +
-				"and that aggregation (count, reduce or aggregate of a grouped table) is not audited yet"
+		case KindTableSelect, KindTableAggregate, KindUnknown:
+			what += "; a table groupBy is audited as the table's only successor (KTABLE-SELECT-, or its Grouped.as name declared table-select), its repartition topic and a count declared table-count"
 		}
 		if detail != "it follows the input's reduce" {
 			what += "; " + detail

@@ -48,7 +48,7 @@ func TestTableSources(t *testing.T) {
 		{name: "not materialized", file: "unsupported-table-source-unmaterialized", inputs: []InputSpec{a},
 			node: "KTABLE-SOURCE-0000000002", detail: "it has no state store"},
 		{name: "table groupBy and count", file: "unsupported-table-groupby-count", inputs: []InputSpec{a},
-			node: "KTABLE-SELECT-0000000002", detail: "it follows the input's table (table-source KTABLE-SOURCE-0000000001, store profiles); a table groupBy sends each update"},
+			node: "KTABLE-AGGREGATE-0000000006", detail: "declare a count in pipeline.nodes, {name: KTABLE-AGGREGATE-0000000006, kind: table-count}"},
 		{name: "toTable after a repartition topic", file: "unsupported-totable-after-repartition", inputs: []InputSpec{a},
 			node: "KSTREAM-TOTABLE-0000000002", detail: "it reads internal topic KSTREAM-TOTABLE-0000000002-repartition, not the input topic"},
 	}

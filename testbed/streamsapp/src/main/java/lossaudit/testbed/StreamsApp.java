@@ -337,7 +337,8 @@ public final class StreamsApp {
         boolean filterMode = "filter-rekey".equals(cfg("TOPOLOGY", "join")); // StreamFilter
         boolean windowedMode = "windowed-count".equals(cfg("TOPOLOGY", "join")); // WindowedCount
         boolean branchMode = "branch".equals(cfg("TOPOLOGY", "join")); // StreamBranch
-        boolean copyMode = countMode || suppressMode || changelogMode || stageMode || tableMode || filterMode || windowedMode || branchMode || "copy".equals(cfg("TOPOLOGY", "join"));
+        boolean tableGroupByMode = "table-groupby".equals(cfg("TOPOLOGY", "join")); // TableGroupByCount
+        boolean copyMode = countMode || suppressMode || changelogMode || stageMode || tableMode || filterMode || windowedMode || branchMode || tableGroupByMode || "copy".equals(cfg("TOPOLOGY", "join"));
         Properties optimization = new Properties();
         optimization.put("topology.optimization", cfg("TOPOLOGY_OPTIMIZATION", "none"));
         if (!copyMode && inputs.size() != 3) {
@@ -360,6 +361,7 @@ public final class StreamsApp {
 
         Topology topology = windowedMode ? WindowedCount.build(inputs.get(0), output, Long.parseLong(cfg("WINDOW_SIZE_MS", "60000")),
                         Long.parseLong(cfg("WINDOW_ADVANCE_MS", "0")), Long.parseLong(cfg("WINDOW_GRACE_MS", "600000")), parseKeys(cfg("DROP_COUNT", "")), dropBeforeOutput)
+                : tableGroupByMode ? TableGroupByCount.build(inputs.get(0), output)
                 : changelogMode ? CountChangelog.build(inputs.get(0), parseKeys(cfg("DROP_COUNT", "")))
                 : suppressMode ? CountSuppress.build(inputs.get(0), output, Long.parseLong(cfg("SUPPRESS_MS", "60000")), dropBeforeOutput)
                 : stageMode ? StreamStages.build(cfg("TOPOLOGY", "join"), inputs, output, parseKeys(cfg("DROP_VALUES", "")))

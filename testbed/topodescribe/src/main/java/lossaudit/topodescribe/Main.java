@@ -237,6 +237,34 @@ public final class Main {
                     .toStream().mapValues(v -> String.valueOf(v)).to(OUT, Produced.with(Serdes.String(), Serdes.String()));
             return b.build();
         });
+        // A table groupBy and reduce (adder, subtractor): refused, a subtractor may return null.
+        variants.put("table-groupby-reduce", () -> {
+            StreamsBuilder b = new StreamsBuilder();
+            b.table(A, Consumed.with(Serdes.String(), Serdes.String()),
+                            Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as("profiles"))
+                    .groupBy((k, v) -> KeyValue.pair(v, v), Grouped.with(Serdes.String(), Serdes.String()))
+                    .reduce((agg, v) -> agg + v, (agg, v) -> agg)
+                    .toStream().to(OUT, Produced.with(Serdes.String(), Serdes.String()));
+            return b.build();
+        });
+        // A table groupBy (Grouped name) and count kept in its changelog only (the table's store generated).
+        variants.put("table-groupby-count-changelog", () -> {
+            StreamsBuilder b = new StreamsBuilder();
+            b.table(A, Consumed.with(Serdes.String(), Serdes.String()))
+                    .groupBy((k, v) -> KeyValue.pair(v, v), Grouped.<String, String>as("by-region").withKeySerde(Serdes.String()).withValueSerde(Serdes.String()))
+                    .count(Materialized.<String, Long, KeyValueStore<Bytes, byte[]>>as("counts"));
+            return b.build();
+        });
+        // toTable (no Materialized: groupBy's old values materialize it) grouped and counted.
+        variants.put("table-groupby-totable-count", () -> {
+            StreamsBuilder b = new StreamsBuilder();
+            b.stream(A, Consumed.with(Serdes.String(), Serdes.String()))
+                    .toTable()
+                    .groupBy((k, v) -> KeyValue.pair(v, v), Grouped.with(Serdes.String(), Serdes.String()))
+                    .count()
+                    .toStream().mapValues(v -> String.valueOf(v)).to(OUT, Produced.with(Serdes.String(), Serdes.String()));
+            return b.build();
+        });
         // toTable after a key change: the table reads a repartition topic.
         variants.put("unsupported-totable-after-repartition", () -> {
             StreamsBuilder b = new StreamsBuilder();

@@ -1,0 +1,284 @@
+package familye2e
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/linkedin/goavro/v2"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/lossaudit/lossaudit/audit/app"
+	"github.com/lossaudit/lossaudit/audit/finding"
+	"github.com/lossaudit/lossaudit/config"
+	"github.com/lossaudit/lossaudit/testbed/kafka"
+	"github.com/lossaudit/lossaudit/testbed/streamsapp"
+)
+
+// groupByProfile is TableGroupByCount.java's PROFILE, written as schema id 1.
+const groupByProfile = `{"type":"record","name":"Profile","namespace":"lossaudit.testbed","fields":[` +
+	`{"name":"id","type":"string"},{"name":"region","type":"string"}]}`
+
+// groupByCount finds the grouped table's count node and its store in the
+// describe() text of TOPOLOGY=table-groupby.
+var groupByCount = regexp.MustCompile(`Processor: (KTABLE-AGGREGATE-\d{10}) \(stores: \[(\S+)\]\)`)
+
+// tableGroupBy runs the test bed's table groupBy and count
+// (TableGroupByCount.java: table(profiles) --groupBy(value.region)-->
+// count, toStream, to) on real brokers: clean and losing the last update of
+// two keys before the table (records the application skips), both at
+// once, then clean while every broker is killed and restarted. Every key
+// moves between regions from round to round, some are deleted, and the
+// timestamps run out of offset order. Once the application has committed
+// all its input at both hops and stopped, the truth is read from the
+// topics with franz-go (a key's last record by offset per partition whose
+// region's newest count in the changelog is older than it: lost), and
+// lossaudit audit, the count declared table-count and the group key
+// rekey: region, must name exactly those records: none for the clean and
+// outage runs.
+func tableGroupBy(t *testing.T, c *kafka.Cluster, adm *kafka.Admin) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	t.Cleanup(cancel)
+	// The three run at once (the phase's time is CI's): the outage hits
+	// the clean and lossy runs too, which must still report exactly what
+	// they report without it.
+	t.Run("clean, lossy and all brokers down", func(t *testing.T) {
+		for _, tc := range []struct {
+			name  string
+			drop  []string
+			fault func()
+		}{{name: "clean"}, {name: "lossy", drop: []string{"p-04", "p-17"}}, {name: "outage", fault: func() { allBrokersDown(ctx, t, c) }}} {
+			t.Run(tc.name, func(t *testing.T) {
+				t.Parallel()
+				groupByScenario(ctx, t, c, adm, "tgb-"+tc.name, tc.drop, tc.fault)
+			})
+		}
+	})
+}
+
+// groupByLoad is what groupByScenario writes: rounds of one update per key
+// (each key in another region every round, timestamps out of offset
+// order, every seventh key deleted in round 3), then for each dropped key
+// an update into a region of its own that the application skips, then one
+// more update of every key not dropped (so each partition commits past the
+// drops).
+func groupByLoad(t *testing.T, codec *goavro.Codec, drop []string) [][]*kgo.Record {
+	const keys, rounds, regions = 30, 5, 4
+	base := time.Now().Add(-time.Hour).Truncate(time.Second)
+	perm := []int{3, 1, 4, 0, 2}
+	val := func(id, region string) []byte {
+		v, err := codec.BinaryFromNative([]byte{0, 0, 0, 0, 1}, map[string]any{"id": id, "region": region})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	key := func(k int) string { return fmt.Sprintf("p-%02d", k) }
+	var load [][]*kgo.Record
+	for j := range rounds {
+		var rs []*kgo.Record
+		for k := range keys {
+			ts := base.Add(time.Duration(perm[j])*time.Second + time.Duration(k)*time.Millisecond)
+			r := &kgo.Record{Key: []byte(key(k)), Timestamp: ts}
+			if j != 3 || k%7 != 0 {
+				r.Value = val(fmt.Sprintf("u-%d-%s", j, key(k)), fmt.Sprintf("r-%d", (k+j)%regions))
+			}
+			rs = append(rs, r)
+		}
+		load = append(load, rs)
+	}
+	var last []*kgo.Record
+	for _, d := range drop {
+		last = append(last, &kgo.Record{Key: []byte(d), Value: val("drop-"+d, "r-only-"+d), Timestamp: base.Add(10 * time.Second)})
+	}
+	for k := range keys {
+		if !slices.Contains(drop, key(k)) {
+			last = append(last, &kgo.Record{Key: []byte(key(k)), Value: val("last-"+key(k), fmt.Sprintf("r-%d", k%regions)), Timestamp: base.Add(-time.Second)})
+		}
+	}
+	return append(load, last)
+}
+
+// groupByScenario runs one table groupBy application as group on its own
+// topics, loads it (fault, when set, runs after the first half of the
+// load, while the rest is sent), waits until it has committed everything,
+// and checks the audit against the truth read from the topics.
+func groupByScenario(ctx context.Context, t *testing.T, c *kafka.Cluster, adm *kafka.Admin, group string, drop []string, fault func()) {
+	in, out := group+"-profiles", group+"-counts"
+	if err := adm.CreateTopics(ctx, kafka.TopicSpec{Name: in, Partitions: 3}, kafka.TopicSpec{Name: out, Partitions: 3}); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	avsc := filepath.Join(dir, "avsc")
+	if err := os.MkdirAll(avsc, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(avsc, "1.avsc"), []byte(groupByProfile), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	codec, err := goavro.NewCodec(groupByProfile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sa := startApp(ctx, t, streamsapp.Options{Bootstrap: c.Bootstrap(), ApplicationID: group, Inputs: [3]string{in},
+		Output: out, Dir: dir, TableGroupBy: true, SessionTimeout: 6 * time.Second})
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Bootstrap()...), kgo.DefaultProduceTopic(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	load := groupByLoad(t, codec, drop)
+	produce := func(from, to int) error {
+		for _, rs := range load[from:to] {
+			if err := cl.ProduceSync(ctx, rs...).FirstErr(); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if fault == nil {
+		if err := produce(0, len(load)); err != nil {
+			t.Fatal(err)
+		}
+	} else {
+		if err := produce(0, len(load)/2); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- produce(len(load)/2, len(load)) }() // retried until the brokers are back
+		fault()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	cl.Close()
+	text, err := os.ReadFile(sa.TopologyFile())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm, rp := groupByCount.FindSubmatch(text), tableRepartition.FindSubmatch(text)
+	if cm == nil || rp == nil {
+		t.Fatalf("no grouped count or repartition topic in the topology:\n%s", text)
+	}
+	node, changelog := string(cm[1]), group+"-"+string(cm[2])+"-changelog"
+	waitAllCommitted(ctx, t, adm, group, []string{in, group + "-" + string(rp[1])}, sa.Running)
+	if err := sa.Stop(); err != nil {
+		t.Fatal(err)
+	}
+
+	truth := groupByTruth(ctx, t, c, adm, codec, in, changelog)
+	var lostKeys []string
+	for _, l := range truth {
+		k, _, _ := strings.Cut(l, "@")
+		lostKeys = append(lostKeys, k)
+	}
+	want := slices.Sorted(slices.Values(drop))
+	if strings.Join(lostKeys, ",") != strings.Join(want, ",") {
+		t.Fatalf("the topics show %q lost at the count, want the injected %q", truth, want)
+	}
+
+	cfg := &config.Config{
+		Kafka:  config.Kafka{Brokers: c.Bootstrap(), FetchMaxBytes: 52428800, PartitionMaxBytes: 1048576, Concurrency: 8, Timeout: 30 * time.Second},
+		Store:  config.Store{Dir: filepath.Join(dir, "index")},
+		Audit:  config.Audit{SettleTimeout: 30 * time.Second},
+		Schema: config.Schema{AvscDir: avsc},
+		Pipeline: config.Pipeline{ApplicationID: group, TopologyFile: sa.TopologyFile(), Output: out,
+			Inputs: []config.Input{{Name: "profiles", Topic: in, KeyFormat: config.KeyFormatString, Rekey: "region"}},
+			Nodes:  []config.Node{{Name: node, Kind: "table-count"}}},
+	}
+	if err := cfg.ValidatePipeline(); err != nil {
+		t.Fatal(err)
+	}
+	if err := app.CheckTopology(cfg); err != nil {
+		t.Fatalf("the table groupBy's topology is refused: %v", err)
+	}
+	res, _, err := app.Run(ctx, cfg, app.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyAt := groupByKeys(ctx, t, c, adm, in)
+	var got []string
+	for _, r := range res.Rows {
+		if r.Stage != finding.StageChangelog || r.Kind != finding.Missing || r.Topic != in {
+			t.Errorf("row %+v: only groups missing from the count are injected", r)
+			continue
+		}
+		got = append(got, fmt.Sprintf("%s@%d", keyAt[fmt.Sprintf("%d/%d", r.Partition, r.Offset)], r.Offset))
+	}
+	slices.Sort(got)
+	if strings.Join(got, ",") != strings.Join(truth, ",") {
+		t.Errorf("rows for %q, want exactly the records the topics show lost: %q", got, truth)
+	}
+	if res.Summary.Partial || len(res.Summary.Partitions) != 0 || len(res.Summary.Inconclusive) != 0 {
+		t.Errorf("partial %v, partitions %+v, inconclusive %+v; want a complete audit", res.Summary.Partial, res.Summary.Partitions, res.Summary.Inconclusive)
+	}
+	t.Logf("%s: %d last records audited, %d records read, rows %q", group, res.Summary.Inputs["profiles"].Audited, res.Summary.Inputs["profiles"].Scanned, got)
+}
+
+// groupByKeys maps partition/offset of every record of topic to its key.
+func groupByKeys(ctx context.Context, t *testing.T, c *kafka.Cluster, adm *kafka.Admin, topic string) map[string]string {
+	t.Helper()
+	ranges, err := adm.Ranges(ctx, true, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := map[string]string{}
+	rctx, cancel := context.WithTimeout(ctx, truthTimeout)
+	defer cancel()
+	if err := kafka.Consume(rctx, c.Bootstrap(), ranges, true, func(r *kgo.Record) error {
+		m[fmt.Sprintf("%d/%d", r.Partition, r.Offset)] = string(r.Key)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// groupByTruth reads the table's input and the count's changelog with
+// franz-go and returns, sorted, as key@offset, each key's last record by
+// offset whose value names a region that the changelog does not hold at a
+// timestamp at least the record's: lost before the count.
+func groupByTruth(ctx context.Context, t *testing.T, c *kafka.Cluster, adm *kafka.Admin, codec *goavro.Codec, input, changelog string) []string {
+	t.Helper()
+	ins := lastByOffset(ctx, t, c, adm, input) // one partition per key: the producer's key hash
+	ranges, err := adm.Ranges(ctx, true, changelog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	newest := map[string]time.Time{}
+	rctx, cancel := context.WithTimeout(ctx, truthTimeout)
+	defer cancel()
+	if err := kafka.Consume(rctx, c.Bootstrap(), ranges, true, func(r *kgo.Record) error {
+		if r.Value != nil && r.Timestamp.After(newest[string(r.Key)]) {
+			newest[string(r.Key)] = r.Timestamp
+		}
+		return nil
+	}); err != nil {
+		t.Fatalf("reading %s: %v", changelog, err)
+	}
+	var lost []string
+	for k, r := range ins {
+		if r.Value == nil {
+			continue // a delete: its group is owed nothing
+		}
+		if len(r.Value) < 5 || binary.BigEndian.Uint32(r.Value[1:5]) != 1 {
+			t.Fatalf("%s[%d]@%d: not a framed Profile", r.Topic, r.Partition, r.Offset)
+		}
+		d, _, err := codec.NativeFromBinary(r.Value[5:])
+		if err != nil {
+			t.Fatal(err)
+		}
+		region := d.(map[string]any)["region"].(string)
+		if ts, ok := newest[region]; !ok || ts.Before(r.Timestamp) {
+			lost = append(lost, fmt.Sprintf("%s@%d", k, r.Offset))
+		}
+	}
+	slices.Sort(lost)
+	return lost
+}
