@@ -119,6 +119,10 @@ type Stage struct {
 	// Window is the declared window of a windowed aggregation (Operator
 	// windowed-*), nil otherwise.
 	Window *WindowDecl
+	// Cogroup is the merge node of the cogroup the input feeds (Operator
+	// cogroup), "" for none: the stages of one cogroup share their store
+	// and changelog (validate allows it there only).
+	Cogroup string
 }
 
 // Model is the audited pipeline.
@@ -274,7 +278,10 @@ func deriveFile(p Spec) (*Derivation, error) {
 	var de *DeclarationError
 	var je *JoinUndeclaredError
 	var re *ReduceUndeclaredError
+	var pe *Error
 	switch {
+	case errors.As(err, &pe):
+		return nil, pe
 	case errors.As(err, &je):
 		je.File = p.TopologyFile
 		return nil, &Error{Key: "pipeline.join", Msg: je.Msg()}
@@ -380,7 +387,7 @@ func (m *Model) fromTopology(p Spec) error {
 	for i, ts := range stages {
 		s := &m.Stages[i]
 		name := fmt.Sprintf("pipeline.inputs[%d]", i)
-		s.Operator, s.Window = ts.Operator, ts.Window
+		s.Operator, s.Window, s.Cogroup = ts.Operator, ts.Window, ts.Cogroup
 		if ts.BufferStore != "" {
 			s.BufferStore, s.BufferTopic = ts.BufferStore, ChangelogName(m.ApplicationID, ts.BufferStore)
 		}
@@ -397,7 +404,7 @@ func (m *Model) fromTopology(p Spec) error {
 		}
 		if s.RepartitionTopic == "" {
 			s.RepartitionTopic, s.Origins.RepartitionTopic = ts.RepartitionTopic, FromTopology
-			if ts.RepartitionTopic == "" && !IsTableSource(ts.Operator) {
+			if ts.RepartitionTopic == "" && !IsTableSource(ts.Operator) && ts.Cogroup == "" {
 				m.Warnings = append(m.Warnings, fmt.Sprintf("input %s (topic %s) reaches store %s without a repartition topic", s.Input.Name, s.Input.Topic, ts.Store))
 			}
 		} else if s.RepartitionTopic != ts.RepartitionTopic {
@@ -565,13 +572,23 @@ func (s *Stage) missingKey() string {
 }
 
 // validate rejects a model in which two stages share a store or topic, or
-// a derived topic is an input or the output.
+// a derived topic is an input or the output. The inputs of one cogroup
+// share their store and changelog, and only they (cogroup.go).
 func (m *Model) validate() error {
+	if err := m.validateCogroup(); err != nil {
+		return err
+	}
 	user := map[string]string{m.Output: "pipeline.output"}
 	for i, s := range m.Stages {
 		user[s.Input.Topic] = fmt.Sprintf("pipeline.inputs[%d].topic", i)
 	}
 	seen := map[string]string{}
+	shared := map[string]bool{} // the cogroup's store and changelog
+	for _, s := range m.Stages {
+		if s.Cogroup != "" {
+			shared[prefixed("store ", s.Store)], shared[s.ChangelogTopic] = true, true
+		}
+	}
 	for i, s := range m.Stages {
 		for _, f := range []struct{ field, v string }{
 			{"store", prefixed("store ", s.Store)},
@@ -587,7 +604,7 @@ func (m *Model) validate() error {
 			if u, ok := user[f.v]; ok && !s.sourceTopicChangelog(f.field, f.v) {
 				return &Error{Key: key, Msg: fmt.Sprintf("%q is also %s", f.v, u)}
 			}
-			if prev, ok := seen[f.v]; ok {
+			if prev, ok := seen[f.v]; ok && !(s.Cogroup != "" && (f.field == "store" || f.field == "changelog_topic") && shared[f.v]) {
 				return &Error{Key: key, Msg: fmt.Sprintf("%q is also %s: two inputs cannot share it", strings.TrimPrefix(f.v, "store "), prev)}
 			}
 			seen[f.v] = key
