@@ -89,6 +89,8 @@ func newPipelineView(res *finding.Result, pl *finding.Pipeline) *pipelineView {
 			join.Role = "join (inner)"
 		case "outer":
 			join.Role = "outerJoin"
+		case "cogroup":
+			join.Role, join.Facts = "cogroup", []string{"one table fed by every input"}
 		}
 		if c := s.Stages[finding.StageChangelog]; c != nil {
 			join.Facts = append(join.Facts, Thousands(c.KeysChecked)+" keys checked at the changelogs")

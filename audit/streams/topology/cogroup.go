@@ -155,3 +155,12 @@ func (m *Model) validateCogroup() error {
 // aggregation is refused, with or without a declared rekey.
 const mapBeforeAggregation = "a map before an aggregation changes the value as well as the key: its copies in the repartition topic cannot be matched to the input records (one still pending there would be reported lost), " +
 	"and a null value it returns is dropped by the aggregation unseen; a selectKey or groupBy (the value kept) with the new key declared as the input's rekey is audited"
+
+// Cogroup returns the merge node of the cogroup the model's inputs feed,
+// "" when they feed none.
+func (m *Model) Cogroup() string {
+	if len(m.Stages) == 0 {
+		return ""
+	}
+	return m.Stages[0].Cogroup
+}

@@ -372,6 +372,9 @@ func (m *Model) fromTopology(p Spec) error {
 	}
 	stages, out := d.Stages, d.Output
 	m.Warnings = append(m.Warnings, d.Warnings...)
+	if len(stages) > 0 && stages[0].Cogroup != "" {
+		m.Join = "" // one table fed by every input: no join
+	}
 	if d.ChangelogOnly {
 		if p.Output != "" {
 			return &Error{Key: "pipeline.output", Msg: fmt.Sprintf("is %q, but in %s the table of input topic %s leads nowhere (it ends in its changelog): remove pipeline.output to audit the changelog alone", p.Output, p.TopologyFile, stages[0].InputTopic)}
