@@ -38,6 +38,7 @@ func TestOperatorFamilies(t *testing.T) {
 	t.Run("CountChangelogOnly", func(t *testing.T) { countChangelogOnly(t, c, adm) })
 	t.Run("ShardedAudit", func(t *testing.T) { shardedAudit(t, c, adm) })
 	t.Run("WindowedCount", func(t *testing.T) { windowedCount(t, c, adm) })
+	t.Run("Cogroup", func(t *testing.T) { cogroupPhase(t, c, adm) })
 	t.Run("CountByNewKey", func(t *testing.T) { countByNewKey(t, c, adm) })
 }
 
