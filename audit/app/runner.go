@@ -405,10 +405,6 @@ func Reconcile(ctx context.Context, cfg *config.Config, o Options) (*Step, error
 		p.close()
 		return nil, err
 	}
-	if err := stepRefusesCogroup(p.model); err != nil {
-		p.close()
-		return nil, err
-	}
 	fixed.lap("prepare")
 	st, err := state.Open(filepath.Join(cfg.Store.Dir, StateDir), state.Options{Hook: o.StateHook})
 	if err != nil {

@@ -20,14 +20,3 @@ func stepRefusesWindows(m *topology.Model) error {
 	}
 	return nil
 }
-
-// stepRefusesCogroup stops a reconcile step (and watch) on a cogroup: its
-// inputs share one changelog, which the step's plan and per-key state
-// keep per input, and nothing yet shows a step of it to equal an audit.
-// `audit` checks it.
-func stepRefusesCogroup(m *topology.Model) error {
-	if c := m.Cogroup(); c != "" {
-		return &config.Error{Key: "pipeline.topology_file", Msg: fmt.Sprintf("describes a cogroup (%s, store %s) fed by the inputs: `lossaudit audit` checks it, reconcile and watch do not yet", c, m.Stages[0].Store)}
-	}
-	return nil
-}

@@ -45,17 +45,3 @@ func TestTableSourceConfig(t *testing.T) {
 		t.Errorf("hint %q", h)
 	}
 }
-
-// TestStepRefusesCogroup: a reconcile step (and watch) stops on a cogroup
-// with a configuration error naming pipeline.topology_file and the
-// cogroup; a model without one passes.
-func TestStepRefusesCogroup(t *testing.T) {
-	m := &topology.Model{Stages: []topology.Stage{{Cogroup: "COGROUPKSTREAM-MERGE-0000000009", Store: "agg"}, {Cogroup: "COGROUPKSTREAM-MERGE-0000000009", Store: "agg"}}}
-	err := stepRefusesCogroup(m)
-	if err == nil || !strings.Contains(err.Error(), "pipeline.topology_file: describes a cogroup (COGROUPKSTREAM-MERGE-0000000009, store agg)") {
-		t.Fatalf("err %v, want the cogroup refused naming it", err)
-	}
-	if err := stepRefusesCogroup(&topology.Model{Stages: []topology.Stage{{Store: "s"}}}); err != nil {
-		t.Fatal(err)
-	}
-}

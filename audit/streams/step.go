@@ -125,9 +125,6 @@ func Step(ctx context.Context, o Options, so StepOptions) (*incremental.Stepped,
 	if so.State == nil {
 		return nil, errors.New("reconcile: no state store")
 	}
-	if o.Cogroup {
-		return nil, errors.New("reconcile: the inputs feed a cogroup, which a step does not check yet")
-	}
 	for _, in := range o.Inputs {
 		if in.Window != nil {
 			return nil, fmt.Errorf("reconcile: input %s is a windowed aggregation, which a step does not check (its stream time bound needs each partition from its start)", in.Name)

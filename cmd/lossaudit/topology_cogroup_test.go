@@ -12,7 +12,7 @@ import (
 // TestRunTopologyCogroup: a cogroup of an input grouped on its own key and
 // a re-keyed one prints both inputs with the one store and changelog, no
 // repartition topic for the first, and one shared table stage in the graph
-// with the cogroup's output rule; reconcile refuses it (exit 2).
+// with the cogroup's output rule.
 func TestRunTopologyCogroup(t *testing.T) {
 	const store = "COGROUPKSTREAM-AGGREGATE-STATE-STORE-0000000003"
 	cfg := &config.Config{Pipeline: config.Pipeline{
