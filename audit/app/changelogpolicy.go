@@ -66,7 +66,7 @@ func checkChangelogPolicies(ctx context.Context, tc topicConfigs, m *topology.Mo
 				st.Input.Name, st.ChangelogTopic, st.Store, policy, orUnset(ms), orUnset(bytes))}
 		}
 		key, op := "pipeline.reduce", "reduce"
-		if st.Operator == topology.KindCount || st.Operator == topology.KindAggregate || st.Operator == topology.KindTableCount {
+		if st.Operator == topology.KindCount || st.Operator == topology.KindAggregate || st.Operator == topology.KindTableCount || st.Operator == topology.KindCogroup {
 			key, op = "pipeline.nodes", string(st.Operator) // declared there
 		}
 		return &config.Error{Key: key, Msg: fmt.Sprintf("input %s: store %s is audited as a plain %s, but its changelog topic %s has cleanup.policy=%s with retention.ms=%s and retention.bytes=%s; Kafka Streams gives a window store's changelog compact,delete and a key-value store's compact: if the %s is windowed, declare it windowed (not audited yet); if it is plain, retention deletes keys from its changelog that the audit would report as lost (set retention.ms=-1 and retention.bytes=-1, or cleanup.policy=compact)",

@@ -98,3 +98,21 @@ func TestCheckChangelogPoliciesCount(t *testing.T) {
 		t.Fatalf("error %v, want pipeline.nodes naming the count", err)
 	}
 }
+
+// TestCheckChangelogPoliciesCogroup: a cogroup's shared changelog with
+// delete and a finite retention (a windowed cogroup's default) stops the
+// audit naming pipeline.nodes, where the cogroup is declared plain.
+func TestCheckChangelogPoliciesCogroup(t *testing.T) {
+	st := topology.Stage{Input: topology.InputSpec{Name: "a"}, Store: "agg", ChangelogTopic: "app-agg-changelog", Operator: topology.KindCogroup, Cogroup: "m"}
+	st2 := st
+	st2.Input.Name = "b"
+	m := &topology.Model{Stages: []topology.Stage{st, st2}}
+	err := checkChangelogPolicies(context.Background(), fakeConfigs{"app-agg-changelog": "compact,delete"}, m, nil)
+	var ce *config.Error
+	if !errors.As(err, &ce) || ce.Key != "pipeline.nodes" || !strings.HasPrefix(ce.Msg, "input a: store agg is audited as a plain cogroup, but its changelog topic app-agg-changelog has cleanup.policy=compact,delete") {
+		t.Fatalf("error %v, want pipeline.nodes naming the cogroup's changelog", err)
+	}
+	if err := checkChangelogPolicies(context.Background(), fakeConfigs{"app-agg-changelog": "compact"}, m, nil); err != nil {
+		t.Fatal(err)
+	}
+}

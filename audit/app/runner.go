@@ -270,6 +270,7 @@ func prepare(ctx context.Context, cfg *config.Config, o Options) (_ *prepared, e
 		Inputs:           inputs,
 		Output:           p.model.Output,
 		Join:             p.model.Join,
+		Cogroup:          p.model.Cogroup() != "",
 		OutputKey:        outputKey,
 		From:             cfg.Window.From,
 		To:               cfg.Window.To,
@@ -564,7 +565,7 @@ func Inputs(ctx context.Context, cfg *config.Config, model *topology.Model, reg 
 			return nil, nil, &config.Error{Key: key + ".timestamp_field",
 				Msg: fmt.Sprintf("input %s: a windowed aggregation reading its input topic directly windows records by the application's timestamp extractor; lossaudit audits it on the records' own timestamps only (or through a repartition topic)", in.Name)}
 		}
-		if st.RepartitionTopic == "" && !table && st.Window == nil {
+		if st.RepartitionTopic == "" && !table && st.Window == nil && st.Cogroup == "" {
 			return nil, nil, &config.Error{Key: key + ".repartition_topic",
 				Msg: fmt.Sprintf("input %s reaches its store without a repartition topic; lossaudit audits the selectKey -> groupByKey -> reduce shape, so name the repartition topic or check the topology", in.Name)}
 		}

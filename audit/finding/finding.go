@@ -491,7 +491,7 @@ type Pipeline struct {
 	Inputs []PipelineInput
 	Output string
 	// Join is the type of the KTable-KTable joins: "" (left), "inner" or
-	// "outer".
+	// "outer"; "cogroup" when the inputs feed one cogroup's table instead.
 	Join string
 }
 

@@ -92,6 +92,8 @@ func newPipelineView(res *finding.Result, pl *finding.Pipeline) *pipelineView {
 			join.Role = "join (inner)"
 		case "outer":
 			join.Role = "outerJoin"
+		case "cogroup":
+			join.Role, join.Facts = "cogroup", []string{"one table fed by every input"}
 		}
 		if c := s.Stages[finding.StageChangelog]; c != nil {
 			join.Facts = append(join.Facts, Thousands(c.KeysChecked)+" keys checked at the changelogs")
@@ -122,7 +124,7 @@ func newPipelineView(res *finding.Result, pl *finding.Pipeline) *pipelineView {
 // shows it.
 func operatorWord(in finding.PipelineInput) string {
 	switch in.Operator {
-	case "count", "aggregate", "reduce":
+	case "count", "aggregate", "reduce", "cogroup":
 		return in.Operator
 	case "windowed-count", "windowed-reduce", "windowed-aggregate", "table-count":
 		return strings.Replace(in.Operator, "-", " ", 1)
@@ -139,6 +141,8 @@ func operatorWord(in finding.PipelineInput) string {
 func pipelineHint(pl *finding.Pipeline) string {
 	var b strings.Builder
 	switch {
+	case pl.Join == "cogroup":
+		b.WriteString("Each input reaches the cogroup's one table (through its repartition topic when re-keyed), which is checked against each of them and streamed into the output, if any.")
 	case len(pl.Inputs) > 1:
 		b.WriteString("Each input reaches its table (through its repartition topic when re-keyed); the tables are joined into the output.")
 	case pl.Output == "":

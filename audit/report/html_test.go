@@ -387,6 +387,11 @@ func TestPipelineViewDrawsTheModelledShape(t *testing.T) {
 			{Name: "b", Topic: "tb", RepartitionTopic: "rb", ChangelogTopic: "cb", Operator: "reduce"}}},
 			[][]string{{"input a", "selectKey, repartition", "reduce store, changelog"}, {"input b", "selectKey, repartition", "reduce store, changelog"}},
 			"outerJoin", true, "tables are joined"},
+		{"cogroup", finding.Pipeline{Output: "o", Join: "cogroup", Inputs: []finding.PipelineInput{
+			{Name: "a", Topic: "ta", ChangelogTopic: "c", Operator: "cogroup"},
+			{Name: "b", Topic: "tb", RepartitionTopic: "rb", ChangelogTopic: "c", Operator: "cogroup"}}},
+			[][]string{{"input a", "cogroup store, changelog"}, {"input b", "selectKey, repartition", "cogroup store, changelog"}},
+			"cogroup", true, "the cogroup's one table"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			v := newPipelineView(res, &tc.pl)

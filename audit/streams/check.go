@@ -50,7 +50,7 @@ type keyVisitor interface {
 // pending at the second hop move from audited to pending on tl. v, when
 // not nil, takes part in every key's check.
 func check(o Options, snap *pipelineSnapshot, stuck map[kread.TP]bool, tl *timeline, v keyVisitor) (*checked, error) {
-	spec := &detect.KeySpec{Join: o.Join, NoOutput: o.Output == ""}
+	spec := &detect.KeySpec{Join: o.Join, Cogroup: o.Cogroup, NoOutput: o.Output == ""}
 	for _, in := range o.Inputs {
 		topic, rt := in.Topic, in.RepartitionTopic
 		if in.Window != nil {

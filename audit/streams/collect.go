@@ -151,6 +151,7 @@ func (c *collector) readRest(ctx context.Context) error {
 			return err
 		}
 	}
+	done := map[string]bool{} // changelogs read (a cogroup's inputs share one)
 	for x, in := range c.o.Inputs {
 		if in.Table {
 			if in.ChangelogTopic == "" {
@@ -166,7 +167,12 @@ func (c *collector) readRest(ctx context.Context) error {
 		if in.Window != nil {
 			norm = c.windowChangelogKey(x)
 		}
-		if err := c.readStage(ctx, "changelog "+in.ChangelogTopic, t.Name, x, false, in.Count, norm); err != nil {
+		if done[t.Name] {
+			continue
+		}
+		done[t.Name] = true
+		also := c.sharing(x)
+		if err := c.readStage(ctx, "changelog "+in.ChangelogTopic, t.Name, x, false, in.Count, norm, also...); err != nil {
 			return err
 		}
 	}
@@ -401,9 +407,33 @@ func (c *collector) nextRecords() []detect.NextRecord {
 	return out
 }
 
+// sharing returns the later inputs whose changelog is input x's (a
+// cogroup's inputs share one), each with its key normalization: one read
+// of the changelog indexes it for all of them.
+func (c *collector) sharing(x int) []stageTarget {
+	var out []stageTarget
+	for y := x + 1; y < len(c.o.Inputs); y++ {
+		in := c.o.Inputs[y]
+		if c.o.Cogroup && !in.Table && in.Window == nil && in.ChangelogTopic == c.o.Inputs[x].ChangelogTopic {
+			out = append(out, stageTarget{x: y, norm: in.DownstreamKey, count: in.Count})
+		}
+	}
+	return out
+}
+
+// stageTarget is one more input a changelog read indexes its records for
+// (readStage): its index, key normalization and whether it is a count.
+type stageTarget struct {
+	x     int
+	norm  func([]byte) []byte
+	count bool
+}
+
 // readStage indexes a changelog (or the output, with output); count keeps
-// the values of a count's changelog.
-func (c *collector) readStage(ctx context.Context, name, topic string, x int, output, count bool, norm func([]byte) []byte) error {
+// the values of a count's changelog. The changelog's records are indexed
+// for input x and, as they are, for every input of also (inputs sharing
+// the changelog).
+func (c *collector) readStage(ctx context.Context, name, topic string, x int, output, count bool, norm func([]byte) []byte, also ...stageTarget) error {
 	start, err := c.windowStart(ctx, topic)
 	if err != nil {
 		return err
@@ -416,29 +446,32 @@ func (c *collector) readStage(ctx context.Context, name, topic string, x int, ou
 	if c.shard != nil {
 		rs, total = c.shard.filter(rs, false)
 	}
+	targets := append([]stageTarget{{x: x, norm: norm, count: count}}, also...)
 	err = collect.Read(ctx, c.o.Kafka, collect.Spec{Name: name, Ranges: rs, Total: total, Aborted: true, Progress: c.o.Progress, Stats: &c.stats}, func(recs []kread.Record) error {
 		for i := range recs {
 			rec := &recs[i]
 			if rec.Key == nil {
 				continue
 			}
-			key := rec.Key
-			if norm != nil {
-				if key = norm(key); key == nil {
-					continue // a windowed key too short: counted by norm
+			for _, tg := range targets {
+				key := rec.Key
+				if tg.norm != nil {
+					if key = tg.norm(key); key == nil {
+						continue // a windowed key too short: counted by norm
+					}
 				}
-			}
-			if c.shard != nil {
-				if err := c.shard.owns(key, rec); err != nil {
-					return err
+				if c.shard != nil {
+					if err := c.shard.owns(key, rec); err != nil {
+						return err
+					}
 				}
-			}
-			var val []byte
-			if count {
-				val = rec.Value
-			}
-			if err := c.w.stage(output, uint8(x), key, rec.Partition, rec.Timestamp, rec.Offset, rec.Kind == kread.Aborted, rec.Value == nil, val); err != nil {
-				return fmt.Errorf("indexing %s[%d]@%d: %w", rec.Topic, rec.Partition, rec.Offset, err)
+				var val []byte
+				if tg.count {
+					val = rec.Value
+				}
+				if err := c.w.stage(output, uint8(tg.x), key, rec.Partition, rec.Timestamp, rec.Offset, rec.Kind == kread.Aborted, rec.Value == nil, val); err != nil {
+					return fmt.Errorf("indexing %s[%d]@%d: %w", rec.Topic, rec.Partition, rec.Offset, err)
+				}
 			}
 		}
 		return nil

@@ -122,6 +122,13 @@ type Options struct {
 	// Join is the type of the KTable-KTable joins between the inputs'
 	// tables: "" or "left", "inner" or "outer" (pipeline.join).
 	Join string
+	// Cogroup says that the inputs feed one cogroup (CogroupedKStream
+	// #aggregate): one store, whose changelog every input names, each
+	// input checked against it with the table rule, and the output, when
+	// the table holds the key as a value, at least as new as each input's
+	// newest update (detect.KeySpec.Cogroup). An input may then reach the
+	// table without a repartition topic (groupByKey on its own key).
+	Cogroup bool
 	// OutputKey, when set, maps an output record key to the selected key form.
 	OutputKey func([]byte) []byte
 	// From and To bound the audited input timestamps; zero means unbounded.
@@ -163,13 +170,14 @@ func (o Options) withDefaults() (Options, error) {
 		return o, errors.New("audit: no inputs")
 	case len(o.Inputs) > 255:
 		return o, errors.New("audit: more than 255 inputs")
-	case o.Output == "" && len(o.Inputs) > 1:
+	case o.Output == "" && len(o.Inputs) > 1 && !o.Cogroup:
 		return o, errors.New("audit: no output topic for joined inputs")
 	case o.Join != "" && o.Join != "left" && o.Join != "inner" && o.Join != "outer":
 		return o, fmt.Errorf("audit: join type %q is not left, inner or outer", o.Join)
 	}
 	for i, in := range o.Inputs {
-		if in.Topic == "" || ((in.RepartitionTopic == "" && in.Window == nil || in.ChangelogTopic == "") && !in.Table) || in.Select == nil {
+		noLink := in.RepartitionTopic == "" && in.Window == nil && !o.Cogroup
+		if in.Topic == "" || ((noLink || in.ChangelogTopic == "") && !in.Table) || in.Select == nil {
 			return o, fmt.Errorf("audit: input %d (%s) lacks a topic, repartition topic, changelog topic or selector", i, in.Name)
 		}
 	}

@@ -88,6 +88,9 @@ func assemble(ctx context.Context, o Options, snap *pipelineSnapshot, col *colle
 	if o.Join != "left" {
 		pl.Join = o.Join
 	}
+	if o.Cogroup {
+		pl.Join = "cogroup" // one table fed by every input
+	}
 	g := snap.groupInfo
 	s.Group = &g
 	var outcome []detect.InputOutcome

@@ -172,6 +172,9 @@ func CheckShardable(o Options) error {
 	case o.OutputKey != nil:
 		return &UnsupportedShardingError{Reason: "output keys normalized to the selected key's form (Avro-framed keys) are not sharded yet"}
 	}
+	if o.Cogroup {
+		return &UnsupportedShardingError{Reason: "a cogroup (one store fed by several inputs) is not sharded yet"}
+	}
 	for _, in := range o.Inputs {
 		if in.BufferTopic != "" {
 			return &UnsupportedShardingError{Reason: fmt.Sprintf("input %s reaches the output through a suppress buffer: not sharded yet", in.Name)}

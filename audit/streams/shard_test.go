@@ -95,6 +95,7 @@ func TestShardViewRestrictsAndRefuses(t *testing.T) {
 		{func(o *Options) { o.Inputs[0].GroupBy = true }, "input a is a table groupBy's count"},
 		{func(o *Options) { o.Inputs[0].BufferTopic = "app-buf-changelog" }, "input a reaches the output through a suppress buffer"},
 		{func(o *Options) { o.Output = "" }, "ending in its changelog"},
+		{func(o *Options) { o.Cogroup = true }, "a cogroup (one store fed by several inputs) is not sharded yet"},
 	} {
 		o := base
 		o.Inputs = append([]Input(nil), base.Inputs...)

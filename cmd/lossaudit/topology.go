@@ -153,6 +153,9 @@ func runTopology(ctx context.Context, cfg *config.Config, lister topology.TopicL
 	if m.Stream != nil {
 		joinWord = " merge " // a per-record stream stage: no KTable joins
 	}
+	if m.Cogroup() != "" {
+		joinWord = " cogroup " // one table fed by every input
+	}
 	for i, s := range m.Stages {
 		if i > 0 {
 			fmt.Fprint(w, joinWord)

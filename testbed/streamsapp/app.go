@@ -195,6 +195,12 @@ type Options struct {
 	// ChangelogOnly, with Count, runs the count without toStream: the
 	// table ends in its changelog (CountChangelog.java); Output is unused.
 	ChangelogOnly bool
+	// Cogroup runs a cogroup instead (Cogroup.java): Inputs[0] grouped on
+	// its own key and Inputs[1] by its value (a repartition topic), one
+	// aggregate, toStream to Output; String serdes, no schemas. A record
+	// of Inputs[0] whose value starts with "drop:" is lost before the
+	// aggregate; DropBeforeOutput lists keys whose output records are lost.
+	Cogroup bool
 	// Window, with Count, runs a time-windowed count instead
 	// (WindowedCount.java): windows of Window, hopping by WindowAdvance
 	// when set below Window (else tumbling), grace WindowGrace, output
@@ -358,6 +364,8 @@ func (a *App) topology() string {
 	switch {
 	case a.o.Stage != "":
 		return a.o.Stage
+	case a.o.Cogroup:
+		return "cogroup"
 	case a.o.Count && a.o.Window > 0:
 		return "windowed-count"
 	case a.o.Count && a.o.ChangelogOnly:

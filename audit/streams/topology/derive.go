@@ -35,6 +35,10 @@ type TopoStage struct {
 	// table-count) and TableStore the store of the table it groups; ""
 	// otherwise (tablegroupby.go).
 	GroupBy, TableStore string
+	// Cogroup is the merge node of the cogroup whose aggregate (Reducer,
+	// Operator cogroup) the input feeds, "" for none (cogroup.go): the
+	// inputs of one cogroup share Store.
+	Cogroup string
 }
 
 // Declarations are what the user says about the topology that describe()
@@ -199,6 +203,8 @@ func (t *Topology) Derive(app string, inputTopics []string, output string, decl 
 			case KindSource, KindKeySelect, KindRepartitionFilter:
 			case KindTableSource, KindToTable:
 				return nil, unsupported(n, tableWithoutStore)
+			case KindMap:
+				return nil, unsupported(n, mapBeforeAggregation)
 			case KindSink:
 				switch {
 				case n.Extractor != "":
@@ -231,6 +237,10 @@ func (t *Topology) Derive(app string, inputTopics []string, output string, decl 
 				return nil, unsupported(h.n, detail+"; describe() prints a windowed count or aggregate exactly like a plain one, so declare it in pipeline.nodes: "+
 					"{name: "+h.n.Name+", kind: count} for a plain count, aggregate for another plain aggregate, "+
 					"or for a time window windowed-count or windowed-aggregate with window: {size: 1m, grace: 30s, emit: eager}")
+			case c.Kind == KindCogroup && c.Origin != FromDeclaration:
+				return nil, unsupported(h.n, detail+"; "+cogroupHint(h.n))
+			case c.Kind == KindWindowed && isCogroupAggName(h.n):
+				return nil, unsupported(h.n, detail+"; "+windowedCogroup)
 			case c.Kind == KindWindowed:
 				return nil, unsupported(h.n, detail+"; "+windowedHint)
 			case !isTableOp(c.Kind):
@@ -287,6 +297,13 @@ func (t *Topology) Derive(app string, inputTopics []string, output string, decl 
 			n, _ := t.Node(ts.Suppress)
 			return nil, unsupported(n, "a suppress after a grouped table's count is not audited yet")
 		}
+		if ts.Operator == KindCogroup {
+			m, err := t.cogroupMerge(h.n, kinds)
+			if err != nil {
+				return nil, unsupported(h.n, err.Error())
+			}
+			ts.Cogroup = m.Name
+		}
 		if IsWindowed(ts.Operator) {
 			ts.Window = kinds[h.n.Name].Window
 			if err := t.checkWindowed(h.n, ts); err != nil {
@@ -307,6 +324,10 @@ func (t *Topology) Derive(app string, inputTopics []string, output string, decl 
 		}
 		switch len(outs) {
 		case 0:
+			if ts.Cogroup != "" && cogroupChangelogOnly(t, ts.Cogroup) {
+				d.ChangelogOnly = true
+				break
+			}
 			if changelogOnly(inputTopics, h.n) {
 				d.ChangelogOnly = true
 				break
@@ -333,6 +354,17 @@ func (t *Topology) Derive(app string, inputTopics []string, output string, decl 
 		if st.Window != nil && len(d.Stages) > 1 {
 			return nil, fmt.Errorf("line %d: the windowed aggregation %s of input topic %s is one of %d inputs: a windowed aggregation is audited alone (one input, no join)", st.Line, st.Reducer, st.InputTopic, len(d.Stages))
 		}
+	}
+	if len(d.Stages) > 0 && d.Stages[0].Cogroup != "" {
+		// One table fed by every input: no chain of joins to follow
+		// (terminalTopics refused a join after the cogroup).
+		if err := t.checkCogroup(d, decl.Rekeyed); err != nil {
+			return nil, err
+		}
+		return d, nil
+	}
+	if err := t.checkCogroup(d, decl.Rekeyed); err != nil {
+		return nil, err
 	}
 	if err := t.checkChain(d, inputTopics, kinds, decl.Join); err != nil {
 		return nil, err
@@ -553,6 +585,11 @@ func (t *Topology) terminalTopics(from *Node, isLink func(string) bool, readers 
 		var next []*Node
 		switch c := kinds[n.Name]; {
 		case n == from:
+		case c.Kind == KindTableJoin && kinds[from.Name].Kind == KindCogroup:
+			return nil, unsupported(n, "a cogroup's table joined with another table is not audited yet")
+		case isCogroupMergeOf(n, from, kinds):
+			// KTablePassThrough forwards every update of the cogroup's
+			// store unchanged: the table toStream() reads.
 		case c.Kind == KindTableJoin, c.Kind == KindToStream:
 		case c.Kind == KindMapValues, c.Kind == KindPeek:
 			// One record out per record in, with its key and timestamp

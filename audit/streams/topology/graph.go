@@ -132,6 +132,11 @@ const (
 	// least the number of its certainly-on-time processed records;
 	// detect.Undercount per (key, window).
 	RuleWindowCount Rule = "window-max+count"
+	// RuleOutputCogroup: the output of a cogroup's table holds every key
+	// the table holds as a value at least as new as each input's newest
+	// processed update of it; detect.OutputOuterJoin on the one shared
+	// table, per input.
+	RuleOutputCogroup Rule = "output-cogroup"
 	// RuleTableIsInput: a table source restored from its input topic
 	// (the source-topic optimization) has no changelog of its own: the
 	// table is its input, nothing to check between them.
@@ -159,6 +164,7 @@ var ruleText = map[Rule]string{
 	RuleWindowMax:       "each (key, window start) of a processed record certainly on time in that window (the window ends after the repartition partition's greatest timestamp minus grace, read from offset 0) is in the changelog at least as new (else missing or stale); late or uncertain ones are counted, never reported",
 	RuleWindowCount:     "as window-max, and each window's newest count is at least the number of its certainly-on-time processed records (else undercount)",
 	RuleTableGroupMax:   "each group key is in the changelog at least as new as the last processed record by offset of every input key (per partition) whose value is in that group, a value with a group key (else missing, stale or aborted); counts are not recounted (a table count goes down)",
+	RuleOutputCogroup:   "each key the cogroup's table holds as a value is in the output at least as new as every input's newest processed update of it",
 	RuleTableIsInput:    "the input topic is the table's changelog (topology.optimization=all): nothing is checked between them; its last processed record by offset is what the output is checked against",
 }
 
@@ -228,6 +234,8 @@ func (m *Model) Graph() *Graph {
 	switch {
 	case len(m.Stages) == 1:
 		outRule = RuleOutputTable
+	case m.Stages[0].Cogroup != "":
+		outRule = RuleOutputCogroup
 	case m.Join == JoinInner:
 		outRule, join = RuleOutputInnerJoin, "join"
 	case m.Join == JoinOuter:
@@ -266,6 +274,9 @@ func (m *Model) Graph() *Graph {
 			op = KindReduce
 		}
 		table := "table:" + name
+		if s.Cogroup != "" {
+			table = "table:" + m.Stages[0].Input.Name // one table, shared by the cogroup's inputs
+		}
 		rule := RuleTableMax
 		switch op {
 		case KindCount:
@@ -277,8 +288,10 @@ func (m *Model) Graph() *Graph {
 		case KindWindowedReduce, KindWindowedAggregate:
 			rule = RuleWindowMax
 		}
-		g.Stages = append(g.Stages, GraphStage{ID: table, Kind: StageTable, Input: i, Topic: s.ChangelogTopic, Store: s.Store, Operator: op,
-			Rule: rule, TopicFrom: s.Origins.ChangelogTopic, StoreFrom: s.Origins.Store})
+		if s.Cogroup == "" || i == 0 {
+			g.Stages = append(g.Stages, GraphStage{ID: table, Kind: StageTable, Input: i, Topic: s.ChangelogTopic, Store: s.Store, Operator: op,
+				Rule: rule, TopicFrom: s.Origins.ChangelogTopic, StoreFrom: s.Origins.Store})
+		}
 		keyEdge.From, keyEdge.To, keyEdge.Card, keyEdge.TS = prev, table, PerKey, TSMax
 		switch {
 		case IsWindowed(op):
@@ -292,7 +305,10 @@ func (m *Model) Graph() *Graph {
 		g.Edges = append(g.Edges, keyEdge)
 		table = g.addBuffer(s, table)
 		via := "toStream"
-		if len(m.Stages) > 1 {
+		if s.Cogroup != "" && i > 0 {
+			continue // the shared table's one edge to the output
+		}
+		if len(m.Stages) > 1 && s.Cogroup == "" {
 			via = join + " (right side)"
 			if i == 0 {
 				via = join + " (left side)"

@@ -213,6 +213,7 @@ func supported() string {
 	}
 	return "supported: selectKey -> groupByKey -> reduce per input (or a count or aggregate declared in pipeline.nodes, or a table or toTable with a store reading the input topic, or such a table's groupBy and a count declared table-count), then KTable left joins, " +
 		"mapValues or peek into the output (kinds " + strings.Join(ks, ", ") + ", and aggregate when declared); " +
+		"or a cogroup of the inputs into one aggregate, each input's aggregate declared cogroup in pipeline.nodes, into the output; " +
 		"or, with no aggregation, per-record stream stages from the inputs into the output: mapValues, peek, merge, repartition(), KStream-KTable left joins, " +
 		"filters whose predicate is declared (pipeline.nodes: {name, kind: filter, predicate}), split()/branch() whose branches are declared (pipeline.nodes: {name, kind: branch, branches}) and selectKey/map with the new key declared (pipeline.inputs[i].rekey)"
 }
@@ -220,7 +221,7 @@ func supported() string {
 // isTableOp says whether an input's path may end in a node of kind k:
 // its table (an aggregate only when declared).
 func isTableOp(k Kind) bool {
-	return k == KindReduce || k == KindCount || k == KindAggregate || IsTableSource(k) || IsWindowed(k)
+	return k == KindReduce || k == KindCount || k == KindAggregate || k == KindCogroup || IsTableSource(k) || IsWindowed(k)
 }
 
 // KindOrigin says how a node's kind was found.

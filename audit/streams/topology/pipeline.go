@@ -126,6 +126,10 @@ type Stage struct {
 	// table-count), TableStore the store of the table it groups (not
 	// audited: the count's store is Store); "" otherwise.
 	GroupBy, TableStore string
+	// Cogroup is the merge node of the cogroup the input feeds (Operator
+	// cogroup), "" for none: the stages of one cogroup share their store
+	// and changelog (validate allows it there only).
+	Cogroup string
 }
 
 // Model is the audited pipeline.
@@ -284,7 +288,10 @@ func deriveFile(p Spec) (*Derivation, error) {
 	var de *DeclarationError
 	var je *JoinUndeclaredError
 	var re *ReduceUndeclaredError
+	var pe *Error
 	switch {
+	case errors.As(err, &pe):
+		return nil, pe
 	case errors.As(err, &je):
 		je.File = p.TopologyFile
 		return nil, &Error{Key: "pipeline.join", Msg: je.Msg()}
@@ -375,6 +382,9 @@ func (m *Model) fromTopology(p Spec) error {
 	}
 	stages, out := d.Stages, d.Output
 	m.Warnings = append(m.Warnings, d.Warnings...)
+	if len(stages) > 0 && stages[0].Cogroup != "" {
+		m.Join = "" // one table fed by every input: no join
+	}
 	if d.ChangelogOnly {
 		if p.Output != "" {
 			return &Error{Key: "pipeline.output", Msg: fmt.Sprintf("is %q, but in %s the table of input topic %s leads nowhere (it ends in its changelog): remove pipeline.output to audit the changelog alone", p.Output, p.TopologyFile, stages[0].InputTopic)}
@@ -390,7 +400,7 @@ func (m *Model) fromTopology(p Spec) error {
 	for i, ts := range stages {
 		s := &m.Stages[i]
 		name := fmt.Sprintf("pipeline.inputs[%d]", i)
-		s.Operator, s.Window = ts.Operator, ts.Window
+		s.Operator, s.Window, s.Cogroup = ts.Operator, ts.Window, ts.Cogroup
 		s.GroupBy, s.TableStore = ts.GroupBy, ts.TableStore
 		if ts.BufferStore != "" {
 			s.BufferStore, s.BufferTopic = ts.BufferStore, ChangelogName(m.ApplicationID, ts.BufferStore)
@@ -411,7 +421,7 @@ func (m *Model) fromTopology(p Spec) error {
 		}
 		if s.RepartitionTopic == "" {
 			s.RepartitionTopic, s.Origins.RepartitionTopic = ts.RepartitionTopic, FromTopology
-			if ts.RepartitionTopic == "" && !IsTableSource(ts.Operator) {
+			if ts.RepartitionTopic == "" && !IsTableSource(ts.Operator) && ts.Cogroup == "" {
 				m.Warnings = append(m.Warnings, fmt.Sprintf("input %s (topic %s) reaches store %s without a repartition topic", s.Input.Name, s.Input.Topic, ts.Store))
 			}
 		} else if s.RepartitionTopic != ts.RepartitionTopic {
@@ -579,13 +589,23 @@ func (s *Stage) missingKey() string {
 }
 
 // validate rejects a model in which two stages share a store or topic, or
-// a derived topic is an input or the output.
+// a derived topic is an input or the output. The inputs of one cogroup
+// share their store and changelog, and only they (cogroup.go).
 func (m *Model) validate() error {
+	if err := m.validateCogroup(); err != nil {
+		return err
+	}
 	user := map[string]string{m.Output: "pipeline.output"}
 	for i, s := range m.Stages {
 		user[s.Input.Topic] = fmt.Sprintf("pipeline.inputs[%d].topic", i)
 	}
 	seen := map[string]string{}
+	shared := map[string]bool{} // the cogroup's store and changelog
+	for _, s := range m.Stages {
+		if s.Cogroup != "" {
+			shared[prefixed("store ", s.Store)], shared[s.ChangelogTopic] = true, true
+		}
+	}
 	for i, s := range m.Stages {
 		for _, f := range []struct{ field, v string }{
 			{"store", prefixed("store ", s.Store)},
@@ -601,7 +621,7 @@ func (m *Model) validate() error {
 			if u, ok := user[f.v]; ok && !s.sourceTopicChangelog(f.field, f.v) {
 				return &Error{Key: key, Msg: fmt.Sprintf("%q is also %s", f.v, u)}
 			}
-			if prev, ok := seen[f.v]; ok {
+			if prev, ok := seen[f.v]; ok && !(s.Cogroup != "" && (f.field == "store" || f.field == "changelog_topic") && shared[f.v]) {
 				return &Error{Key: key, Msg: fmt.Sprintf("%q is also %s: two inputs cannot share it", strings.TrimPrefix(f.v, "store "), prev)}
 			}
 			seen[f.v] = key

@@ -101,9 +101,10 @@ func TestTableSources(t *testing.T) {
 	}
 }
 
-// TestCogroupRefused: a cogroup of two inputs into one store is refused
-// at its aggregate, naming the node, its kind, its store and what is
-// supported, for either input alone or both (not with a message about a
+// TestCogroupRefused: a cogroup of two inputs into one store whose
+// aggregates are not declared (cogroup_test.go has the declared ones) is
+// refused at its aggregate, naming the node, its kind, its store and what
+// is supported, for either input alone or both (not with a message about a
 // reduce or a store key the user never wrote).
 func TestCogroupRefused(t *testing.T) {
 	a := InputSpec{Name: "a", Topic: "topicA"}

@@ -102,13 +102,17 @@ func judge(file string, counts bool) (verdict, msg string, tried []string) {
 	return "rejected", message(first), tried
 }
 
-// aggregates declares every KSTREAM-AGGREGATE- node of top a count.
+// aggregates declares every KSTREAM-AGGREGATE- node of top a count and
+// every COGROUPKSTREAM-AGGREGATE- node a cogroup.
 func aggregates(top *topology.Topology) []topology.NodeDecl {
 	var out []topology.NodeDecl
 	for _, st := range top.SubTopologies {
 		for _, n := range st.Nodes {
 			if strings.HasPrefix(n.Name, "KSTREAM-AGGREGATE-") && !strings.Contains(n.Name, "STATE-STORE") {
 				out = append(out, topology.NodeDecl{Name: n.Name, Kind: "count"})
+			}
+			if strings.HasPrefix(n.Name, "COGROUPKSTREAM-AGGREGATE-") && !strings.Contains(n.Name, "STATE-STORE") {
+				out = append(out, topology.NodeDecl{Name: n.Name, Kind: "cogroup"})
 			}
 		}
 	}

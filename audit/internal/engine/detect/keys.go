@@ -299,6 +299,12 @@ type KeySpec struct {
 	// "left" (OutputLeftJoin), "inner" (OutputInnerJoin) or "outer"
 	// (OutputOuterJoin).
 	Join string
+	// Cogroup says that every input feeds one cogroup's table (each
+	// Changelogs[x] is what its changelog holds of the key): the output
+	// is checked per input against its own view of that table, as
+	// OutputOuterJoin does (a KTablePassThrough forwards every update of
+	// the one store, at max timestamps). Join is then unused.
+	Cogroup bool
 	// NoOutput says that the tables are the pipeline's end (a topology
 	// ending in its changelog): no output rule applies.
 	NoOutput bool
@@ -382,10 +388,12 @@ func Keys(spec *KeySpec, e *KeyEvidence, dst []finding.Row) ([]finding.Row, KeyC
 		}
 		var kind finding.Kind
 		var checked, bad bool
-		switch spec.Join {
-		case "inner":
+		switch {
+		case spec.Cogroup:
+			kind, checked, bad = OutputOuterJoin(e.Changelogs[x], e.Output, ev.TS)
+		case spec.Join == "inner":
 			kind, checked, bad = OutputInnerJoin(e.Changelogs, e.Output, ev.TS)
-		case "outer":
+		case spec.Join == "outer":
 			kind, checked, bad = OutputOuterJoin(e.Changelogs[x], e.Output, ev.TS)
 		default:
 			kind, checked, bad = OutputLeftJoin(left, e.Output, ev.TS)

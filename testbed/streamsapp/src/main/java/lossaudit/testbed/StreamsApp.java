@@ -338,7 +338,8 @@ public final class StreamsApp {
         boolean windowedMode = "windowed-count".equals(cfg("TOPOLOGY", "join")); // WindowedCount
         boolean branchMode = "branch".equals(cfg("TOPOLOGY", "join")); // StreamBranch
         boolean tableGroupByMode = "table-groupby".equals(cfg("TOPOLOGY", "join")); // TableGroupByCount
-        boolean copyMode = countMode || suppressMode || changelogMode || stageMode || tableMode || filterMode || windowedMode || branchMode || tableGroupByMode || "copy".equals(cfg("TOPOLOGY", "join"));
+        boolean cogroupMode = "cogroup".equals(cfg("TOPOLOGY", "join")); // Cogroup
+        boolean copyMode = countMode || suppressMode || changelogMode || stageMode || tableMode || filterMode || windowedMode || branchMode || tableGroupByMode || cogroupMode || "copy".equals(cfg("TOPOLOGY", "join"));
         Properties optimization = new Properties();
         optimization.put("topology.optimization", cfg("TOPOLOGY_OPTIMIZATION", "none"));
         if (!copyMode && inputs.size() != 3) {
@@ -362,6 +363,7 @@ public final class StreamsApp {
         Topology topology = windowedMode ? WindowedCount.build(inputs.get(0), output, Long.parseLong(cfg("WINDOW_SIZE_MS", "60000")),
                         Long.parseLong(cfg("WINDOW_ADVANCE_MS", "0")), Long.parseLong(cfg("WINDOW_GRACE_MS", "600000")), parseKeys(cfg("DROP_COUNT", "")), dropBeforeOutput)
                 : tableGroupByMode ? TableGroupByCount.build(inputs.get(0), output)
+                : cogroupMode ? Cogroup.build(inputs.get(0), inputs.get(1), output, dropBeforeOutput)
                 : changelogMode ? CountChangelog.build(inputs.get(0), parseKeys(cfg("DROP_COUNT", "")))
                 : suppressMode ? CountSuppress.build(inputs.get(0), output, Long.parseLong(cfg("SUPPRESS_MS", "60000")), dropBeforeOutput)
                 : stageMode ? StreamStages.build(cfg("TOPOLOGY", "join"), inputs, output, parseKeys(cfg("DROP_VALUES", "")))

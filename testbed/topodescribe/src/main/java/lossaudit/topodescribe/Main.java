@@ -227,6 +227,32 @@ public final class Main {
                     .toStream().to(OUT, Produced.with(Serdes.String(), Serdes.String()));
             return b.build();
         });
+        // A cogroup audited (docs/topology.md): input A grouped on its own key (no repartition
+        // topic), input B re-keyed and repartitioned (the repartition topic takes the store's
+        // generated name), one aggregate, toStream to the output.
+        variants.put("cogroup", () -> {
+            StreamsBuilder b = new StreamsBuilder();
+            KGroupedStream<String, String> gA = b.stream(A, Consumed.with(Serdes.String(), Serdes.String()))
+                    .groupByKey(Grouped.with(Serdes.String(), Serdes.String()));
+            KGroupedStream<String, String> gB = rekeyed(b, B).groupByKey(Grouped.with(Serdes.String(), Serdes.String()));
+            gA.<String>cogroup((k, v, agg) -> agg + v)
+                    .cogroup(gB, (k, v, agg) -> agg + v)
+                    .aggregate(() -> "")
+                    .toStream().to(OUT, Produced.with(Serdes.String(), Serdes.String()));
+            return b.build();
+        });
+        // The same cogroup named (Named.as, Materialized.as): <name>-cogroup-agg-i and
+        // <name>-cogroup-merge, whose kinds only a declaration gives; its table leads nowhere.
+        variants.put("cogroup-named-changelog", () -> {
+            StreamsBuilder b = new StreamsBuilder();
+            KGroupedStream<String, String> gA = b.stream(A, Consumed.with(Serdes.String(), Serdes.String()))
+                    .groupByKey(Grouped.with(Serdes.String(), Serdes.String()));
+            KGroupedStream<String, String> gB = rekeyed(b, B).groupByKey(Grouped.as("by-b"));
+            gA.<String>cogroup((k, v, agg) -> agg + v)
+                    .cogroup(gB, (k, v, agg) -> agg + v)
+                    .aggregate(() -> "", Named.as("sum"), Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as("sums"));
+            return b.build();
+        });
         // A table groupBy and count: subtractor and adder behind a repartition topic.
         variants.put("unsupported-table-groupby-count", () -> {
             StreamsBuilder b = new StreamsBuilder();
