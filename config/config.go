@@ -188,7 +188,20 @@ type Node struct {
 	// each branch child's name with its predicate, the default branch
 	// last (docs/topology.md, "Declared branches"). Kind branch only.
 	Branches []NodeBranch `mapstructure:"branches" list:"a list of branches (- {name: ..., predicate: ...})" entry:"a branch"`
+	// NullMappedKey is what a KStream-GlobalKTable left join (kind
+	// global-left-join) does with a record whose key mapper returns null:
+	// "joined" (Kafka Streams 4.1 and later join it with a null table
+	// value, KAFKA-19208) or "never" (the key mapper returns a key for
+	// every record with a value). Required for global-left-join; earlier
+	// versions drop such records, which describe() cannot show.
+	NullMappedKey string `mapstructure:"null_mapped_key"`
 }
+
+// The values of pipeline.nodes[i].null_mapped_key.
+const (
+	NullMappedKeyJoined = "joined"
+	NullMappedKeyNever  = "never"
+)
 
 // NodeBranch is one branch of a branch node: the child node describe()
 // prints for it and the predicate that sends a record there, or Default

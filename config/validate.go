@@ -215,6 +215,15 @@ func (c *Config) validatePipeline() error {
 				return errorf(c.keyOf(&n.Predicate), "%q does not compile as a CEL expression over value and key: %v", n.Predicate, err)
 			}
 		}
+		isGlobalLeft := strings.ToLower(strings.TrimSpace(n.Kind)) == "global-left-join"
+		switch nk := strings.ToLower(strings.TrimSpace(n.NullMappedKey)); {
+		case nk != "" && !isGlobalLeft:
+			return errorf(c.keyOf(&n.NullMappedKey), "is a KStream-GlobalKTable left join's, but node %s is declared %s", n.Name, n.Kind)
+		case isGlobalLeft && nk == "":
+			return errorf(c.keyOf(&n.NullMappedKey), "is required for a KStream-GlobalKTable left join (%s): %s (Kafka Streams 4.1 and later join a record whose key mapper returns null with a null table value) or %s (the key mapper returns a key for every record with a value); Kafka Streams before 4.1 drops such records, which cannot be told from the topics", n.Name, NullMappedKeyJoined, NullMappedKeyNever)
+		case isGlobalLeft && nk != NullMappedKeyJoined && nk != NullMappedKeyNever:
+			return errorf(c.keyOf(&n.NullMappedKey), "%q is not %s or %s (a key mapper that may return null under Kafka Streams before 4.1 drops records the audit cannot tell: not audited)", n.NullMappedKey, NullMappedKeyJoined, NullMappedKeyNever)
+		}
 		if err := c.validateBranches(n); err != nil {
 			return err
 		}

@@ -445,6 +445,12 @@ func Spec(cfg *config.Config) topology.Spec {
 		Reduce: strings.ToLower(strings.TrimSpace(p.Reduce))}
 	for i, n := range p.Nodes {
 		s.Nodes = append(s.Nodes, topology.NodeDecl{Name: n.Name, Kind: n.Kind})
+		if n.NullMappedKey != "" {
+			if s.NullMappedKeys == nil {
+				s.NullMappedKeys = map[string]string{}
+			}
+			s.NullMappedKeys[strings.TrimSpace(n.Name)] = n.NullMappedKey
+		}
 		if n.Predicate != "" {
 			if s.Filters == nil {
 				s.Filters = map[string]topology.FilterDecl{}

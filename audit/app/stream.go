@@ -190,6 +190,10 @@ func replay(ctx context.Context, key string, in config.Input, si topology.Stream
 				if k == nil {
 					return nil, compare.DroppedNullKey, nil
 				}
+			case topology.OpDropNullValue:
+				if rec.Value == nil {
+					return nil, compare.DroppedNullValue, nil
+				}
 			case topology.OpDropNull:
 				if k == nil {
 					return nil, compare.DroppedNullKey, nil

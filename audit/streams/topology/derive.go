@@ -60,6 +60,9 @@ type Declarations struct {
 	// required for windowed-count, windowed-reduce and windowed-aggregate,
 	// refused for any other kind.
 	Windows map[int]*WindowDecl
+	// NullMappedKeys are the declared null_mapped_key of global-left-join
+	// nodes, by node name (NullMappedKeyJoined, NullMappedKeyNever).
+	NullMappedKeys map[string]string
 	// Join is left, inner or outer; "" means undeclared, which stops the
 	// derivation at the first KTable-KTable join (a *JoinUndeclaredError):
 	// describe() prints the three types alike.

@@ -101,6 +101,16 @@ const (
 	// KindStreamTableJoin is a KStream-KTable or KStream-GlobalKTable join
 	// (KSTREAM-JOIN-, KSTREAM-LEFTJOIN-).
 	KindStreamTableJoin Kind = "stream-table-join"
+	// KindGlobalLeftJoin is a KStream-GlobalKTable left join, declared:
+	// KStreamImpl#globalTableJoin names inner and left joins alike
+	// (KSTREAM-LEFTJOIN-, no store), so only a declaration says which.
+	// Supported on a per-record stream stage, with the declared behaviour
+	// of a null mapped key (NodeDecl.NullMappedKey; global.go).
+	KindGlobalLeftJoin Kind = "global-left-join"
+	// KindGlobalInnerJoin is a KStream-GlobalKTable inner join, declared:
+	// refused (whether the global store held the key depends on its own
+	// thread's timing).
+	KindGlobalInnerJoin Kind = "global-inner-join"
 	// KindFilter is a user's KStream#filter or filterNot (KSTREAM-FILTER-
 	// anywhere but right before a repartition sink).
 	KindFilter Kind = "filter"
@@ -193,7 +203,7 @@ func DeclarableKinds() []string {
 	out := []string{}
 	for _, k := range []Kind{KindSource, KindSink, KindKeySelect, KindReduce, KindTableJoin, KindToStream,
 		KindAggregate, KindCount, KindCogroup, KindWindowed, KindWindowedCount, KindWindowedReduce, KindWindowedAggregate, KindSuppress, KindTableSource, KindToTable, KindTableAggregate,
-		KindTableCount, KindTableSelect, KindTableFilter, KindTableMapValues, KindFKJoin, KindStreamStreamJoin, KindStreamTableJoin,
+		KindTableCount, KindTableSelect, KindTableFilter, KindTableMapValues, KindFKJoin, KindStreamStreamJoin, KindStreamTableJoin, KindGlobalLeftJoin, KindGlobalInnerJoin,
 		KindFilter, KindMap, KindMapValues, KindFlatMap, KindFlatMapValues, KindPeek, KindForeach, KindMerge,
 		KindBranch, KindProcess} {
 		out = append(out, string(k))
@@ -215,7 +225,7 @@ func supported() string {
 		"mapValues or peek into the output (kinds " + strings.Join(ks, ", ") + ", and aggregate when declared); " +
 		"or a cogroup of the inputs into one aggregate, each input's aggregate declared cogroup in pipeline.nodes, into the output; " +
 		"or, with no aggregation, per-record stream stages from the inputs into the output: mapValues, peek, merge, repartition(), KStream-KTable left joins, " +
-		"filters whose predicate is declared (pipeline.nodes: {name, kind: filter, predicate}), split()/branch() whose branches are declared (pipeline.nodes: {name, kind: branch, branches}) and selectKey/map with the new key declared (pipeline.inputs[i].rekey)"
+		"KStream-GlobalKTable left joins declared (pipeline.nodes: {name, kind: global-left-join, null_mapped_key}), filters whose predicate is declared (pipeline.nodes: {name, kind: filter, predicate}), split()/branch() whose branches are declared (pipeline.nodes: {name, kind: branch, branches}) and selectKey/map with the new key declared (pipeline.inputs[i].rekey)"
 }
 
 // isTableOp says whether an input's path may end in a node of kind k:
@@ -344,10 +354,14 @@ func (t *Topology) Classify(declared []NodeDecl) (map[string]Classified, error) 
 			refines := k == c.Kind || (k == KindWindowed && (c.Kind == KindReduce || c.Kind == KindAggregate || c.Kind == KindCogroup)) ||
 				(k == KindCount && c.Kind == KindAggregate) || ((k == KindWindowedCount || k == KindWindowedAggregate) && c.Kind == KindAggregate) ||
 				(k == KindWindowedReduce && c.Kind == KindReduce) ||
+				((k == KindGlobalLeftJoin || k == KindGlobalInnerJoin) && c.Kind == KindStreamTableJoin && strings.HasPrefix(name, "KSTREAM-LEFTJOIN-")) ||
 				(k == KindTableCount && c.Kind == KindTableAggregate && !strings.HasPrefix(name, "KTABLE-REDUCE-"))
 			if !refines {
 				return nil, fail("kind", fmt.Sprintf("node %s is declared %s, but its %s makes it a %s (line %d)", name, k, c.Origin, c.Kind, c.Node.Line))
 			}
+		}
+		if (k == KindGlobalLeftJoin || k == KindGlobalInnerJoin) && (c.Node.Kind != Processor || len(c.Node.Stores) > 0 || !t.hasGlobalStore()) {
+			return nil, fail("kind", fmt.Sprintf("node %s is declared %s, but a KStream-GlobalKTable join is a processor with no store of its own in a topology with a global store (line %d)", name, k, c.Node.Line))
 		}
 		if needsStore(k) && c.Node.Kind == Processor && len(c.Node.Stores) == 0 {
 			return nil, fail("kind", fmt.Sprintf("node %s is declared %s, but it has no state store (line %d)", name, k, c.Node.Line))

@@ -40,6 +40,10 @@ type Spec struct {
 	// Windows holds the windows of Nodes entries by index
 	// (pipeline.nodes[i].window; Declarations.Windows).
 	Windows map[int]*WindowDecl
+	// NullMappedKeys are the null_mapped_key of global-left-join nodes,
+	// by node name (pipeline.nodes[i].null_mapped_key;
+	// Declarations.NullMappedKeys).
+	NullMappedKeys map[string]string
 	// Join is the KTable-KTable join type (pipeline.join): left, inner or
 	// outer; "" is undeclared, refused wherever the inputs are joined.
 	Join string
@@ -272,7 +276,7 @@ func deriveFile(p Spec) (*Derivation, error) {
 		return nil, &Error{Key: key, Msg: fmt.Sprintf("%s: %v", p.TopologyFile, err)}
 	}
 	inputs := make([]string, len(p.Inputs))
-	decl := Declarations{Nodes: p.Nodes, Filters: p.Filters, Branches: p.Branches, Windows: p.Windows, Join: p.Join, Reduce: p.Reduce, Rekeyed: map[string]int{}}
+	decl := Declarations{Nodes: p.Nodes, Filters: p.Filters, Branches: p.Branches, Windows: p.Windows, NullMappedKeys: p.NullMappedKeys, Join: p.Join, Reduce: p.Reduce, Rekeyed: map[string]int{}}
 	for i, in := range p.Inputs {
 		inputs[i] = in.Topic
 		if in.Rekey != "" {

@@ -34,9 +34,14 @@ type StreamInput struct {
 	// Tables are the stores of the KStream-KTable left joins on the path:
 	// the table sides, which this stage does not audit.
 	Tables []string
+	// Globals are the global stores of the KStream-GlobalKTable left
+	// joins on the path, as globalNames says them (the join does not
+	// name its store): not audited by this stage either.
+	Globals []string
 	// DropNullKey and DropNullValue: the path drops such records by
 	// design (a repartition topic's filter drops null keys,
-	// KStreamKTableJoinProcessor#maybeDropRecord null keys and values).
+	// KStreamKTableJoinProcessor#maybeDropRecord null keys and values,
+	// and null values only for a declared KStream-GlobalKTable left join).
 	DropNullKey, DropNullValue bool
 	// Ops are the operators of the path to the output that decide what
 	// the output holds of a record, in path order: declared filters,
@@ -79,6 +84,9 @@ const (
 	// OpDropNull drops a record with a null key or a null value (a
 	// KStream-KTable left join).
 	OpDropNull StreamOpKind = "drop-null-key-or-value"
+	// OpDropNullValue drops a record with a null value (a declared
+	// KStream-GlobalKTable left join, global.go).
+	OpDropNullValue StreamOpKind = "drop-null-value"
 )
 
 // StreamOp is one operator a per-record stream stage replays.
@@ -101,8 +109,10 @@ var streamKinds = []Kind{KindSource, KindSink, KindMapValues, KindPeek, KindMerg
 // paths from the inputs to the output is a source, sink, mapValues,
 // peek, merge, the filter of a repartition topic, or a KStream-KTable
 // left join (KSTREAM-LEFTJOIN- with the one store of its table; a join
-// with a grace period also lists its buffer and is refused, as is a
-// GlobalKTable join, which lists no store: its key mapper is user code).
+// with a grace period also lists its buffer and is refused), or a
+// KStream-GlobalKTable left join declared global-left-join with the
+// behaviour of a null mapped key (global.go; undeclared, or declared
+// global-inner-join, it is refused).
 // Each input must reach the output by exactly one path (a record that
 // reaches it twice is written twice). A node of another kind is an
 // *UnsupportedError.
@@ -184,6 +194,18 @@ func (t *Topology) deriveStream(app string, inputTopics []string, output string,
 					}
 				}
 				return nil
+			case c.Kind == KindGlobalLeftJoin || c.Kind == KindGlobalInnerJoin:
+				stores, err := t.globalJoin(n, c, decl, unsupported)
+				if err != nil {
+					return err
+				}
+				ip.si.DropNullValue = true
+				if g := globalNames(stores); !slices.Contains(ip.si.Globals, g) {
+					ip.si.Globals = append(ip.si.Globals, g)
+				}
+				ip.si.Via = appendNew(ip.si.Via, "leftJoin(global)")
+				path = append(slices.Clip(path), StreamOp{Op: OpDropNullValue, Node: n.Name})
+				changed = n.Name
 			case c.Kind == KindStreamTableJoin:
 				if err := t.streamTableJoin(n, c, unsupported); err != nil {
 					return err
@@ -362,8 +384,10 @@ func (t *Topology) streamTableJoin(n *Node, c Classified, unsupported func(*Node
 			return unsupported(n, "an inner KStream-KTable join writes a record only when the table held its key when it was processed, which offsets do not show; only left joins are audited")
 		}
 		return unsupported(n, "a named stream-table join does not show whether it is a left or an inner join")
+	case len(n.Stores) == 0 && t.hasGlobalStore():
+		return unsupported(n, fmt.Sprintf("a KStream-GlobalKTable join (no store of its own: it reads %s): describe() prints inner and left joins alike, declare it, pipeline.nodes: [{name: %s, kind: global-left-join, null_mapped_key: joined}] (null_mapped_key: joined for Kafka Streams 4.1 and later, never when the key mapper returns a key for every record with a value), or global-inner-join, which is refused", globalNames(t.globalStores()), n.Name))
 	case len(n.Stores) == 0:
-		return unsupported(n, "a KStream-GlobalKTable join (no store connected): its key mapper is user code and may drop records; not audited yet")
+		return unsupported(n, "a KStream-GlobalKTable join (no store connected) in a topology without a global store block: not audited")
 	case len(n.Stores) > 1:
 		return unsupported(n, fmt.Sprintf("a KStream-KTable join with a grace period buffers records (stores %s); not audited yet", strings.Join(n.Stores, ", ")))
 	}
@@ -413,7 +437,7 @@ func (t *Topology) orStream(app string, inputs []string, output string, decl Dec
 		// A stream stage stopped by an aggregation is no stream stage:
 		// the table family's error says what to change on its path.
 		atTable := se != nil && slices.Contains([]Kind{KindReduce, KindCount, KindAggregate, KindWindowed, KindCogroup}, se.Kind)
-		if (reached[ue.Node] && !same && !atTable) || (same && (ue.Kind == KindStreamTableJoin || ue.Kind == KindFilter || ue.Kind == KindBranch)) {
+		if (reached[ue.Node] && !same && !atTable) || (same && (ue.Kind == KindStreamTableJoin || ue.Kind == KindGlobalLeftJoin || ue.Kind == KindGlobalInnerJoin || ue.Kind == KindFilter || ue.Kind == KindBranch)) {
 			return nil, serr
 		}
 		return nil, err
@@ -472,6 +496,9 @@ func (m *Model) fromStream(p Spec, sp *StreamPath) error {
 				where = "reaches topic " + strings.Join(r.Topics, ", ") + ", which is not audited"
 			}
 			m.Warnings = append(m.Warnings, fmt.Sprintf("input %s: %s of %s (%s) %s; its records count as filtered", m.Stages[i].Input.Name, what, r.Node, r.Child, where))
+		}
+		for _, g := range in.Globals {
+			m.Warnings = append(m.Warnings, fmt.Sprintf("input %s is left-joined with the GlobalKTable of %s: the table side is not audited by this stage", m.Stages[i].Input.Name, g))
 		}
 		if len(in.Tables) > 0 {
 			m.Warnings = append(m.Warnings, fmt.Sprintf("input %s is left-joined with the table of store %s: the table side is not audited by this stage", m.Stages[i].Input.Name, strings.Join(in.Tables, ", ")))
@@ -532,6 +559,9 @@ func (m *Model) streamGraph() *Graph {
 		via := strings.Join(in.Via, " -> ")
 		if via == "" {
 			via = "pass-through"
+		}
+		for _, g := range in.Globals {
+			via += " (" + g + " not audited)"
 		}
 		if len(in.Tables) > 0 {
 			via += " (table " + strings.Join(in.Tables, ", ") + " not audited)"

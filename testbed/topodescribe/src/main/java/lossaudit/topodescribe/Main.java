@@ -20,6 +20,7 @@ import java.time.Duration;
 
 import org.apache.kafka.streams.kstream.Branched;
 import org.apache.kafka.streams.kstream.Consumed;
+import org.apache.kafka.streams.kstream.GlobalKTable;
 import org.apache.kafka.streams.kstream.Grouped;
 import org.apache.kafka.streams.kstream.JoinWindows;
 import org.apache.kafka.streams.kstream.KGroupedStream;
@@ -355,6 +356,33 @@ public final class Main {
         }
     }
 
+    /**
+     * KStream-GlobalKTable joins on a per-record stream stage (audit/streams/topology global
+     * tests): the join node in the stream's sub-topology lists no store; the global store has a
+     * sub-topology of its own ("for global store").
+     */
+    static void globals(Map<String, Supplier<Topology>> variants) {
+        // orders.leftJoin(customers, key mapper, joiner).mapValues(...).to(OUT): audited.
+        variants.put("stream-global-leftjoin", () -> {
+            StreamsBuilder b = new StreamsBuilder();
+            GlobalKTable<String, String> customers = b.globalTable("customers", Consumed.with(Serdes.String(), Serdes.String()));
+            b.stream("orders", Consumed.with(Serdes.String(), Serdes.String()))
+                    .leftJoin(customers, (k, v) -> v.split(",")[0], (v, c) -> v + "|" + c)
+                    .mapValues(v -> "enriched:" + v)
+                    .to(OUT, Produced.with(Serdes.String(), Serdes.String()));
+            return b.build();
+        });
+        // The same with join(): refused (the global store is updated by its own thread).
+        variants.put("stream-global-innerjoin", () -> {
+            StreamsBuilder b = new StreamsBuilder();
+            GlobalKTable<String, String> customers = b.globalTable("customers", Consumed.with(Serdes.String(), Serdes.String()));
+            b.stream("orders", Consumed.with(Serdes.String(), Serdes.String()))
+                    .join(customers, (k, v) -> v.split(",")[0], (v, c) -> v + "|" + c)
+                    .to(OUT, Produced.with(Serdes.String(), Serdes.String()));
+            return b.build();
+        });
+    }
+
     public static void main(String[] args) throws IOException {
         Path dir = Path.of(args.length > 0 ? args[0] : ".");
         String version = System.getProperty("kafka.version", "unknown");
@@ -412,6 +440,7 @@ public final class Main {
         unsupported(variants);
         tables(variants);
         branches(variants);
+        globals(variants);
 
         for (Map.Entry<String, Supplier<Topology>> e : variants.entrySet()) {
             String text = e.getValue().get().describe().toString();
