@@ -223,6 +223,8 @@ func (t *Topology) Derive(app string, inputTopics []string, output string, decl 
 					return nil, unsupported(n, fmt.Sprintf("it writes topic %s before the input's reduce: a branch the audit does not follow", strings.Join(n.Topics, ", ")))
 				}
 				continue
+			case KindGlobalLeftJoin, KindGlobalInnerJoin:
+				return nil, unsupported(n, globalBeforeAggregation)
 			default:
 				return nil, unsupported(n, "")
 			}

@@ -18,6 +18,10 @@ const (
 	NullMappedKeyNever = "never"
 )
 
+// globalBeforeAggregation is why a KStream-GlobalKTable join before an
+// aggregation is refused.
+const globalBeforeAggregation = "a KStream-GlobalKTable join is audited on a per-record stream stage only (nothing but mapValues, peek, merge, repartition(), declared filters and branches after it into the output); one before an aggregation is not audited yet"
+
 // globalStores returns the stores of the global store blocks
 // ("Sub-topology: N for global store"), in text order.
 func (t *Topology) globalStores() []string {

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -49,6 +51,28 @@ func TestGlobalJoin(t *testing.T) {
 			err: "a KStream-GlobalKTable join is a processor with no store of its own in a topology with a global store"},
 		{name: "a mapValues declared global", file: "stream-global-leftjoin", topics: []string{"orders"}, nodes: []NodeDecl{{Name: "KSTREAM-MAPVALUES-0000000005", Kind: "global-left-join"}}, nmk: "joined",
 			err: "its generated name makes it a map-values"},
+	}
+	// Corpus 33's shape, built here: a declared global left join before
+	// an aggregation is refused with the reason.
+	agg := "Topologies:\n" +
+		"   Sub-topology: 0 for global store (will not generate tasks)\n" +
+		"    Source: KSTREAM-SOURCE-0000000001 (topics: [customers])\n      --> KTABLE-SOURCE-0000000002\n" +
+		"    Processor: KTABLE-SOURCE-0000000002 (stores: [customers-STATE-STORE-0000000000])\n      --> none\n      <-- KSTREAM-SOURCE-0000000001\n" +
+		"  Sub-topology: 1\n" +
+		"    Source: KSTREAM-SOURCE-0000000003 (topics: [orders])\n      --> KSTREAM-LEFTJOIN-0000000004\n" +
+		"    Processor: KSTREAM-LEFTJOIN-0000000004 (stores: [])\n      --> KSTREAM-AGGREGATE-0000000005\n      <-- KSTREAM-SOURCE-0000000003\n" +
+		"    Processor: KSTREAM-AGGREGATE-0000000005 (stores: [totals])\n      --> KTABLE-TOSTREAM-0000000006\n      <-- KSTREAM-LEFTJOIN-0000000004\n" +
+		"    Processor: KTABLE-TOSTREAM-0000000006 (stores: [])\n      --> KSTREAM-SINK-0000000007\n      <-- KSTREAM-AGGREGATE-0000000005\n" +
+		"    Sink: KSTREAM-SINK-0000000007 (topic: totals)\n      <-- KTABLE-TOSTREAM-0000000006\n"
+	aggFile := filepath.Join(t.TempDir(), "agg.txt")
+	if err := os.WriteFile(aggFile, []byte(agg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Build(context.Background(), Spec{ApplicationID: "app", TopologyFile: aggFile, Inputs: []InputSpec{{Name: "a", Topic: "orders"}},
+		Nodes: append(left, NodeDecl{Name: "KSTREAM-AGGREGATE-0000000005", Kind: "aggregate"}), NullMappedKeys: map[string]string{join: "joined"}}, nil)
+	var ue *UnsupportedError
+	if !errors.As(err, &ue) || ue.Node != join || !strings.Contains(err.Error(), "one before an aggregation is not audited yet") {
+		t.Errorf("a global join before an aggregation: %v", err)
 	}
 	for _, v := range []string{"3.6.2", "4.4.0"} {
 		for _, tt := range tests {
