@@ -41,6 +41,7 @@ func TestOperatorFamilies(t *testing.T) {
 	t.Run("StreamBranch", func(t *testing.T) { streamBranch(t, c, adm) })
 	t.Run("TableGroupBy", func(t *testing.T) { tableGroupBy(t, c, adm) })
 	t.Run("Cogroup", func(t *testing.T) { cogroupPhase(t, c, adm) })
+	t.Run("GlobalJoin", func(t *testing.T) { globalJoin(t, c, adm) })
 	t.Run("CountByNewKey", func(t *testing.T) { countByNewKey(t, c, adm) })
 }
 

@@ -167,7 +167,9 @@ type Options struct {
 	// filter(amount > 100), selectKey(customer), Avro values); or
 	// (StreamBranch.java) "branch" (Inputs[0] split into route-big and
 	// route-medium, merged into Output, route-small to Output+"-other",
-	// route-rest dropped; Avro values);
+	// route-rest dropped; Avro values); or (GlobalJoin.java) "global-join"
+	// (Inputs[0] leftJoin a GlobalKTable of Inputs[1] by the order's
+	// customer, mapValues; Avro values);
 	// DropValues lists input values (ids for filter-rekey) whose records
 	// are lost before Output.
 	Stage      string

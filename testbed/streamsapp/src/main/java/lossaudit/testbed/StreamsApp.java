@@ -339,7 +339,8 @@ public final class StreamsApp {
         boolean branchMode = "branch".equals(cfg("TOPOLOGY", "join")); // StreamBranch
         boolean tableGroupByMode = "table-groupby".equals(cfg("TOPOLOGY", "join")); // TableGroupByCount
         boolean cogroupMode = "cogroup".equals(cfg("TOPOLOGY", "join")); // Cogroup
-        boolean copyMode = countMode || suppressMode || changelogMode || stageMode || tableMode || filterMode || windowedMode || branchMode || tableGroupByMode || cogroupMode || "copy".equals(cfg("TOPOLOGY", "join"));
+        boolean globalJoinMode = "global-join".equals(cfg("TOPOLOGY", "join")); // GlobalJoin
+        boolean copyMode = countMode || suppressMode || changelogMode || stageMode || tableMode || filterMode || windowedMode || branchMode || tableGroupByMode || cogroupMode || globalJoinMode || "copy".equals(cfg("TOPOLOGY", "join"));
         Properties optimization = new Properties();
         optimization.put("topology.optimization", cfg("TOPOLOGY_OPTIMIZATION", "none"));
         if (!copyMode && inputs.size() != 3) {
@@ -369,6 +370,7 @@ public final class StreamsApp {
                 : stageMode ? StreamStages.build(cfg("TOPOLOGY", "join"), inputs, output, parseKeys(cfg("DROP_VALUES", "")))
                 : filterMode ? StreamFilter.build(inputs, output, parseKeys(cfg("DROP_VALUES", "")))
                 : branchMode ? StreamBranch.build(inputs, output, parseKeys(cfg("DROP_VALUES", "")))
+                : globalJoinMode ? GlobalJoin.build(inputs, output, parseKeys(cfg("DROP_VALUES", "")))
                 : countMode ? count(inputs.get(0), output, parseKeys(cfg("DROP_COUNT", "")))
                 : tableMode ? table(inputs.get(0), inputs.get(1), output, optimization)
                 : copyMode ? copy(inputs.get(0), output)

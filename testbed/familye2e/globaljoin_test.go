@@ -1,0 +1,244 @@
+package familye2e
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/linkedin/goavro/v2"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/lossaudit/lossaudit/audit/app"
+	"github.com/lossaudit/lossaudit/audit/finding"
+	"github.com/lossaudit/lossaudit/config"
+	"github.com/lossaudit/lossaudit/testbed/kafka"
+	"github.com/lossaudit/lossaudit/testbed/streamsapp"
+)
+
+// globalJoinDrop are the ids the lossy run loses before the output: e-12
+// (customer c-5, which the customers table does not hold) and e-100
+// (customer c-2, which it holds).
+var globalJoinDrop = []string{"e-12", "e-100"}
+
+// globalJoinNode is GlobalJoin.java's join as describe() prints it: the
+// global table is built first (its store, source and table source take
+// 0 to 2), then the stream's source (3) and the join (4).
+const globalJoinNode = "KSTREAM-LEFTJOIN-0000000004"
+
+// globalJoin runs the test bed's KStream-GlobalKTable left join
+// (GlobalJoin.java: orders leftJoin a GlobalKTable of customers by the
+// order's customer, mapValues, into the output; some orders have no
+// customer, some a null key, some a null value) on real brokers under
+// exactly-once v2, three applications at once: clean, losing two known
+// records before the output, and clean while every broker is killed and
+// restarted (the outage may reach the other two, which exactly-once
+// leaves exact). Once an application has committed all its input and
+// stopped, the truth is read from the topics (the orders with a value, by
+// (key, timestamp), against the output's) and lossaudit audit, with the
+// join declared global-left-join (null_mapped_key: never: the key mapper
+// returns the customer of every order with a value), must name exactly
+// the records the truth lacks and count the null values as dropped.
+func globalJoin(t *testing.T, c *kafka.Cluster, adm *kafka.Admin) {
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	t.Cleanup(cancel)
+	t.Run("clean, lossy and all brokers down", func(t *testing.T) {
+		t.Run("clean", func(t *testing.T) {
+			t.Parallel()
+			globalJoinScenario(ctx, t, c, adm, "global-clean", nil, nil)
+		})
+		t.Run("lossy", func(t *testing.T) {
+			t.Parallel()
+			globalJoinScenario(ctx, t, c, adm, "global-lossy", globalJoinDrop, nil)
+		})
+		t.Run("all brokers down", func(t *testing.T) {
+			t.Parallel()
+			globalJoinScenario(ctx, t, c, adm, "global-outage", nil, func(t *testing.T) { allBrokersDown(ctx, t, c) })
+		})
+	})
+}
+
+// globalJoinScenario runs the application as group, produces its load
+// and audits it. fault, when set, runs once half of the orders are
+// produced, while the rest are.
+func globalJoinScenario(ctx context.Context, t *testing.T, c *kafka.Cluster, adm *kafka.Admin, group string, drop []string, fault func(*testing.T)) {
+	orders, customers, out := group+"-orders", group+"-customers", group+"-out"
+	if err := adm.CreateTopics(ctx, kafka.TopicSpec{Name: orders, Partitions: 3}, kafka.TopicSpec{Name: customers, Partitions: 2},
+		kafka.TopicSpec{Name: out, Partitions: 3}); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	avsc := filepath.Join(dir, "avsc")
+	if err := os.MkdirAll(avsc, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(avsc, "1.avsc"), []byte(filterEvent), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	codec, err := goavro.NewCodec(filterEvent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Bootstrap()...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	// The customers c-0..c-4; orders name c-0..c-6.
+	var custs []*kgo.Record
+	for i := 0; i < 5; i++ {
+		custs = append(custs, &kgo.Record{Topic: customers, Key: fmt.Appendf(nil, "c-%d", i), Value: fmt.Appendf(nil, "customer %d", i)})
+	}
+	if err := cl.ProduceSync(ctx, custs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	sa := startApp(ctx, t, streamsapp.Options{Bootstrap: c.Bootstrap(), ApplicationID: group, Inputs: [3]string{orders, customers},
+		Output: out, Dir: dir, Stage: "global-join", DropValues: drop, SessionTimeout: 6 * time.Second})
+	// The load: 300 orders keyed k-0..k-11 (every 50th from the 25th with
+	// a null key), ids e-N, customers c-(N mod 7), every 40th from the
+	// 39th with a null value, each with a timestamp of its own so that
+	// (key, timestamp) names it.
+	const n = 300
+	base := time.Now().Add(-time.Hour).Truncate(time.Second)
+	var recs []*kgo.Record
+	var nullValues int64
+	for i := 0; i < n; i++ {
+		r := &kgo.Record{Topic: orders, Key: fmt.Appendf(nil, "k-%d", i%12), Timestamp: base.Add(time.Duration(i) * time.Millisecond)}
+		if i%50 == 25 {
+			r.Key = nil
+		}
+		if i%40 == 39 {
+			nullValues++
+		} else {
+			v, err := codec.BinaryFromNative([]byte{0, 0, 0, 0, 1}, map[string]any{
+				"id": fmt.Sprintf("e-%d", i), "customer": fmt.Sprintf("c-%d", i%7), "amount": int64(7 * i % 200)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			r.Value = v
+		}
+		recs = append(recs, r)
+	}
+	if fault == nil {
+		if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	} else {
+		if err := cl.ProduceSync(ctx, recs[:n/2]...).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- cl.ProduceSync(ctx, recs[n/2:]...).FirstErr() }()
+		fault(t)
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitAllCommitted(ctx, t, adm, group, []string{orders}, sa.Running)
+	if err := sa.Stop(); err != nil {
+		t.Fatal(err)
+	}
+
+	// The truth, from the topics: the orders with a value, by (key,
+	// timestamp), that the output lacks.
+	type id struct {
+		key  string
+		null bool
+		ts   int64
+	}
+	owed := map[id][]string{}
+	byCoord := map[string]string{}
+	have := map[id]int{}
+	tctx, tcancel := context.WithTimeout(ctx, truthTimeout)
+	defer tcancel()
+	ranges, err := adm.Ranges(tctx, true, orders, out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = kafka.Consume(tctx, c.Bootstrap(), ranges, true, func(r *kgo.Record) error {
+		k := id{string(r.Key), r.Key == nil, r.Timestamp.UnixMilli()}
+		if r.Topic == out {
+			have[k]++
+			return nil
+		}
+		if r.Value == nil {
+			return nil
+		}
+		if len(r.Value) < 5 || binary.BigEndian.Uint32(r.Value[1:5]) != 1 {
+			return fmt.Errorf("%s[%d]@%d: not a framed Event", r.Topic, r.Partition, r.Offset)
+		}
+		d, _, err := codec.NativeFromBinary(r.Value[5:])
+		if err != nil {
+			return err
+		}
+		oid := d.(map[string]any)["id"].(string)
+		byCoord[fmt.Sprintf("%s[%d]@%d", r.Topic, r.Partition, r.Offset)] = oid
+		owed[k] = append(owed[k], oid)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var truth []string
+	for k, ids := range owed {
+		if lack := len(ids) - have[k]; lack > 0 {
+			truth = append(truth, ids[len(ids)-lack:]...)
+		}
+	}
+	slices.Sort(truth)
+	want := slices.Sorted(slices.Values(drop))
+	if strings.Join(truth, ",") != strings.Join(want, ",") {
+		t.Fatalf("the topics lack %q, want exactly the injected %q", truth, want)
+	}
+
+	cfg := &config.Config{
+		Kafka:  config.Kafka{Brokers: c.Bootstrap(), FetchMaxBytes: 52428800, PartitionMaxBytes: 1048576, Concurrency: 8, Timeout: 30 * time.Second},
+		Store:  config.Store{Dir: filepath.Join(dir, "index")},
+		Audit:  config.Audit{SettleTimeout: 30 * time.Second},
+		Schema: config.Schema{AvscDir: avsc},
+		Pipeline: config.Pipeline{ApplicationID: group, TopologyFile: sa.TopologyFile(), Output: out,
+			Inputs: []config.Input{{Name: "orders", Topic: orders, KeyFormat: config.KeyFormatString}},
+			Nodes:  []config.Node{{Name: globalJoinNode, Kind: "global-left-join", NullMappedKey: config.NullMappedKeyNever}}},
+	}
+	if err := cfg.ValidatePipeline(); err != nil {
+		t.Fatal(err)
+	}
+	if err := app.CheckTopology(cfg); err != nil {
+		t.Fatalf("the global join topology is refused: %v", err)
+	}
+	res, m, err := app.Run(ctx, cfg, app.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Stream == nil || m.Stream.Inputs[0].DropNullKey || !m.Stream.Inputs[0].DropNullValue {
+		t.Fatalf("the global join was not audited as a per-record stream stage dropping null values only: %+v", m.Stream)
+	}
+	if w := "input orders is left-joined with the GlobalKTable of global store " + customers + "-STATE-STORE-0000000000"; !strings.Contains(strings.Join(m.Warnings, "\n"), w) {
+		t.Errorf("warnings %q lack %q", m.Warnings, w)
+	}
+	var got []string
+	for _, r := range res.Rows {
+		if r.Kind != finding.Missing || r.Topic != orders {
+			t.Errorf("row %+v: only missing orders are injected", r)
+			continue
+		}
+		got = append(got, byCoord[fmt.Sprintf("%s[%d]@%d", r.Topic, r.Partition, r.Offset)])
+	}
+	slices.Sort(got)
+	if strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Errorf("the audit names %q, want exactly the injected %q", got, want)
+	}
+	if res.Summary.Partial || len(res.Summary.Partitions) != 0 || len(res.Summary.Inconclusive) != 0 {
+		t.Errorf("partial %v, partitions %+v, inconclusive %+v: want a complete audit", res.Summary.Partial, res.Summary.Partitions, res.Summary.Inconclusive)
+	}
+	ic := res.Summary.Inputs["orders"]
+	if ic == nil || ic.NullValue != nullValues || ic.NullKey != 0 || ic.Audited != n-nullValues {
+		t.Errorf("counts %+v: want %d null values dropped, no null key dropped, %d audited", ic, nullValues, n-nullValues)
+	}
+	t.Logf("%s: %d records audited, %d null values dropped, rows %q", group, ic.Audited, ic.NullValue, got)
+}
