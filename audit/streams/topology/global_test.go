@@ -29,11 +29,15 @@ func TestGlobalJoin(t *testing.T) {
 		want   string // edges, or
 		err    string // a part of the error
 		node   string // the node the error names
+		opNode string // the join's node, when not join
 	}{
 		{name: "left join, joined", file: "stream-global-leftjoin", topics: []string{"orders"}, nodes: left, nmk: "joined",
 			want: "source:a -> output via leftJoin(global) -> mapValues (global store customers-STATE-STORE-0000000000 not audited): key identity, at most 1 per record, timestamp kept\n"},
 		{name: "left join, never", file: "stream-global-leftjoin", topics: []string{"orders"}, nodes: left, nmk: "never",
 			want: "source:a -> output via leftJoin(global) -> mapValues (global store customers-STATE-STORE-0000000000 not audited): key identity, at most 1 per record, timestamp kept\n"},
+		{name: "named left join, declared", file: "stream-global-leftjoin-named", topics: []string{"orders"}, nodes: []NodeDecl{{Name: "enrich", Kind: "global-left-join"}}, nmk: "never",
+			want: "source:a -> output via leftJoin(global) (global store customers-STATE-STORE-0000000000 not audited): key identity, at most 1 per record, timestamp kept\n", node: "", opNode: "enrich"},
+		{name: "named left join, undeclared", file: "stream-global-leftjoin-named", topics: []string{"orders"}, node: "enrich", err: "is of unknown kind"},
 		{name: "undeclared", file: "stream-global-leftjoin", topics: []string{"orders"}, node: join,
 			err: "describe() prints inner and left joins alike, declare it, pipeline.nodes: [{name: KSTREAM-LEFTJOIN-0000000004, kind: global-left-join, null_mapped_key: joined}]"},
 		{name: "null mapped key undeclared", file: "stream-global-leftjoin", topics: []string{"orders"}, nodes: left, node: join,
@@ -106,7 +110,11 @@ func TestGlobalJoin(t *testing.T) {
 					t.Fatal(err)
 				}
 				in := m.Stream.Inputs[0]
-				if m.Output != "joined" || in.DropNullKey || !in.DropNullValue || len(in.Ops) != 1 || in.Ops[0].Op != OpDropNullValue || in.Ops[0].Node != join {
+				opNode := join
+				if tt.opNode != "" {
+					opNode = tt.opNode
+				}
+				if m.Output != "joined" || in.DropNullKey || !in.DropNullValue || len(in.Ops) != 1 || in.Ops[0].Op != OpDropNullValue || in.Ops[0].Node != opNode {
 					t.Errorf("output %s, input %+v", m.Output, in)
 				}
 				var b bytes.Buffer

@@ -372,6 +372,15 @@ public final class Main {
                     .to(OUT, Produced.with(Serdes.String(), Serdes.String()));
             return b.build();
         });
+        // The left join named (Named.as("enrich")): the node takes the name, so its kind is declared.
+        variants.put("stream-global-leftjoin-named", () -> {
+            StreamsBuilder b = new StreamsBuilder();
+            GlobalKTable<String, String> customers = b.globalTable("customers", Consumed.with(Serdes.String(), Serdes.String()));
+            b.stream("orders", Consumed.with(Serdes.String(), Serdes.String()))
+                    .leftJoin(customers, (k, v) -> v.split(",")[0], (v, c) -> v + "|" + c, Named.as("enrich"))
+                    .to(OUT, Produced.with(Serdes.String(), Serdes.String()));
+            return b.build();
+        });
         // The same with join(): refused (the global store is updated by its own thread).
         variants.put("stream-global-innerjoin", () -> {
             StreamsBuilder b = new StreamsBuilder();
