@@ -101,7 +101,7 @@ func check(o Options, snap *pipelineSnapshot, stuck map[kread.TP]bool, tl *timel
 			if b := snap.buffers; stage == finding.StageOutput && x < len(b) && b[x].Name != "" && stuckTopics[b[x].Name] {
 				// The buffer's record of the key decides whether the
 				// output owes it (its key normalized as the changelog's).
-				bn := o.Inputs[x].DownstreamKey != nil
+				bn := o.Inputs[x].DownstreamKey != nil || windowed // a window is partitioned by its base key
 				w = w || bn || stuck[kread.TP{Topic: b[x].Name, Partition: partitionFor(key, len(b[x].Parts))}]
 			}
 			if w {
