@@ -144,6 +144,11 @@ func TestWindowFinal(t *testing.T) {
 	if got := w.Closed(0, 50_000, 1_000_000, true, 50_000); got != FinalExpired {
 		t.Errorf("changelog record at the retention bound: %v, want expired", got)
 	}
+	// Hopping (advance 20s): window [20s, 80s) closes at 90s.
+	hop := TimeWindows{Size: 60_000, Advance: 20_000, Grace: 10_000}
+	if a, b := hop.Closed(20_000, 70_000, 90_000, true, -1), hop.Closed(40_000, 70_000, 90_000, true, -1); a != FinalClosed || b != FinalOpen {
+		t.Errorf("hopping: [20s, 80s) %v, [40s, 100s) %v at 90s, want closed and open", a, b)
+	}
 	val := StageState{Has: true, TS: 50_000, Offset: 7}
 	cases := []struct {
 		name                  string
