@@ -227,7 +227,9 @@ type NodeWindow struct {
 	Grace   time.Duration `mapstructure:"grace"`
 	// Emit is the emit strategy, which describe() does not print either:
 	// eager (EmitStrategy.onWindowUpdate, Kafka Streams' default) or final
-	// (onWindowClose, not audited yet). Required.
+	// (a window reaches the output once closed: audited with a
+	// suppress(untilWindowCloses) after the aggregation; without one it is
+	// emitStrategy(onWindowClose), refused). Required.
 	Emit string `mapstructure:"emit"`
 }
 

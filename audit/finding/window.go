@@ -32,6 +32,15 @@ type Windows struct {
 	// BadChangelogKeys and BadOutputKeys count records whose key is too
 	// short to hold a window (12 and 8 bytes): not windowed keys, skipped.
 	BadChangelogKeys, BadOutputKeys int64
+	// Final says that the windows are emitted final
+	// (suppress(untilWindowCloses)): the output is checked per window
+	// certainly closed. FinalOpen counts the windows the changelog holds
+	// as a value that are not certainly closed, FinalBuffered the closed
+	// ones the buffer's changelog still holds as a value, FinalExpired
+	// the closed ones old enough for retention to have deleted their
+	// result: pending or expired, never reported.
+	Final                                  bool
+	FinalOpen, FinalBuffered, FinalExpired int64
 }
 
 // SectionName implements Section: the key of the JSON block "windows".

@@ -23,6 +23,10 @@ func (v windowView) counts(*finding.Summary) []countsBlock {
 	}
 	notes := []string{fmt.Sprintf("%s, grace %s, read from %s; counted per record and window: a processed record is checked in a window only when certainly on time there (the window ends after its partition's greatest timestamp minus grace); late or uncertain ones may have been dropped by design and are never reported",
 		kind, msText(w.Grace), safe(w.Repartition))}
+	if w.Final {
+		notes = append(notes, fmt.Sprintf("emitted final (suppress(untilWindowCloses)): the output is checked for each window certainly closed; pending, not checked: %s not certainly closed, %s closed and still held by the suppress buffer; %s expired",
+			plural(w.FinalOpen, "window", "windows"), plural(w.FinalBuffered, "window", "windows"), plural(w.FinalExpired, "window", "windows")))
+	}
 	if w.UnknownPartitions > 0 {
 		notes = append(notes, fmt.Sprintf("%s of %s not read from offset 0 (purged): stream time unknown, none of their records checked (set repartition.purge.interval.ms high, or keep the repartition topic's records)",
 			plural(w.UnknownPartitions, "partition", "partitions"), safe(w.Repartition)))
@@ -55,12 +59,26 @@ type jsonWindows struct {
 	UnknownPartitions int64  `json:"unknown_partitions"`
 	BadChangelogKeys  int64  `json:"bad_changelog_keys"`
 	BadOutputKeys     int64  `json:"bad_output_keys"`
+	// Final is set for windows emitted final (suppress(untilWindowCloses)).
+	Final *jsonFinal `json:"final,omitempty"`
+}
+
+// jsonFinal counts the windows of an aggregation emitted final that the
+// output rule did not check.
+type jsonFinal struct {
+	Open     int64 `json:"open"`
+	Buffered int64 `json:"buffered"`
+	Expired  int64 `json:"expired"`
 }
 
 // jsonBlock is the "windows" block.
 func (v windowView) jsonBlock() any {
 	w := v.w
-	return &jsonWindows{Input: w.Input, Repartition: w.Repartition, SizeMS: w.Size, AdvanceMS: w.Advance, GraceMS: w.Grace, OnTime: w.OnTime,
+	j := &jsonWindows{Input: w.Input, Repartition: w.Repartition, SizeMS: w.Size, AdvanceMS: w.Advance, GraceMS: w.Grace, OnTime: w.OnTime,
 		LateOrUncertain: w.LateOrUncertain, Expired: w.Expired, BadTimestamp: w.BadTimestamp, UnknownPartitions: w.UnknownPartitions,
 		BadChangelogKeys: w.BadChangelogKeys, BadOutputKeys: w.BadOutputKeys}
+	if w.Final {
+		j.Final = &jsonFinal{Open: w.FinalOpen, Buffered: w.FinalBuffered, Expired: w.FinalExpired}
+	}
+	return j
 }

@@ -58,3 +58,33 @@ func TestWindowedReports(t *testing.T) {
 		t.Errorf("HTML lacks %q", want)
 	}
 }
+
+// TestWindowedFinalReports: the section of windows emitted final says so
+// in the summary, with its open, buffered and expired windows, and in the
+// JSON block's "final"; eager windows print neither.
+func TestWindowedFinalReports(t *testing.T) {
+	for _, final := range []bool{false, true} {
+		res := &finding.Result{Summary: finding.Summary{
+			InputOrder: []string{"a"},
+			Inputs:     map[string]*finding.InputCounts{"a": {Scanned: 30, Audited: 21}},
+			Stages:     map[finding.Stage]*finding.StageCounts{finding.StageOutput: {KeysChecked: 8, Findings: map[finding.Kind]int64{}}},
+			Sections: []finding.Section{&finding.Windows{Input: "a", Repartition: "rep", Size: 60_000, Grace: 10_000, OnTime: 21,
+				Final: final, FinalOpen: 3, FinalBuffered: 1}},
+		}}
+		var b bytes.Buffer
+		if err := WriteSummary(&b, res, SummaryOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		const note = "emitted final (suppress(untilWindowCloses)): the output is checked for each window certainly closed; pending, not checked: 3 windows not certainly closed, 1 window closed and still held by the suppress buffer; 0 windows expired"
+		if strings.Contains(b.String(), note) != final {
+			t.Errorf("final %v: summary:\n%s", final, b.String())
+		}
+		b.Reset()
+		if err := WriteJSON(&b, res); err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(b.String(), `"final": {`) != final || (final && !strings.Contains(b.String(), `"buffered": 1`)) {
+			t.Errorf("final %v: JSON:\n%s", final, b.String())
+		}
+	}
+}

@@ -26,6 +26,10 @@ type checked struct {
 	// bufferPending counts the (input, key) pairs the output owes that a
 	// suppress buffer still holds (detect.KeyCounts.BufferPending).
 	bufferPending int64
+	// finalOpen and finalExpired count the windows of an input emitted
+	// final that were not checked (detect.KeyCounts.FinalOpen,
+	// FinalExpired).
+	finalOpen, finalExpired int64
 }
 
 // heldRow names a row that the check withheld for a key.
@@ -48,8 +52,9 @@ type keyVisitor interface {
 
 // check streams the index key by key through the core check. Candidates
 // pending at the second hop move from audited to pending on tl. v, when
-// not nil, takes part in every key's check.
-func check(o Options, snap *pipelineSnapshot, stuck map[kread.TP]bool, tl *timeline, v keyVisitor) (*checked, error) {
+// not nil, takes part in every key's check. final, when not nil, places
+// the windows of a windowed input emitted final (collector.finalPlace).
+func check(o Options, snap *pipelineSnapshot, stuck map[kread.TP]bool, tl *timeline, v keyVisitor, final func([]byte, int32, int64) detect.FinalPlace) (*checked, error) {
 	spec := &detect.KeySpec{Join: o.Join, Cogroup: o.Cogroup, NoOutput: o.Output == ""}
 	for _, in := range o.Inputs {
 		topic, rt := in.Topic, in.RepartitionTopic
@@ -59,8 +64,12 @@ func check(o Options, snap *pipelineSnapshot, stuck map[kread.TP]bool, tl *timel
 		}
 		// A reconcile step (v) reads only what is new: its key visitor
 		// adds what earlier steps counted (detect.InputState.Processed).
-		spec.Inputs = append(spec.Inputs, detect.InputSpec{Name: in.Name, Topic: topic, RepartitionTopic: rt,
-			ChangelogTopic: in.ChangelogTopic, Count: in.Count, Table: in.Table, NoChangelog: in.Table && in.ChangelogTopic == "", Buffered: in.BufferTopic != ""})
+		is := detect.InputSpec{Name: in.Name, Topic: topic, RepartitionTopic: rt,
+			ChangelogTopic: in.ChangelogTopic, Count: in.Count, Table: in.Table, NoChangelog: in.Table && in.ChangelogTopic == "", Buffered: in.BufferTopic != ""}
+		if in.Window != nil && in.BufferTopic != "" {
+			is.Final = final
+		}
+		spec.Inputs = append(spec.Inputs, is)
 	}
 	var held []heldRow
 	if len(stuck) > 0 {
@@ -92,7 +101,7 @@ func check(o Options, snap *pipelineSnapshot, stuck map[kread.TP]bool, tl *timel
 			if b := snap.buffers; stage == finding.StageOutput && x < len(b) && b[x].Name != "" && stuckTopics[b[x].Name] {
 				// The buffer's record of the key decides whether the
 				// output owes it (its key normalized as the changelog's).
-				bn := o.Inputs[x].DownstreamKey != nil
+				bn := o.Inputs[x].DownstreamKey != nil || windowed // a window is partitioned by its base key
 				w = w || bn || stuck[kread.TP{Topic: b[x].Name, Partition: partitionFor(key, len(b[x].Parts))}]
 			}
 			if w {
@@ -135,6 +144,8 @@ func check(o Options, snap *pipelineSnapshot, stuck map[kread.TP]bool, tl *timel
 		res.checkedCount += int64(kc.CheckedCount)
 		res.withheld += int64(kc.Withheld)
 		res.bufferPending += int64(kc.BufferPending)
+		res.finalOpen += int64(kc.FinalOpen)
+		res.finalExpired += int64(kc.FinalExpired)
 		for x := range ev.Inputs {
 			res.pending[x] += ev.Inputs[x].Pending
 		}

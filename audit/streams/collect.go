@@ -200,6 +200,10 @@ func (c *collector) readBuffer(ctx context.Context, x int) error {
 	if in.BufferTopic == "" || t.Name == "" {
 		return nil
 	}
+	norm := in.DownstreamKey
+	if in.Window != nil {
+		norm = c.windowBufferKey(x)
+	}
 	rs, total := c.ranges(t, nil)
 	err := collect.Read(ctx, c.o.Kafka, collect.Spec{Name: "suppress buffer " + in.BufferTopic, Ranges: rs, Total: total, Progress: c.o.Progress, Stats: &c.stats}, func(recs []kread.Record) error {
 		for i := range recs {
@@ -208,8 +212,10 @@ func (c *collector) readBuffer(ctx context.Context, x int) error {
 				continue
 			}
 			key := rec.Key
-			if in.DownstreamKey != nil {
-				key = in.DownstreamKey(key)
+			if norm != nil {
+				if key = norm(key); key == nil {
+					continue // too short for a windowed key
+				}
 			}
 			if err := c.w.buffer(uint8(x), key, rec.Partition, rec.Offset, rec.Value == nil); err != nil {
 				return fmt.Errorf("indexing %s[%d]@%d: %w", rec.Topic, rec.Partition, rec.Offset, err)

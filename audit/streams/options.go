@@ -87,7 +87,9 @@ type Input struct {
 	// Window, when set, says that the input's aggregation is a windowed
 	// one on time windows, tumbling or hopping (windowagg.go): read from RepartitionTopic, checked per
 	// (key, window). An audit only, of one input: a reconcile step and a
-	// sharded audit refuse it.
+	// sharded audit refuse it. With BufferTopic, the windows are emitted
+	// final (suppress(untilWindowCloses)): the output is checked per
+	// window certainly closed (detect.WindowFinal).
 	Window *detect.TimeWindows
 	// WindowRetention is the shortest time-based retention of the
 	// windowed input's changelog and output topics; 0 for none (records

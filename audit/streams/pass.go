@@ -118,7 +118,7 @@ func (p *modePass) Check(parts []finding.PartitionFinding) error {
 	if p.step != nil {
 		v = p.step.visitor()
 	}
-	chk, err := check(p.o, p.snap, stuckPartitions(parts), p.col.timeline, v)
+	chk, err := check(p.o, p.snap, stuckPartitions(parts), p.col.timeline, v, p.col.finalPlace())
 	p.chk = chk
 	if err != nil {
 		return err

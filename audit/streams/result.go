@@ -116,6 +116,9 @@ func assemble(ctx context.Context, o Options, snap *pipelineSnapshot, col *colle
 		s.Sections = append(s.Sections, col.dlq.section(o))
 	}
 	if w := col.windowSection(); w != nil {
+		if w.Final {
+			w.FinalOpen, w.FinalBuffered, w.FinalExpired = chk.finalOpen, chk.bufferPending, chk.finalExpired
+		}
 		s.Sections = append(s.Sections, w)
 	}
 	for _, r := range chk.rows {

@@ -394,7 +394,7 @@ func ShardReduce(ctx context.Context, o Options, d *ShardSnapshot, n, shard int,
 		return nil, err
 	}
 	parts := partitionFindings(o, c.snap, c, nil)
-	chk, err := check(o, c.snap, stuckPartitions(parts), c.timeline, nil)
+	chk, err := check(o, c.snap, stuckPartitions(parts), c.timeline, nil, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -3,6 +3,7 @@ package streams
 import (
 	"context"
 	"fmt"
+	"maps"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -37,6 +38,12 @@ type windowCounters struct {
 	misaligned, misalignedStart, unknownP atomic.Int64
 	// changelogRecords counts the changelog records with a window key.
 	changelogRecords atomic.Int64
+	// closedMu guards closedBy: per partition of the topic the
+	// aggregation reads, the greatest timestamp of a processed record
+	// certainly added to one of its windows (the bound of
+	// detect.TimeWindows.Closed); a partition missing has none.
+	closedMu sync.Mutex
+	closedBy map[int32]int64
 }
 
 // windowed returns the index of the windowed input, -1 for none (a
@@ -60,8 +67,10 @@ func (o *Options) checkWindowed() error {
 	switch {
 	case len(o.Inputs) != 1:
 		return fmt.Errorf("audit: input %s is a windowed aggregation: it is audited alone (one input, no join)", in.Name)
-	case in.Table || in.BufferTopic != "":
-		return fmt.Errorf("audit: input %s: a windowed aggregation is audited from the topic it reads, with no suppress", in.Name)
+	case in.Table:
+		return fmt.Errorf("audit: input %s: a windowed aggregation is audited from the topic it reads, not from a table source", in.Name)
+	case in.BufferTopic != "" && o.Output == "":
+		return fmt.Errorf("audit: input %s: a windowed aggregation's suppress buffer needs the output it feeds", in.Name)
 	case o.DeadLetterTopic != "":
 		return fmt.Errorf("audit: input %s is a windowed aggregation: a dead-letter queue (pipeline.dead_letter_topic) is not supported with it yet", in.Name)
 	case !o.From.IsZero() || !o.To.IsZero():
@@ -141,10 +150,7 @@ func (c *collector) readWindowInput(ctx context.Context, x int) error {
 			c.win2.unknownP.Add(1)
 		}
 	}
-	retainedFrom := int64(-1)
-	if in.WindowRetention > 0 {
-		retainedFrom = c.o.Now().Add(clockSkew - in.WindowRetention).UnixMilli()
-	}
+	retainedFrom := c.retainedFrom(x)
 	var mu sync.Mutex
 	streamMax := map[int32]int64{}
 	err := collect.Read(ctx, c.o.Kafka, collect.Spec{Name: t.Name + " (stream time)", Ranges: rs, Total: total, Progress: c.o.Progress, Stats: &c.stats}, func(recs []kread.Record) error {
@@ -194,6 +200,11 @@ func (c *collector) readWindowInput(ctx context.Context, x int) error {
 				key = in.DownstreamKey(key)
 			}
 			fp := fingerprint(rec.Value)
+			if last := starts[len(starts)-1]; known[rec.Partition] && last+w.Size > sm-w.Grace {
+				// Certainly added to its newest window: its update reached
+				// the suppress processor (if any) at this timestamp or later.
+				c.win2.noteClosedBy(rec.Partition, rec.Timestamp)
+			}
 			checked := false
 			for _, start := range starts {
 				switch w.Place(start, rec.Timestamp, sm, known[rec.Partition], retainedFrom) {
@@ -236,6 +247,73 @@ func (c *collector) readWindowInput(ctx context.Context, x int) error {
 		return fmt.Errorf("audit: input %s: %w", in.Name, err)
 	}
 	return nil
+}
+
+// retainedFrom is the newest record time whose windows windowed input x's
+// changelog or output may have deleted by retention; -1 for none.
+func (c *collector) retainedFrom(x int) int64 {
+	if r := c.o.Inputs[x].WindowRetention; r > 0 {
+		return c.o.Now().Add(clockSkew - r).UnixMilli()
+	}
+	return -1
+}
+
+// noteClosedBy raises partition p's bound of closed windows to ts.
+func (w *windowCounters) noteClosedBy(p int32, ts int64) {
+	w.closedMu.Lock()
+	defer w.closedMu.Unlock()
+	if w.closedBy == nil {
+		w.closedBy = map[int32]int64{}
+	}
+	if b, ok := w.closedBy[p]; !ok || ts > b {
+		w.closedBy[p] = ts
+	}
+}
+
+// finalPlace returns what places the windows of the windowed input
+// emitted final (suppress(untilWindowCloses)) for detect.WindowFinal, nil
+// without one: a window (its key [key][start], its changelog record at
+// partition with timestamp ts) is closed by the greatest timestamp of a
+// processed record certainly in a window of the same partition of the
+// topic the aggregation reads (the task's: the changelog's and the
+// buffer's partition number is the task's, and the sub-topology reads one
+// topic).
+func (c *collector) finalPlace() func(key []byte, partition int32, ts int64) detect.FinalPlace {
+	x := c.o.windowed()
+	if x < 0 || c.o.Inputs[x].BufferTopic == "" {
+		return nil
+	}
+	w, retainedFrom := *c.o.Inputs[x].Window, c.retainedFrom(x)
+	c.win2.closedMu.Lock()
+	bound := maps.Clone(c.win2.closedBy)
+	c.win2.closedMu.Unlock()
+	return func(key []byte, partition int32, ts int64) detect.FinalPlace {
+		_, start, ok := detect.SplitWindowedKey(key)
+		if !ok {
+			return detect.FinalOpen
+		}
+		b, known := bound[partition]
+		return w.Closed(start, ts, b, known, retainedFrom)
+	}
+}
+
+// windowBufferKey returns the buffer changelog key normalizer of windowed
+// input x: the buffer of a suppress after a windowed aggregation is keyed
+// by the table's serialized key, [key][start] (TimeWindowedSerializer, the
+// FullTimeWindowedSerde of TimeWindowedKStreamImpl), the key part
+// normalized; nil for a key too short.
+func (c *collector) windowBufferKey(x int) func([]byte) []byte {
+	in := c.o.Inputs[x]
+	return func(b []byte) []byte {
+		k, start, ok := detect.SplitWindowedKey(b)
+		if !ok {
+			return nil
+		}
+		if in.DownstreamKey != nil {
+			k = in.DownstreamKey(k)
+		}
+		return detect.WindowedKey(k, start)
+	}
 }
 
 // windowRows rewrites the rows of a windowed input: the key of each is
@@ -319,7 +397,7 @@ func (c *collector) windowSection() *finding.Windows {
 	w := &c.win2
 	return &finding.Windows{Input: in.Name, Repartition: windowSource(in), Size: in.Window.Size, Advance: in.Window.Advance, Grace: in.Window.Grace,
 		OnTime: w.onTime.Load(), LateOrUncertain: w.late.Load(), Expired: w.expired.Load(), BadTimestamp: w.badTS.Load(),
-		UnknownPartitions: w.unknownP.Load(), BadChangelogKeys: w.badChangelogKeys.Load(), BadOutputKeys: w.badOutputKeys.Load()}
+		UnknownPartitions: w.unknownP.Load(), BadChangelogKeys: w.badChangelogKeys.Load(), BadOutputKeys: w.badOutputKeys.Load(), Final: in.BufferTopic != ""}
 }
 
 // windowSource is the topic a windowed input's aggregation reads: its

@@ -3,6 +3,7 @@ package streams
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -279,5 +280,153 @@ func TestRunWindowedNoRepartition(t *testing.T) {
 		if bad {
 			t.Errorf("lose %v: rows %v", lose, rowsString(res.Rows))
 		}
+	}
+}
+
+// finalPipeline is a windowPipeline whose windows are emitted final
+// (suppress(untilWindowCloses)): each partition's suppress buffer holds
+// every window's newest update until the suppress's stream time (the
+// greatest timestamp of the updates it received) reaches the window's end
+// plus grace, then emits it to the output; each process logs the dirty
+// windows to the buffer's changelog (values, tombstones when evicted), as
+// InMemoryTimeOrderedKeyValueChangeBuffer#flush does at a commit.
+type finalPipeline struct {
+	*windowPipeline
+	suppressTime map[int32]int64
+	buffered     map[int32]map[string]int64 // windowed key -> newest ts
+	// lose holds windows ([key][start]) whose emitted result is dropped
+	// before the output (the buffer still logs its tombstone).
+	lose map[string]bool
+}
+
+func newFinalPipeline(t *testing.T) *finalPipeline {
+	wp := newWindowPipeline(t, true)
+	wp.w.Grace = 10_000
+	wp.opt.Inputs[0].Window = &wp.w
+	wp.f.topic(bufferTopic, 2)
+	wp.opt.Inputs[0].BufferTopic = bufferTopic
+	return &finalPipeline{windowPipeline: wp, suppressTime: map[int32]int64{}, buffered: map[int32]map[string]int64{}, lose: map[string]bool{}}
+}
+
+func (fp *finalPipeline) process(key string, ts int64) {
+	in := fp.opt.Inputs[0]
+	p := partitionFor([]byte(key), 2)
+	src := windowSource(in)
+	off := fp.f.add(src, p, []byte(key), []byte(key+"|x"), ts, kread.Committed)
+	fp.f.group[kread.TP{Topic: src, Partition: p}] = off + 1
+	fp.streamTime[p] = max(fp.streamTime[p], ts)
+	if fp.buffered[p] == nil {
+		fp.buffered[p] = map[string]int64{}
+	}
+	dirty := map[string]bool{}
+	for _, start := range fp.w.Starts(ts) {
+		if start+fp.w.Size <= fp.streamTime[p]-fp.w.Grace {
+			fp.dropped++
+			continue
+		}
+		wk := detect.WindowedKey([]byte(key), start)
+		id := string(wk)
+		fp.counts[id]++
+		fp.maxTS[id] = max(fp.maxTS[id], ts)
+		fp.f.add(in.ChangelogTopic, p, append(append([]byte(nil), wk...), 0, 0, 0, 0), long(fp.counts[id]), fp.maxTS[id], kread.Committed)
+		fp.buffered[p][id] = fp.maxTS[id]
+		fp.suppressTime[p] = max(fp.suppressTime[p], fp.maxTS[id])
+		dirty[id] = true
+	}
+	for id, newest := range fp.buffered[p] {
+		_, start, _ := detect.SplitWindowedKey([]byte(id))
+		if start+fp.w.Size > fp.suppressTime[p]-fp.w.Grace {
+			continue
+		}
+		if !fp.lose[id] {
+			fp.f.add("out", p, []byte(id), long(fp.counts[id]), newest, kread.Committed)
+		}
+		delete(fp.buffered[p], id)
+		dirty[id] = true
+	}
+	for id := range dirty {
+		var val []byte
+		if _, ok := fp.buffered[p][id]; ok {
+			val = []byte("buffered")
+		}
+		fp.f.add(bufferTopic, p, []byte(id), val, 0, kread.Committed)
+	}
+}
+
+// TestRunWindowedFinal: a windowed count emitted final is checked at the
+// output per window certainly closed: clean, nothing is reported and the
+// open windows are pending; a closed window whose result never reached
+// the output is reported missing at the output, naming the changelog
+// record; late records (an hour older, dropped by the aggregation) are
+// counted as late or uncertain and never reported.
+func TestRunWindowedFinal(t *testing.T) {
+	const m = 60_000
+	cases := []struct {
+		name string
+		lose []string // "key@minute"
+		// restart restarts the application after the load: the new
+		// processors' stream time starts anew, so an update of the closed
+		// window 2m is accepted and held by the buffer (pending).
+		restart bool
+		want    []string
+	}{
+		{name: "clean"},
+		{name: "closed window updated after a restart, held by the buffer", restart: true},
+		{name: "closed window lost", lose: []string{"k1@3"}, want: []string{"missing output k1 @ 180000/60000"}},
+		{name: "two closed windows lost", lose: []string{"k0@1", "k2@4"}, want: []string{"missing output k0 @ 60000/60000", "missing output k2 @ 240000/60000"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			fp := newFinalPipeline(t)
+			for _, l := range tc.lose {
+				var k string
+				var min int64
+				fmt.Sscanf(l, "%2s@%d", &k, &min)
+				fp.lose[string(detect.WindowedKey([]byte(k), min*m))] = true
+			}
+			// Keys k0..k2 every 20s for minutes 1 to 6, then one record of
+			// each at 6m30s: windows up to 5m (end 6m, closed at 6m10s)
+			// are closed, minute 6 is open.
+			for ts := int64(1 * m); ts < 6*m; ts += 20_000 {
+				for _, k := range []string{"k0", "k1", "k2"} {
+					fp.process(k, ts)
+				}
+			}
+			for _, k := range []string{"k0", "k1", "k2"} {
+				fp.process(k, 6*m+30_000)
+			}
+			for _, k := range []string{"k0", "k1", "k2"} {
+				fp.process(k, 30_000) // window [0, 1m): late, dropped by design
+			}
+			if fp.dropped != 3 {
+				t.Fatalf("the load has %d late records, want 3", fp.dropped)
+			}
+			buffered := 0
+			if tc.restart {
+				clear(fp.streamTime)
+				clear(fp.suppressTime)
+				fp.process("k1", 2*m+50_000) // newer than the window's emitted 2m40s
+				buffered = 1
+			}
+			res := fp.run(t)
+			var got []string
+			for _, r := range res.Rows {
+				if r.Window == nil || r.Topic != fp.opt.Inputs[0].ChangelogTopic || r.ExpectedTS != r.Timestamp {
+					t.Fatalf("row %+v names no window, or not the changelog record", r)
+				}
+				got = append(got, fmt.Sprintf("%s %s %s @ %d/%d", r.Kind, r.Stage, r.Key, r.Window.Start, r.Window.Size))
+			}
+			slices.Sort(got)
+			if fmt.Sprint(got) != fmt.Sprint(tc.want) {
+				t.Errorf("rows %v, want %v", got, tc.want)
+			}
+			w, ok := finding.SectionOf[*finding.Windows](&res.Summary)
+			if !ok || !w.Final || w.FinalOpen != 3 || w.FinalBuffered != int64(buffered) || w.LateOrUncertain < 3 {
+				t.Errorf("windows section %+v, want emitted final, the 3 windows of minute 6 open, %d closed and buffered, the late records uncertain", w, buffered)
+			}
+			if c := res.Summary.Stages[finding.StageOutput].KeysChecked; c != 15 {
+				t.Errorf("output checked %d windows, want 15 (3 keys, minutes 1 to 5)", c)
+			}
+		})
 	}
 }

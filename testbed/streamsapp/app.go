@@ -208,6 +208,9 @@ type Options struct {
 	// when set below Window (else tumbling), grace WindowGrace, output
 	// keyed by the windowed serde; DropCount as for Count.
 	Window, WindowAdvance, WindowGrace time.Duration
+	// WindowFinal, with Window, emits each window once, when it closes:
+	// suppress(untilWindowCloses) before toStream (WINDOW_EMIT=final).
+	WindowFinal bool
 	// ProcessingGuarantee is processing.guarantee (default exactly_once_v2);
 	// CommitInterval, when set, commit.interval.ms. Both may change between
 	// starts.
@@ -347,6 +350,7 @@ func (a *App) env() []string {
 		"WINDOW_SIZE_MS="+millis(a.o.Window),
 		"WINDOW_GRACE_MS="+millis(a.o.WindowGrace),
 		"WINDOW_ADVANCE_MS="+millis(a.o.WindowAdvance),
+		"WINDOW_EMIT="+map[bool]string{true: "final", false: ""}[a.o.WindowFinal],
 		"TABLE_OP="+map[bool]string{true: "aggregate", false: ""}[a.o.Aggregate],
 		"PROCESSING_GUARANTEE="+a.o.ProcessingGuarantee,
 		"COMMIT_INTERVAL_MS="+millis(a.o.CommitInterval),

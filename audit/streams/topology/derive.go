@@ -311,8 +311,8 @@ func (t *Topology) Derive(app string, inputTopics []string, output string, decl 
 		}
 		if IsWindowed(ts.Operator) {
 			ts.Window = kinds[h.n.Name].Window
-			if err := t.checkWindowed(h.n, ts); err != nil {
-				return nil, unsupported(h.n, err.Error())
+			if at, err := t.checkWindowed(h.n, ts); err != nil {
+				return nil, unsupported(at, err.Error())
 			}
 		}
 		if h.topic != "" {

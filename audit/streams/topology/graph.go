@@ -115,6 +115,13 @@ const (
 	// record is a value is pending at the output, not lost;
 	// detect.BufferPending.
 	RuleBufferPending Rule = "buffer-pending"
+	// RuleWindowFinal: the suppress(untilWindowCloses) buffer after a
+	// time-windowed aggregation (emit: final): each window certainly
+	// closed whose changelog's newest record is a value is in the output
+	// at least as new, unless the buffer's changelog's last record of the
+	// window is a value (pending); a window not certainly closed is
+	// pending; detect.WindowFinal.
+	RuleWindowFinal Rule = "window-final"
 	// RuleOutputPerRecord: a per-record stream stage's output holds the
 	// (key, timestamp) of every processed input record, as many times as
 	// the inputs hold it (missing, duplicated); detect.StreamCopies.
@@ -159,6 +166,7 @@ var ruleText = map[Rule]string{
 	RuleOutputOuterJoin: "each key a table holds as a value is in the output at least as new as that table's newest processed update",
 	RuleOutputTable:     "each key the table holds as a value is in the output at least as new as its newest processed update",
 	RuleBufferPending:   "a key whose last record in the buffer's changelog is a value is pending at the output, not lost; evicted (a tombstone) or never buffered, the output rule stands",
+	RuleWindowFinal:     "each (key, window start) certainly closed (its end plus grace at or before the greatest timestamp of a processed record certainly on time in its repartition partition) whose changelog's newest record is a value is in the output at least as new (else missing or stale), unless the buffer's changelog's last record of the window is a value (pending); windows not certainly closed are pending",
 	RuleOutputPerRecord: "the output holds the key and timestamp of every processed input record, once per record (else missing; more copies than input records: duplicated)",
 	RuleTableLast:       "the changelog's last record of each key by offset is the input's last processed record of the key or a later one, matched by timestamp and tombstone (else missing or stale)",
 	RuleWindowMax:       "each (key, window start) of a processed record certainly on time in that window (the window ends after the repartition partition's greatest timestamp minus grace, read from offset 0) is in the changelog at least as new (else missing or stale); late or uncertain ones are counted, never reported",

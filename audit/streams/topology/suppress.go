@@ -6,8 +6,9 @@ import "fmt"
 // the audit models KTable#suppress(untilTimeLimit) only right after the
 // input's count, reduce or aggregate and right before the table's
 // toStream, with its one buffer store (KTableImpl#suppress names it
-// KTABLE-SUPPRESS-STATE-STORE-N, or <name>-store). untilWindowCloses needs
-// a windowed table, which the audit refuses before it gets here.
+// KTABLE-SUPPRESS-STATE-STORE-N, or <name>-store); after a windowed
+// aggregation it is untilWindowCloses, declared by the window's emit: final
+// (checkWindowed).
 func (t *Topology) checkSuppress(n, from *Node, kinds map[string]Classified, unsupported func(*Node, string) error) error {
 	if len(n.Predecessors) != 1 || n.Predecessors[0] != from.Name {
 		return unsupported(n, fmt.Sprintf("a suppress is audited only right after the input's %s (%s)", kinds[from.Name].Kind, from.Name))
@@ -44,8 +45,12 @@ func (g *Graph) addBuffer(s Stage, table string) string {
 		return table
 	}
 	buf := "buffer:" + s.Input.Name
+	rule, via := RuleBufferPending, "suppress (untilTimeLimit)"
+	if s.Window != nil {
+		rule, via = RuleWindowFinal, "suppress (untilWindowCloses)"
+	}
 	g.Stages = append(g.Stages, GraphStage{ID: buf, Kind: StageBuffer, Input: s.Index, Topic: s.BufferTopic, Store: s.BufferStore,
-		Operator: KindSuppress, Rule: RuleBufferPending, TopicFrom: FromTopology, StoreFrom: FromTopology})
-	g.Edges = append(g.Edges, Edge{From: table, To: buf, Key: KeyIdentity, Card: PerKey, TS: TSMax, Via: "suppress (untilTimeLimit)"})
+		Operator: KindSuppress, Rule: rule, TopicFrom: FromTopology, StoreFrom: FromTopology})
+	g.Edges = append(g.Edges, Edge{From: table, To: buf, Key: KeyIdentity, Card: PerKey, TS: TSMax, Via: via})
 	return buf
 }

@@ -14,9 +14,11 @@ import (
 // (advanceBy(advance)) when it is less.
 type WindowDecl struct {
 	Size, Advance, Grace time.Duration
-	// Emit is the emit strategy (EmitEager; EmitFinal is refused):
-	// emitStrategy(onWindowClose) adds no node to describe(), so it is
-	// declared, never assumed.
+	// Emit is the emit strategy, EmitEager or EmitFinal: neither
+	// emitStrategy(onWindowClose) nor the kind of a suppress shows in
+	// describe(), so it is declared, never assumed. EmitFinal is audited
+	// with a suppress(untilWindowCloses) after the aggregation (a buffer
+	// stage); without one (emitStrategy(onWindowClose)) it is refused.
 	Emit string
 }
 
@@ -25,13 +27,16 @@ const (
 	// EmitEager is EmitStrategy.onWindowUpdate, Kafka Streams' default:
 	// every update is forwarded (through the cache) to the output.
 	EmitEager = "eager"
-	// EmitFinal is EmitStrategy.onWindowClose: a window is forwarded once,
-	// after it closes, from a time-ordered store. Not audited yet.
+	// EmitFinal: a window reaches the output once, after it closes:
+	// through suppress(Suppressed.untilWindowCloses(...)) after the
+	// aggregation (audited: the suppress buffer's changelog says which
+	// windows are still held), or emitStrategy(onWindowClose) (refused:
+	// no buffer changelog says which windows it still owes).
 	EmitFinal = "final"
 )
 
 // windowedHint says how to declare a windowed aggregation the audit checks.
-const windowedHint = "a time window (tumbling or hopping) is audited when its node is declared in pipeline.nodes as windowed-count, windowed-reduce or windowed-aggregate with window: {size: 1m, grace: 30s, emit: eager} (and advance for a hopping one); session and sliding windows are not audited yet"
+const windowedHint = "a time window (tumbling or hopping) is audited when its node is declared in pipeline.nodes as windowed-count, windowed-reduce or windowed-aggregate with window: {size: 1m, grace: 30s, emit: eager} (and advance for a hopping one; emit: final with a suppress(untilWindowCloses) after it); session and sliding windows are not audited yet"
 
 // IsWindowed says whether k is a windowed aggregation the audit checks
 // (windowed-count, windowed-reduce, windowed-aggregate).
@@ -41,10 +46,14 @@ func IsWindowed(k Kind) bool {
 
 // String prints the window as `lossaudit topology` shows it.
 func (w *WindowDecl) String() string {
-	if w.Advance == 0 || w.Advance == w.Size {
-		return fmt.Sprintf("tumbling, size %s, grace %s", w.Size, w.Grace)
+	final := ""
+	if w.Emit == EmitFinal {
+		final = ", emit final"
 	}
-	return fmt.Sprintf("hopping, size %s, advance %s, grace %s", w.Size, w.Advance, w.Grace)
+	if w.Advance == 0 || w.Advance == w.Size {
+		return fmt.Sprintf("tumbling, size %s, grace %s%s", w.Size, w.Grace, final)
+	}
+	return fmt.Sprintf("hopping, size %s, advance %s, grace %s%s", w.Size, w.Advance, w.Grace, final)
 }
 
 // checkWindowDecl checks the window declared for a node of kind k: a
@@ -67,9 +76,7 @@ func checkWindowDecl(k Kind, w *WindowDecl) error {
 		return fmt.Errorf("grace %s must be zero or more whole milliseconds (TimeWindows.ofSizeWithNoGrace is grace 0)", w.Grace)
 	case w.Emit == "":
 		return errors.New("emit is not set: declare emit: eager (emitStrategy(onWindowUpdate), Kafka Streams' default) or final (emitStrategy(onWindowClose)); describe() prints neither")
-	case w.Emit == EmitFinal:
-		return errors.New("emit: final (emitStrategy(onWindowClose)) is not audited yet: its windows reach the output only once closed, from a time-ordered store; lossaudit audits windows emitted eagerly (emit: eager)")
-	case w.Emit != EmitEager:
+	case w.Emit != EmitEager && w.Emit != EmitFinal:
 		return fmt.Errorf("emit %q is not eager or final", w.Emit)
 	case w.Advance < 0 || w.Advance > w.Size || w.Advance%time.Millisecond != 0:
 		return fmt.Errorf("advance %s must be whole milliseconds, more than 0 and at most the size %s (omitted: tumbling, advance = size)", w.Advance, w.Size)
@@ -78,13 +85,19 @@ func checkWindowDecl(k Kind, w *WindowDecl) error {
 }
 
 // checkWindowed checks what the windowed aggregation n (its stage ts) must
-// be for the check of window.go: no suppress after it (emit-final is not
-// audited yet), and a sub-topology reading one topic, so that one task
-// reads one partition and its stream time comes from that partition
-// alone.
-func (t *Topology) checkWindowed(n *Node, ts TopoStage) error {
-	if ts.Suppress != "" {
-		return fmt.Errorf("suppress %s after a windowed aggregation (emit final) is not audited yet; lossaudit audits windowed aggregations that emit eagerly", ts.Suppress)
+// be for the check of window.go: a suppress after it exactly when its
+// window is declared emit: final (describe() prints untilWindowCloses and
+// untilTimeLimit alike, and emitStrategy(onWindowClose) not at all), and
+// a sub-topology reading one topic, so that one task reads one partition
+// and its stream time comes from that partition alone. The error names
+// the node to refuse (the suppress, or n).
+func (t *Topology) checkWindowed(n *Node, ts TopoStage) (*Node, error) {
+	switch {
+	case ts.Suppress != "" && ts.Window.Emit != EmitFinal:
+		s, _ := t.Node(ts.Suppress)
+		return s, fmt.Errorf("a suppress after the windowed aggregation %s declared emit: %s: declare the window emit: final when it is suppress(Suppressed.untilWindowCloses(...)) (audited: a window reaches the output once closed); a suppress(untilTimeLimit) of a windowed table is not audited", n.Name, ts.Window.Emit)
+	case ts.Suppress == "" && ts.Window.Emit == EmitFinal:
+		return n, errors.New("emit: final without a suppress after the aggregation is emitStrategy(onWindowClose), which is not audited yet: its windows reach the output once closed from a time-ordered store whose changelog does not say which closed windows are still owed (no buffer changelog), so no loss could be told from a window not emitted yet; with suppress(untilWindowCloses) the suppress node follows the aggregation in describe()")
 	}
 	for _, st := range t.SubTopologies {
 		if !slices.Contains(st.Nodes, n) {
@@ -100,10 +113,10 @@ func (t *Topology) checkWindowed(n *Node, ts TopoStage) error {
 			}
 		}
 		if len(topics) != 1 || strings.HasPrefix(topics[0], "pattern ") {
-			return fmt.Errorf("its sub-topology reads %d topics (%s): the window's stream time is computed from the one partition a task reads, so lossaudit audits a windowed aggregation whose sub-topology reads one topic", len(topics), strings.Join(topics, ", "))
+			return n, fmt.Errorf("its sub-topology reads %d topics (%s): the window's stream time is computed from the one partition a task reads, so lossaudit audits a windowed aggregation whose sub-topology reads one topic", len(topics), strings.Join(topics, ", "))
 		}
 	}
-	return nil
+	return nil, nil
 }
 
 // applyWindows gives each node declared windowed-count, windowed-reduce or

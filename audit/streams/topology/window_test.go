@@ -30,7 +30,7 @@ func TestWindowedCount(t *testing.T) {
 		{"no window", "windowed-count", nil, "pipeline.nodes[0].window: a windowed-count node needs its window"},
 		{"hopping", "windowed-count", &WindowDecl{Size: time.Minute, Advance: 10 * time.Second, Emit: EmitEager}, ""},
 		{"no emit", "windowed-count", &WindowDecl{Size: time.Minute}, "pipeline.nodes[0].window: emit is not set: declare emit: eager"},
-		{"emit final", "windowed-count", &WindowDecl{Size: time.Minute, Emit: EmitFinal}, "emit: final (emitStrategy(onWindowClose)) is not audited yet"},
+		{"emit final without a suppress", "windowed-count", &WindowDecl{Size: time.Minute, Emit: EmitFinal}, "emit: final without a suppress after the aggregation is emitStrategy(onWindowClose), which is not audited yet"},
 		{"emit typo", "windowed-count", &WindowDecl{Size: time.Minute, Emit: "eagre"}, `emit "eagre" is not eager or final`},
 		{"advance past size", "windowed-count", &WindowDecl{Size: time.Minute, Advance: 2 * time.Minute, Emit: EmitEager}, "pipeline.nodes[0].window: advance 2m0s must be whole milliseconds, more than 0 and at most the size"},
 		{"zero size", "windowed-count", &WindowDecl{Grace: time.Second}, "pipeline.nodes[0].window: size 0s must be a positive"},
@@ -127,5 +127,44 @@ func TestWindowedNoRepartition(t *testing.T) {
 	s := m.Stages[0]
 	if !m.ChangelogOnly || s.RepartitionTopic != "" || s.ChangelogTopic != "app-count-store-changelog" || s.Window == nil {
 		t.Fatalf("model %+v stage %+v", m, s)
+	}
+}
+
+// TestWindowedSuppress: a suppress after a windowed count is audited when
+// the window is declared emit: final (suppress(untilWindowCloses)): the
+// stage carries the buffer store and its changelog, and the graph a
+// buffer stage with the window-final rule; declared emit: eager, the
+// suppress is refused, naming it.
+func TestWindowedSuppress(t *testing.T) {
+	const agg, sup = "KSTREAM-AGGREGATE-0000000003", "KTABLE-SUPPRESS-0000000007"
+	spec := func(emit string) Spec {
+		return Spec{ApplicationID: "app", TopologyFile: filepath.Join("testdata", "windowed-count-suppress.txt"),
+			Nodes: []NodeDecl{{agg, "windowed-count"}}, Windows: map[int]*WindowDecl{0: {Size: time.Minute, Grace: 10 * time.Second, Emit: emit}},
+			Inputs: []InputSpec{{Name: "a", Topic: "topicA"}}}
+	}
+	m, err := Build(context.Background(), spec(EmitFinal), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := m.Stages[0]
+	if s.BufferStore != "KTABLE-SUPPRESS-STATE-STORE-0000000008" || s.BufferTopic != "app-KTABLE-SUPPRESS-STATE-STORE-0000000008-changelog" ||
+		s.Window == nil || s.Window.Emit != EmitFinal || m.Output != "counts" {
+		t.Fatalf("stage %+v output %q", s, m.Output)
+	}
+	g := m.Graph()
+	if st := g.Stage("buffer:a"); st == nil || st.Rule != RuleWindowFinal {
+		t.Fatalf("buffer stage %+v", st)
+	}
+	var via []string
+	for _, e := range g.Edges {
+		via = append(via, e.Via)
+	}
+	if got := strings.Join(via, "; "); !strings.Contains(got, "windowedBy(tumbling, size 1m0s, grace 10s, emit final) -> windowed-count; suppress (untilWindowCloses); toStream") {
+		t.Fatalf("edges %s", got)
+	}
+	_, err = Build(context.Background(), spec(EmitEager), nil)
+	var ue *UnsupportedError
+	if !errors.As(err, &ue) || ue.Node != sup || !strings.Contains(err.Error(), "declare the window emit: final when it is suppress(Suppressed.untilWindowCloses") {
+		t.Fatalf("err %v, want an *UnsupportedError naming %s", err, sup)
 	}
 }

@@ -289,6 +289,13 @@ type InputSpec struct {
 	// source-topic optimization restores it from the input topic): the
 	// table stage then has nothing to check.
 	Table, NoChangelog bool
+	// Final, when set, says that the input is a time-windowed aggregation
+	// emitted final (suppress(untilWindowCloses)): its output rule is
+	// WindowFinal, per (key, window) whether or not a processed record is
+	// certainly in the window, and Final places the window of key (a
+	// windowed key, [key][8-byte start]) whose changelog record is at
+	// partition with timestamp ts. Buffered is then set too.
+	Final func(key []byte, partition int32, ts int64) FinalPlace
 }
 
 // KeySpec is what Keys needs to know of the pipeline.
@@ -325,6 +332,11 @@ type KeyCounts struct {
 	// BufferPending counts the (input, key) pairs the output lacks (or
 	// holds older) while the suppress buffer holds the key: pending.
 	BufferPending int
+	// FinalOpen and FinalExpired count the windows of an input emitted
+	// final (InputSpec.Final) whose changelog holds a value and that are
+	// not certainly closed (pending), or whose result the output may
+	// have deleted by retention; neither is checked.
+	FinalOpen, FinalExpired int
 }
 
 // Keys is the core check for one selected key: missing, stale and aborted
@@ -353,6 +365,9 @@ func Keys(spec *KeySpec, e *KeyEvidence, dst []finding.Row) ([]finding.Row, KeyC
 	for x := range e.Inputs {
 		in := &e.Inputs[x]
 		if !in.Has {
+			if spec.Inputs[x].Final != nil && !spec.NoOutput {
+				dst = e.final(spec, x, &kc, nil, dst)
+			}
 			continue
 		}
 		ev := in.Evidence
@@ -384,6 +399,10 @@ func Keys(spec *KeySpec, e *KeyEvidence, dst []finding.Row) ([]finding.Row, KeyC
 			dst = e.count(spec, x, &kc, row, dst)
 		}
 		if spec.NoOutput {
+			continue
+		}
+		if spec.Inputs[x].Final != nil {
+			dst = e.final(spec, x, &kc, &row, dst)
 			continue
 		}
 		var kind finding.Kind
@@ -418,6 +437,50 @@ func Keys(spec *KeySpec, e *KeyEvidence, dst []finding.Row) ([]finding.Row, KeyC
 		}
 	}
 	return dst, kc
+}
+
+// final applies the output rule of a windowed aggregation emitted final
+// (WindowFinal) to input x's window e.Key and appends its row, if any, to
+// dst. row is the row of the window's newest processed record certainly
+// in it, nil when there is none: the row then names the changelog record
+// holding the window's final value (what the output owes).
+func (e *KeyEvidence) final(spec *KeySpec, x int, kc *KeyCounts, row *finding.Row, dst []finding.Row) []finding.Row {
+	cl := e.Changelogs[x]
+	if !cl.Has || cl.Tombstone {
+		return dst
+	}
+	place := spec.Inputs[x].Final(e.Key, cl.Partition, cl.TS)
+	switch place {
+	case FinalOpen:
+		kc.FinalOpen++
+	case FinalExpired:
+		kc.FinalExpired++
+	}
+	kind, checked, pending, bad := WindowFinal(cl, e.Output, e.Buffers[x], place)
+	if !checked {
+		return dst
+	}
+	kc.CheckedOutput++
+	if pending {
+		kc.BufferPending++
+		return dst
+	}
+	if !bad {
+		return dst
+	}
+	if spec.Withheld != nil && spec.Withheld(finding.StageOutput, x, e.Key) {
+		kc.Withheld++
+		return dst
+	}
+	r := finding.Row{Input: spec.Inputs[x].Name, Topic: spec.Inputs[x].ChangelogTopic, Partition: cl.Partition, Offset: cl.Offset, Timestamp: cl.TS}
+	if row != nil {
+		r = *row
+	}
+	r.ExpectedTS = cl.TS
+	r.Kind, r.Stage = kind, finding.StageOutput
+	r.ObservedTS, r.HasObserved = e.Output.TS, e.Output.Has
+	r.Key = append([]byte(nil), e.Key...)
+	return append(dst, r)
 }
 
 // count applies the count rule (Undercount) to input x's changelog and

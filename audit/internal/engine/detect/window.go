@@ -1,6 +1,10 @@
 package detect
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+
+	"github.com/lossaudit/lossaudit/audit/finding"
+)
 
 // TimeWindows are time windows (TimeWindows.ofSizeAndGrace(size, grace),
 // advanceBy(advance)) in milliseconds: tumbling when Advance is Size,
@@ -129,4 +133,113 @@ func SplitWindowStoreKey(b []byte) (key []byte, start int64, ok bool) {
 		return nil, 0, false
 	}
 	return SplitWindowedKey(b[:len(b)-4])
+}
+
+// FinalPlace is where a window of a windowed aggregation emitted final
+// (suppress(untilWindowCloses)) stands for the output rule (WindowFinal).
+type FinalPlace int
+
+// The places of FinalPlace.
+const (
+	// FinalOpen: the window is not certainly closed: its final result may
+	// not be due yet; pending, never reported.
+	FinalOpen FinalPlace = iota
+	// FinalClosed: the window is certainly closed: its final result is
+	// due, unless the buffer still holds it.
+	FinalClosed
+	// FinalExpired: the window is closed, but its changelog record is old
+	// enough for the output to have deleted its result by retention;
+	// counted, never reported.
+	FinalExpired
+)
+
+// Closed places the window starting at start against bound, the
+// greatest timestamp of a record of the aggregation's partition that was
+// processed and certainly added to one of its windows (Place gave
+// WindowOnTime or WindowExpired); known is false when no such record is
+// known. retainedFrom is as for Place, ts the window's changelog
+// timestamp. The window is closed when its end plus grace is at or before
+// bound (see WindowFinal for why that bound is sound).
+func (w TimeWindows) Closed(start, ts, bound int64, known bool, retainedFrom int64) FinalPlace {
+	switch {
+	case !known || !w.valid() || start+w.Size+w.Grace > bound:
+		return FinalOpen
+	case ts <= retainedFrom:
+		return FinalExpired
+	}
+	return FinalClosed
+}
+
+// WindowFinal is the output rule of a time-windowed aggregation followed
+// by suppress(Suppressed.untilWindowCloses(...)) (window emit: final):
+// cl is what the aggregation's changelog holds of the window (K, w), out
+// what the output holds of it, buf the buffer changelog's last record of
+// it, place where the window stands (Closed). The window's result is
+// owed (checked) when the changelog's newest record is a committed value
+// (at T) and the window is FinalClosed; it is pending (not bad) when the
+// buffer's last record is a value; otherwise the output must hold (K, w)
+// at a timestamp at least T, else missing, stale or aborted (TableMax).
+//
+// Proof (apache/kafka at 1eb7644, the same at 3.6.2):
+//   - KStreamWindowAggregate#process puts each accepted record's window at
+//     ValueAndTimestamp(newAgg, max(record ts, old ts)) and forwards the
+//     Change at that timestamp (directly, or from the cache when it is
+//     flushed: TimestampedCacheFlushListener); the changelog logs the put
+//     with that timestamp (ChangeLoggingTimestampedWindowBytesStore), and
+//     ProcessorContextImpl#forward gives the record context the forwarded
+//     record's timestamp, which the suppress buffer keeps. So
+//     the update that wrote the changelog's newest value of (K, w), at T,
+//     reached the suppress processor at T in the transaction that
+//     committed it: ProcessorStateManager#flushCache flushes the window
+//     store's cache before the buffer, which is registered after it.
+//   - KTableImpl#suppress with untilWindowCloses builds
+//     FinalResultsSuppressionBuilder#buildFinalResultsSuppression(grace):
+//     buffer time WindowEndTimeDefinition (the window's end), suppress
+//     duration the window's grace, a StrictBufferConfig (never
+//     emitEarlyWhenFull: unbounded, or shutDownWhenFull, which stops the
+//     application: lag), safeToDropTombstones. KTableSuppressProcessor
+//     puts every Change into the buffer (the newest per key, with its
+//     record context) and evicts, after each put, every key whose window
+//     end is at or before its stream time minus grace, forwarding the
+//     buffered record at its record context's timestamp (the newest
+//     update's, T or later); only a Change whose new value is null is
+//     dropped, and then the changelog's newest record of (K, w) is a
+//     tombstone, which owes nothing here.
+//   - InMemoryTimeOrderedKeyValueChangeBuffer#flush logs each key made
+//     dirty by a put (logValue: the buffered value) or an eviction
+//     (logTombstone), keyed by the serialized windowed key
+//     (TimeWindowedSerializer: [key][8-byte window start]), in the
+//     transaction that forwards the eviction's result to the output.
+//
+// So after the update at T was processed, the buffer changelog logged
+// (K, w) as a value, or as a tombstone whose transaction wrote a result
+// at least T to the output; every later tombstone of (K, w) comes with an
+// eviction of a buffered update at least as new. If the buffer's last
+// record of (K, w) is a tombstone (or none: compaction removed a value
+// before its tombstone, and then the tombstone), the output holds (K, w)
+// at least at T; if it is a value, the window waits for the suppress's
+// stream time (pending). The audit reads the buffer changelog to a mark
+// settled before the output's mark (settleDownstream), as for
+// BufferPending. That much is sound whatever the window's state; the
+// rule checks only windows certainly closed, which makes "pending" mean
+// what the user expects of a window still open: the bound of Closed is
+// the timestamp of a record the aggregation processed (below the group's
+// committed offset) and certainly added to a window (its window's end
+// after the partition's greatest timestamp minus grace, Place), so its
+// update reached the suppress processor of the partition's task with a
+// timestamp at least the record's, raising that processor's stream time
+// to at least bound in a committed transaction, which evicted every
+// buffered window ending at or before bound minus grace. A window closed
+// by that bound and still held as a value by the buffer changelog (an
+// update after a restart, whose new processor instance starts its stream
+// time anew) is pending by the buffer rule.
+func WindowFinal(cl, out StageState, buf BufferState, place FinalPlace) (kind finding.Kind, checked, pending, bad bool) {
+	if !cl.Has || cl.Tombstone || place != FinalClosed {
+		return "", false, false, false
+	}
+	if BufferPending(buf) {
+		return "", true, true, false
+	}
+	kind, bad = TableMax(out, cl.TS)
+	return kind, true, false, bad
 }

@@ -2,8 +2,12 @@ package detect
 
 import (
 	"bytes"
+	"fmt"
 	"slices"
+	"strings"
 	"testing"
+
+	"github.com/lossaudit/lossaudit/audit/finding"
 )
 
 func TestTimeWindowsPlace(t *testing.T) {
@@ -114,6 +118,118 @@ func TestWindowKeys(t *testing.T) {
 			key, start, ok := split(tc.b)
 			if ok != tc.ok || string(key) != tc.key || start != tc.start {
 				t.Errorf("split(%v) = %q, %d, %v; want %q, %d, %v", tc.b, key, start, ok, tc.key, tc.start, tc.ok)
+			}
+		})
+	}
+}
+
+// TestWindowFinal: the output rule of a window emitted final
+// (suppress(untilWindowCloses)), and Closed's bound: a window closed whose
+// changelog holds a value is owed at least the changelog's timestamp
+// (missing, stale, aborted), unless the buffer holds it as a value; a
+// window not certainly closed, or expired, or with a tombstone, owes
+// nothing.
+func TestWindowFinal(t *testing.T) {
+	w := TimeWindows{Size: 60_000, Advance: 60_000, Grace: 10_000}
+	// Window [0, 60s) closes when stream time reaches 70s.
+	if got := w.Closed(0, 50_000, 70_000, true, -1); got != FinalClosed {
+		t.Errorf("end+grace = bound: %v, want closed", got)
+	}
+	if got := w.Closed(0, 50_000, 69_999, true, -1); got != FinalOpen {
+		t.Errorf("end+grace past the bound: %v, want open", got)
+	}
+	if got := w.Closed(0, 50_000, 1_000_000, false, -1); got != FinalOpen {
+		t.Errorf("bound unknown: %v, want open", got)
+	}
+	if got := w.Closed(0, 50_000, 1_000_000, true, 50_000); got != FinalExpired {
+		t.Errorf("changelog record at the retention bound: %v, want expired", got)
+	}
+	// Hopping (advance 20s): window [20s, 80s) closes at 90s.
+	hop := TimeWindows{Size: 60_000, Advance: 20_000, Grace: 10_000}
+	if a, b := hop.Closed(20_000, 70_000, 90_000, true, -1), hop.Closed(40_000, 70_000, 90_000, true, -1); a != FinalClosed || b != FinalOpen {
+		t.Errorf("hopping: [20s, 80s) %v, [40s, 100s) %v at 90s, want closed and open", a, b)
+	}
+	val := StageState{Has: true, TS: 50_000, Offset: 7}
+	cases := []struct {
+		name                  string
+		cl, out               StageState
+		buf                   BufferState
+		place                 FinalPlace
+		kind                  finding.Kind
+		checked, pending, bad bool
+	}{
+		{"closed and in the output", val, StageState{Has: true, TS: 50_000}, BufferState{Has: true, Tombstone: true}, FinalClosed, "", true, false, false},
+		{"closed, output newer", val, StageState{Has: true, TS: 55_000}, BufferState{}, FinalClosed, "", true, false, false},
+		{"closed and missing", val, StageState{}, BufferState{Has: true, Tombstone: true}, FinalClosed, finding.Missing, true, false, true},
+		{"closed, never buffered (compacted), missing", val, StageState{}, BufferState{}, FinalClosed, finding.Missing, true, false, true},
+		{"closed and stale", val, StageState{Has: true, TS: 40_000}, BufferState{}, FinalClosed, finding.Stale, true, false, true},
+		{"closed, only aborted", val, StageState{HasAborted: true, AbortedTS: 50_000}, BufferState{}, FinalClosed, finding.Aborted, true, false, true},
+		{"closed, still a value in the buffer", val, StageState{}, BufferState{Has: true}, FinalClosed, "", true, true, false},
+		{"not closed", val, StageState{}, BufferState{Has: true, Tombstone: true}, FinalOpen, "", false, false, false},
+		{"expired", val, StageState{}, BufferState{}, FinalExpired, "", false, false, false},
+		{"changelog tombstone", StageState{Has: true, TS: 50_000, Tombstone: true}, StageState{}, BufferState{}, FinalClosed, "", false, false, false},
+		{"no changelog record", StageState{}, StageState{}, BufferState{}, FinalClosed, "", false, false, false},
+	}
+	for _, tc := range cases {
+		kind, checked, pending, bad := WindowFinal(tc.cl, tc.out, tc.buf, tc.place)
+		if kind != tc.kind || checked != tc.checked || pending != tc.pending || bad != tc.bad {
+			t.Errorf("%s: got %q checked %v pending %v bad %v, want %q %v %v %v", tc.name, kind, checked, pending, bad, tc.kind, tc.checked, tc.pending, tc.bad)
+		}
+	}
+}
+
+// TestKeysFinal: Keys applies WindowFinal to a window of an input emitted
+// final, with or without a processed record certainly in it: a closed
+// window the output lacks is one missing row naming the changelog record
+// (or the input record when there is one), an open one is pending, a
+// buffered one is pending, and a lost changelog update is reported at the
+// changelog as before, without an output row.
+func TestKeysFinal(t *testing.T) {
+	key := WindowedKey([]byte("k"), 0)
+	spec := func(place FinalPlace) *KeySpec {
+		return &KeySpec{Inputs: []InputSpec{{Name: "a", Topic: "rep", RepartitionTopic: "rep", ChangelogTopic: "cl", Buffered: true,
+			Final: func(k []byte, p int32, ts int64) FinalPlace { return place }}}}
+	}
+	cases := []struct {
+		name      string
+		place     FinalPlace
+		input     bool
+		changelog int64 // ts of the changelog's value, 0 for none
+		buffer    bool  // the buffer's last record is a value
+		output    int64 // ts in the output, 0 for none
+		want      string
+		open, buf int
+	}{
+		{"closed, output holds it", FinalClosed, false, 50_000, false, 50_000, "", 0, 0},
+		{"closed, output lacks it", FinalClosed, false, 50_000, false, 0, "missing output cl[2]@9 ts 50000", 0, 0},
+		{"closed, output older", FinalClosed, false, 50_000, false, 40_000, "stale output cl[2]@9 ts 50000", 0, 0},
+		{"closed, buffered", FinalClosed, false, 50_000, true, 0, "", 0, 1},
+		{"open", FinalOpen, false, 50_000, false, 0, "", 1, 0},
+		{"open, a certain record in it", FinalOpen, true, 50_000, true, 0, "", 1, 0},
+		{"certain record lost at the changelog", FinalOpen, true, 0, true, 0, "missing changelog rep[0]@3 ts 45000", 0, 0},
+		{"closed, a record in it, output lacks it", FinalClosed, true, 50_000, false, 0, "missing output rep[0]@3 ts 50000", 0, 0},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			e := NewKeyEvidence(1)
+			e.Reset(key)
+			if tc.input {
+				e.AddCandidate(0, InputRecord{TS: 45_000, Partition: 0, Offset: 3})
+			}
+			if tc.changelog > 0 {
+				e.AddChangelog(0, 2, tc.changelog, 9, false)
+			}
+			e.AddBuffer(0, 2, 4, !tc.buffer)
+			if tc.output > 0 {
+				e.AddOutput(2, tc.output, 11, false)
+			}
+			rows, kc := Keys(spec(tc.place), e, nil)
+			var got []string
+			for _, r := range rows {
+				got = append(got, fmt.Sprintf("%s %s %s[%d]@%d ts %d", r.Kind, r.Stage, r.Topic, r.Partition, r.Offset, r.ExpectedTS))
+			}
+			if strings.Join(got, "; ") != tc.want || kc.FinalOpen != tc.open || kc.BufferPending != tc.buf {
+				t.Fatalf("rows %q open %d buffered %d, want %q %d %d", got, kc.FinalOpen, kc.BufferPending, tc.want, tc.open, tc.buf)
 			}
 		})
 	}

@@ -13,6 +13,7 @@ import org.apache.kafka.streams.kstream.Grouped;
 import org.apache.kafka.streams.kstream.KTable;
 import org.apache.kafka.streams.kstream.Materialized;
 import org.apache.kafka.streams.kstream.Produced;
+import org.apache.kafka.streams.kstream.Suppressed;
 import org.apache.kafka.streams.kstream.TimeWindowedKStream;
 import org.apache.kafka.streams.kstream.TimeWindows;
 import org.apache.kafka.streams.kstream.Windowed;
@@ -29,13 +30,16 @@ import org.apache.kafka.streams.processor.StreamPartitioner;
  * of each listed key (the window's count stays one short; its timestamp still moves), as
  * CountChangelog does: an aggregate, which describe() prints like count(). DROP_BEFORE_OUTPUT
  * ("k1,k2") loses every output record of the listed keys: a partitioner that sends them to no
- * partition (KIP-837), with no node of its own in the topology.
+ * partition (KIP-837), with no node of its own in the topology. WINDOW_EMIT=final (emitFinal)
+ * puts suppress(Suppressed.untilWindowCloses(unbounded())) between the count and toStream: each
+ * window reaches the output once, when it closes; DROP_BEFORE_OUTPUT then loses the final
+ * results of the listed keys' closed windows.
  */
 final class WindowedCount {
     private WindowedCount() {
     }
 
-    static Topology build(String input, String output, long sizeMillis, long advanceMillis, long graceMillis, Set<String> drop, Set<String> dropOutput) {
+    static Topology build(String input, String output, long sizeMillis, long advanceMillis, long graceMillis, Set<String> drop, Set<String> dropOutput, boolean emitFinal) {
         TimeWindows windows = TimeWindows.ofSizeAndGrace(Duration.ofMillis(sizeMillis), Duration.ofMillis(graceMillis));
         if (advanceMillis > 0 && advanceMillis < sizeMillis) {
             windows = windows.advanceBy(Duration.ofMillis(advanceMillis));
@@ -52,6 +56,9 @@ final class WindowedCount {
         } else {
             counts = windowed.aggregate(() -> 0L, (k, v, agg) -> drop.contains(k) && dropped.add(k) ? agg : agg + 1,
                     Materialized.with(Serdes.String(), Serdes.Long()));
+        }
+        if (emitFinal) {
+            counts = counts.suppress(Suppressed.untilWindowCloses(Suppressed.BufferConfig.unbounded()));
         }
         Produced<Windowed<String>, Long> produced = Produced.with(WindowedSerdes.timeWindowedSerdeFrom(String.class, sizeMillis), Serdes.Long());
         if (!dropOutput.isEmpty()) {
