@@ -25,9 +25,11 @@ func propertySeeds(share, floor int) int {
 // runs on, closed when the test ends, and a context bounding the test.
 // The cluster's own warnings go to stderr, which go test shows only for a
 // failing package: when the simulator meets a cluster state it does not
-// expect (twice in CI under -race: an LSO left below the high watermark,
-// INVALID_TXN_STATE on a transactional produce), kfake's account of it,
-// such as a transaction it aborted on timeout, is beside the failure.
+// expect, kfake's account of it (a transaction it aborted on timeout, for
+// example) is beside the failure. (Twice in CI under -race, a transaction
+// of the simulator failed with INVALID_TXN_STATE or stayed open until its
+// timeout: kgo had lost track of a partition it registered; the simulator
+// now registers and ends its transactions itself, sim/kafka.go.)
 func propertyCluster(t *testing.T, timeout time.Duration) ([]string, context.Context) {
 	t.Helper()
 	cluster, err := kfake.NewCluster(kfake.NumBrokers(3), kfake.WithLogger(kfake.BasicLogger(os.Stderr, kfake.LogLevelWarn)))
