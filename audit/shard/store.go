@@ -216,7 +216,7 @@ func noEOF(err error) error {
 // cleanup removes, after the merge has read every part, what no marker
 // names: the attempt directories of killed or dropped attempts, the
 // temporary files of interrupted writes (a process killed between writing
-// and renaming), and the runs of a duplicate index 0 that lost the race
+// and renaming), an S3 store's probe objects, and the runs of a duplicate index 0 that lost the race
 // for the manifest. The manifest, the markers, the snapshot's buckets and
 // the attempts the markers name (mapMks[i], reduceMks[i]) stay, as does any
 // object this package did not write. It returns how many entries (an
@@ -227,12 +227,15 @@ func cleanup(ctx context.Context, st Store, l layout, mapMks, reduceMks []*marke
 		return 0, err
 	}
 	run := l.runDir()
+	_, s3 := st.(*s3Store)
 	drop := map[string]bool{}
 	for _, name := range names {
 		dir := strings.HasSuffix(name, "/")
 		c := strings.Split(strings.TrimSuffix(name, "/"), "/")
 		switch {
-		case strings.HasPrefix(c[0], "manifest.tmp-"):
+		case strings.HasPrefix(c[0], "manifest.tmp-"), s3 && strings.HasPrefix(c[0], "probe-") && len(c) == 1:
+			// (a probe-<id> object: the S3 store's check of conditional
+			// writes, left by a process killed during it)
 			drop[c[0]] = true
 		case strings.HasPrefix(c[0], "run-") && c[0] != run && (dir || len(c) > 1):
 			drop[c[0]] = true // a duplicate index 0's run
