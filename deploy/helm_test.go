@@ -116,6 +116,11 @@ type podTemplate struct {
 			Env []struct {
 				Name string `yaml:"name"`
 			} `yaml:"env"`
+			EnvFrom []struct {
+				SecretRef *struct {
+					Name string `yaml:"name"`
+				} `yaml:"secretRef"`
+			} `yaml:"envFrom"`
 			LivenessProbe  *probe `yaml:"livenessProbe"`
 			ReadinessProbe *probe `yaml:"readinessProbe"`
 			VolumeMounts   []struct {
@@ -325,8 +330,27 @@ func checkShardedJob(t *testing.T, m manifest, codes map[int]string) {
 	if s.Template.Spec.RestartPolicy != "Never" {
 		t.Errorf("Job: restartPolicy %q, want Never (podFailurePolicy requires it)", s.Template.Spec.RestartPolicy)
 	}
-	args := strings.Join(s.Template.Spec.Containers[0].Args, " ")
+	c := s.Template.Spec.Containers[0]
+	args := strings.Join(c.Args, " ")
 	want := fmt.Sprintf("--shards %d --shard-dir /var/lib/lossaudit/shards/$(JOB_UID) --store-dir /tmp/store", *s.Completions)
+	if strings.Contains(args, "s3://") {
+		// ci/sharded-audit-s3-values.yaml: the shard directory in the
+		// bucket (the prefix's slashes trimmed), MinIO's endpoint and path
+		// style, the credentials from the Secret as environment (never an
+		// argument), no volume of the Job's own.
+		want = fmt.Sprintf("--shards %d --shard-dir s3://audits/orders/$(JOB_UID) --shard-s3-endpoint http://minio.minio:9000 --shard-s3-path-style --store-dir /tmp/store", *s.Completions)
+		if len(c.EnvFrom) != 1 || c.EnvFrom[0].SecretRef == nil || c.EnvFrom[0].SecretRef.Name != "lossaudit-s3" {
+			t.Errorf("Job: envFrom %+v, want the Secret lossaudit-s3 (shardedAudit.s3.credentialsSecret)", c.EnvFrom)
+		}
+		if strings.Contains(args, "AWS_") {
+			t.Errorf("Job: args %q name a credential", args)
+		}
+		for _, v := range s.Template.Spec.Volumes {
+			if v.PersistentVolumeClaim != nil && v.PersistentVolumeClaim.ClaimName != "lossaudit-reports" {
+				t.Errorf("Job: volume %s on claim %s: with S3 only the reports' existing claim is mounted", v.Name, v.PersistentVolumeClaim.ClaimName)
+			}
+		}
+	}
 	if !strings.Contains(args, want) {
 		t.Errorf("Job: args %q lack %q", args, want)
 	}
@@ -438,8 +462,8 @@ func checkPod(t *testing.T, kind string, pod podTemplate, storeDir string, files
 		}
 	}
 	for _, e := range c.Env {
-		if kind == "Job" && e.Name == "JOB_UID" {
-			continue // the sharded audit's run: its shard directory
+		if kind == "Job" && (e.Name == "JOB_UID" || e.Name == "AWS_REGION") {
+			continue // the sharded audit's run: its shard directory, its S3 bucket's region
 		}
 		if e.Name != config.EnvName("schema.registry_username") && e.Name != config.EnvName("schema.registry_password") {
 			t.Errorf("%s: environment variable %s is not one lossaudit reads for the registry's credentials", kind, e.Name)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -22,9 +23,10 @@ import (
 // ShardOptions say which shard of a sharded audit this process is
 // (docs/scale.md).
 type ShardOptions struct {
-	// Dir is the directory the shards share; Shards their number, Index
-	// this one's.
+	// Dir is the directory the shards share (or s3://bucket/prefix: an
+	// S3 bucket, S3 its settings); Shards their number, Index this one's.
 	Dir           string
+	S3            shard.S3Config
 	Shards, Index int
 	// Wait bounds each wait for the other shards; Poll is the interval
 	// between looks (0: the defaults).
@@ -62,7 +64,7 @@ func Shard(ctx context.Context, cfg *config.Config, o Options, so ShardOptions) 
 		defer hist.Close()
 		ao.History = hist
 	}
-	res, st, err := shard.Run(ctx, shard.Options{Dir: so.Dir, Shards: so.Shards, Index: so.Index, Config: configDigest(cfg, ao),
+	res, st, err := shard.Run(ctx, shard.Options{Dir: so.Dir, S3: so.S3, Shards: so.Shards, Index: so.Index, Config: configDigest(cfg, ao),
 		Wait: so.Wait, Poll: so.Poll, Log: so.Log, Hook: so.Hook, KeepAttempts: so.KeepAttempts}, ao)
 	if err != nil {
 		if streams.IsUnsupportedSharding(err) {
@@ -70,6 +72,10 @@ func Shard(ctx context.Context, cfg *config.Config, o Options, so ShardOptions) 
 		}
 		if me, ok := err.(*shard.MismatchError); ok {
 			return nil, nil, nil, &config.Error{Flag: "shard-dir", Msg: me.Error()}
+		}
+		var se *shard.StorageError
+		if errors.As(err, &se) {
+			return nil, nil, nil, &config.Error{Flag: "shard-dir", Msg: se.Error()}
 		}
 		return nil, nil, nil, runError(p.model, err)
 	}

@@ -19,8 +19,76 @@ import (
 	"github.com/lossaudit/lossaudit/audit/finding"
 	"github.com/lossaudit/lossaudit/audit/report"
 	"github.com/lossaudit/lossaudit/audit/shard"
+	"github.com/lossaudit/lossaudit/audit/shard/shardtest"
 	"github.com/lossaudit/lossaudit/config"
 )
+
+// shardBackend is a kind of shared storage a sharded audit runs on.
+type shardBackend struct {
+	name string
+	// dir turns a local directory into the shard directory of this
+	// backend: itself, or an s3:// address of the same path on a fake S3
+	// server (loopback) the first call starts for the test.
+	dir func(t *testing.T, local string) string
+}
+
+// shardBackends are the directory and S3 (docs/scale.md#storage).
+func shardBackends() []shardBackend {
+	return []shardBackend{
+		{"dir", func(_ *testing.T, local string) string { return local }},
+		{"s3", func(t *testing.T, local string) string {
+			shardtest.Start(t, "audits").Env(t)
+			return "s3://audits" + filepath.ToSlash(local)
+		}},
+	}
+}
+
+// shardObjects lists the objects of the shard directory dir (a directory's
+// own entries end in "/").
+func shardObjects(t *testing.T, dir string) (shard.Store, []string) {
+	t.Helper()
+	st, err := shard.OpenStore(context.Background(), dir, shard.S3Config{PathStyle: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	names, err := st.List(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st, names
+}
+
+// checkLeft checks what the merge left in the shard directory dir: one
+// attempt of every part (the one its marker names), one run, no temporary
+// file.
+func checkLeft(t *testing.T, dir string, parts ...string) {
+	t.Helper()
+	_, names := shardObjects(t, dir)
+	attempts, runs := map[string]map[string]bool{}, map[string]bool{}
+	for _, n := range names {
+		if strings.Contains(n, ".tmp-") {
+			t.Errorf("temporary file left: %s", n)
+		}
+		c := strings.Split(strings.TrimSuffix(n, "/"), "/")
+		if strings.HasPrefix(c[0], "run-") {
+			runs[c[0]] = true
+		}
+		if len(c) >= 3 {
+			if attempts[c[1]] == nil {
+				attempts[c[1]] = map[string]bool{}
+			}
+			attempts[c[1]][c[2]] = true
+		}
+	}
+	for _, part := range parts {
+		if len(attempts[part]) != 1 {
+			t.Errorf("%s: %d attempts left after the merge, want the marked one: %v", part, len(attempts[part]), attempts[part])
+		}
+	}
+	if len(runs) != 1 {
+		t.Errorf("runs left: %v", runs)
+	}
+}
 
 // reports renders res as the CSV and JSON reports, the JSON without what
 // differs between two runs of the same snapshot (when they ran, how long
@@ -60,6 +128,13 @@ func reports(t *testing.T, res *finding.Result) (csv, js string) {
 // run again. It returns index 0's result.
 func shardRun(ctx context.Context, t *testing.T, cfg *config.Config, dir string, n int, hook func(i int) func(string) error) *finding.Result {
 	t.Helper()
+	return shardRunOn(ctx, t, cfg, dir, filepath.Join(dir, "shards"), n, hook)
+}
+
+// shardRunOn is shardRun with the shard directory shards (a directory or
+// an s3:// address).
+func shardRunOn(ctx context.Context, t *testing.T, cfg *config.Config, dir, shards string, n int, hook func(i int) func(string) error) *finding.Result {
+	t.Helper()
 	var wg sync.WaitGroup
 	var res *finding.Result
 	errs := make([]error, n)
@@ -69,7 +144,7 @@ func shardRun(ctx context.Context, t *testing.T, cfg *config.Config, dir string,
 			defer wg.Done()
 			c := *cfg
 			c.Store.Dir = filepath.Join(dir, fmt.Sprintf("store-%d", i))
-			so := app.ShardOptions{Dir: filepath.Join(dir, "shards"), Shards: n, Index: i, Poll: 20 * time.Millisecond, Wait: 3 * time.Minute}
+			so := app.ShardOptions{Dir: shards, S3: shard.S3Config{PathStyle: true}, Shards: n, Index: i, Poll: 20 * time.Millisecond, Wait: 3 * time.Minute}
 			if hook != nil {
 				if h := hook(i); h != nil {
 					so.Hook = h
@@ -209,6 +284,14 @@ func TestShardedAuditEqualsSingleAudit(t *testing.T) {
 				sameReports(t, tr, res, single)
 			})
 		}
+		// The S3 backend, with 2 and 4 shards.
+		for _, n := range []int{2, 4} {
+			t.Run(fmt.Sprintf("%s/s3/shards=%d", sc.AppID, n), func(t *testing.T) {
+				local := filepath.Join(dir, fmt.Sprintf("s3-n%d", n))
+				res := shardRunOn(ctx, t, cfg, local, shardBackends()[1].dir(t, filepath.Join(local, "shards")), n, nil)
+				sameReports(t, tr, res, single)
+			})
+		}
 	}
 }
 
@@ -225,22 +308,42 @@ func TestShardedAuditKilledAndRetried(t *testing.T) {
 	brokers, ctx := propertyCluster(t, 5*time.Minute)
 	sc := shardScenarios()[4]
 	sc.AppID, sc.TopicPrefix, sc.Output = "kill-"+sc.AppID, "kill-"+sc.TopicPrefix, "kill-"+sc.Output
-	dir := t.TempDir()
-	tr, cfg, single := simAudit(ctx, t, brokers, sc, dir)
-	shards := filepath.Join(dir, "sharded", "shards")
+	base := t.TempDir()
+	tr, cfg, single := simAudit(ctx, t, brokers, sc, base)
+	for _, bk := range shardBackends() {
+		t.Run(bk.name, func(t *testing.T) {
+			dir := filepath.Join(base, bk.name)
+			shards := bk.dir(t, filepath.Join(dir, "sharded", "shards"))
+			killedAndRetried(ctx, t, tr, cfg, single, dir, shards)
+		})
+	}
+}
+
+func killedAndRetried(ctx context.Context, t *testing.T, tr *sim.Truth, cfg *config.Config, single *finding.Result, dir, shards string) {
 	// damage overwrites every file of shard part (map-2, reduce-0) written
 	// so far: the killed attempt's, which the retried shard must not read.
 	damage := func(part string) error {
-		dirs, err := filepath.Glob(filepath.Join(shards, "run-*", part))
-		if err != nil || len(dirs) != 1 {
-			return fmt.Errorf("the killed attempt's directory %s: %v (%d found)", part, err, len(dirs))
-		}
-		return filepath.Walk(dirs[0], func(p string, fi os.FileInfo, err error) error {
-			if err != nil || fi.IsDir() {
+		st, names := shardObjects(t, shards)
+		n := 0
+		for _, name := range names {
+			c := strings.Split(name, "/")
+			if len(c) < 3 || !strings.HasPrefix(c[0], "run-") || c[1] != part || strings.HasSuffix(name, "/") {
+				continue
+			}
+			w, err := st.Create(ctx, name)
+			if err != nil {
 				return err
 			}
-			return os.WriteFile(p, []byte("damaged by the killed attempt"), 0o644)
-		})
+			w.Write([]byte("damaged by the killed attempt"))
+			if err := w.Commit(); err != nil {
+				return err
+			}
+			n++
+		}
+		if n == 0 {
+			return fmt.Errorf("the killed attempt's files of %s: none found", part)
+		}
+		return nil
 	}
 	var killed sync.Map
 	hook := func(i int) func(string) error {
@@ -258,7 +361,7 @@ func TestShardedAuditKilledAndRetried(t *testing.T) {
 			return errKilled
 		}
 	}
-	res := shardRun(ctx, t, cfg, filepath.Join(dir, "sharded"), 4, hook)
+	res := shardRunOn(ctx, t, cfg, filepath.Join(dir, "sharded"), shards, 4, hook)
 	for i := 0; i < 4; i++ {
 		if _, ok := killed.Load(i); !ok {
 			t.Errorf("shard %d was never killed", i)
@@ -268,25 +371,12 @@ func TestShardedAuditKilledAndRetried(t *testing.T) {
 	// The merge removed the killed attempts' files: one attempt is left
 	// of every map and reduce (the one its marker names), no temporary
 	// file, no other run.
-	for _, part := range []string{"map-0", "map-1", "map-2", "map-3", "reduce-0", "reduce-1", "reduce-2", "reduce-3"} {
-		if left, _ := filepath.Glob(filepath.Join(shards, "run-*", part, "*")); len(left) != 1 {
-			t.Errorf("%s: %d attempts left after the merge, want the marked one: %v", part, len(left), left)
-		}
-	}
-	if runs, _ := filepath.Glob(filepath.Join(shards, "run-*")); len(runs) != 1 {
-		t.Errorf("runs left: %v", runs)
-	}
-	filepath.Walk(shards, func(p string, fi os.FileInfo, err error) error {
-		if err == nil && strings.Contains(fi.Name(), ".tmp-") {
-			t.Errorf("temporary file left: %s", p)
-		}
-		return nil
-	})
+	checkLeft(t, shards, "map-0", "map-1", "map-2", "map-3", "reduce-0", "reduce-1", "reduce-2", "reduce-3")
 	// What is left is what the merge reads: index 0 run again (killed
 	// before its reports were written, say) merges the same reports.
 	c := *cfg
 	c.Store.Dir = filepath.Join(dir, "sharded", "store-0-again")
-	again, _, st, err := app.Shard(ctx, &c, app.Options{}, app.ShardOptions{Dir: shards, Shards: 4, Index: 0, Poll: 20 * time.Millisecond, Wait: time.Minute})
+	again, _, st, err := app.Shard(ctx, &c, app.Options{}, app.ShardOptions{Dir: shards, S3: shard.S3Config{PathStyle: true}, Shards: 4, Index: 0, Poll: 20 * time.Millisecond, Wait: time.Minute})
 	if err != nil {
 		t.Fatalf("index 0 run again after the merge: %v", err)
 	}
@@ -367,13 +457,21 @@ func TestShardedAuditDuplicateAttempt(t *testing.T) {
 	brokers, ctx := propertyCluster(t, 5*time.Minute)
 	sc := shardScenarios()[0]
 	sc.AppID, sc.TopicPrefix, sc.Output = "dup-"+sc.AppID, "dup-"+sc.TopicPrefix, "dup-"+sc.Output
-	dir := t.TempDir()
-	tr, cfg, single := simAudit(ctx, t, brokers, sc, dir)
-	shards := filepath.Join(dir, "shards")
+	base := t.TempDir()
+	tr, cfg, single := simAudit(ctx, t, brokers, sc, base)
+	for _, bk := range shardBackends() {
+		t.Run(bk.name, func(t *testing.T) {
+			dir := filepath.Join(base, bk.name)
+			duplicateAttempt(ctx, t, tr, cfg, single, dir, bk.dir(t, filepath.Join(dir, "shards")))
+		})
+	}
+}
+
+func duplicateAttempt(ctx context.Context, t *testing.T, tr *sim.Truth, cfg *config.Config, single *finding.Result, dir, shards string) {
 	runShard := func(i int, store string, hook func(string) error) (*finding.Result, *shard.Stats, error) {
 		c := *cfg
 		c.Store.Dir = filepath.Join(dir, store)
-		res, _, st, err := app.Shard(ctx, &c, app.Options{}, app.ShardOptions{Dir: shards, Shards: 3, Index: i, Poll: 20 * time.Millisecond, Wait: 2 * time.Minute, Hook: hook})
+		res, _, st, err := app.Shard(ctx, &c, app.Options{}, app.ShardOptions{Dir: shards, S3: shard.S3Config{PathStyle: true}, Shards: 3, Index: i, Poll: 20 * time.Millisecond, Wait: 2 * time.Minute, Hook: hook})
 		return res, st, err
 	}
 	merged := make(chan struct{})
@@ -417,11 +515,7 @@ func TestShardedAuditDuplicateAttempt(t *testing.T) {
 	if !stats[1].MapSkipped || !stats[1].ReduceSkipped || stats[2].MapSkipped || !stats[2].ReduceSkipped {
 		t.Errorf("the first attempts' stats %+v, %+v: want index 1's map and index 2's reduce adopted", *stats[1], *stats[2])
 	}
-	for _, part := range []string{"map-0", "map-1", "map-2", "reduce-0", "reduce-1", "reduce-2"} {
-		if left, _ := filepath.Glob(filepath.Join(shards, "run-*", part, "*")); len(left) != 1 {
-			t.Errorf("%s: %d attempts left, want the marked one: %v", part, len(left), left)
-		}
-	}
+	checkLeft(t, shards, "map-0", "map-1", "map-2", "reduce-0", "reduce-1", "reduce-2")
 	again, st, err := runShard(0, "s0-again", nil)
 	if err != nil {
 		t.Fatalf("index 0 run again after the merge: %v", err)

@@ -15,7 +15,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/lossaudit/lossaudit/audit/finding"
@@ -28,8 +27,11 @@ const formatVersion = 1
 
 // Options configure one shard.
 type Options struct {
-	// Dir is the directory every shard shares.
+	// Dir is the directory every shard shares, or s3://bucket/prefix
+	// for an S3 bucket (docs/scale.md#storage).
 	Dir string
+	// S3 are the S3 backend's settings (with an s3:// Dir).
+	S3 S3Config
 	// Shards is the number of shards, Index this one's (0 takes the
 	// snapshot and merges).
 	Shards, Index int
@@ -54,6 +56,8 @@ type Options struct {
 	// an error it returns stops the shard there, as a killed process would
 	// (tests).
 	Hook func(point string) error
+
+	store Store
 }
 
 // Stats are what one shard read and shuffled.
@@ -103,23 +107,23 @@ type marker struct {
 	Records, Stored int64
 }
 
-// layout names the files of a run.
-type layout struct{ dir, run string }
+// layout names the objects of a run, relative to the store's root.
+type layout struct{ run string }
 
-func (l layout) manifest() string    { return filepath.Join(l.dir, "manifest") }
-func (l layout) runDir() string      { return filepath.Join(l.dir, "run-"+l.run) }
-func (l layout) snapshotDir() string { return filepath.Join(l.runDir(), "snapshot") }
+func (l layout) manifest() string    { return "manifest" }
+func (l layout) runDir() string      { return "run-" + l.run }
+func (l layout) snapshotDir() string { return joinName(l.runDir(), "snapshot") }
 func (l layout) mapDone(i int) string {
-	return filepath.Join(l.runDir(), fmt.Sprintf("map-%d.done", i))
+	return joinName(l.runDir(), fmt.Sprintf("map-%d.done", i))
 }
 func (l layout) reduceDone(i int) string {
-	return filepath.Join(l.runDir(), fmt.Sprintf("reduce-%d.done", i))
+	return joinName(l.runDir(), fmt.Sprintf("reduce-%d.done", i))
 }
 func (l layout) mapDir(i int, attempt string) string {
-	return filepath.Join(l.runDir(), fmt.Sprintf("map-%d", i), attempt)
+	return joinName(l.runDir(), fmt.Sprintf("map-%d", i), attempt)
 }
 func (l layout) reduceDir(i int, attempt string) string {
-	return filepath.Join(l.runDir(), fmt.Sprintf("reduce-%d", i), attempt)
+	return joinName(l.runDir(), fmt.Sprintf("reduce-%d", i), attempt)
 }
 
 // Run runs shard so.Index of so.Shards with the audit's options o (o.Store
@@ -147,9 +151,11 @@ func Run(ctx context.Context, so Options, o streams.Options) (*finding.Result, *
 	if err := streams.CheckShardable(o); err != nil {
 		return nil, nil, err
 	}
-	if err := os.MkdirAll(so.Dir, 0o755); err != nil {
-		return nil, nil, fmt.Errorf("shard: creating %s: %w", so.Dir, err)
+	sto, err := OpenStore(ctx, so.Dir, so.S3)
+	if err != nil {
+		return nil, nil, err
 	}
+	so.store = sto
 	attempt, err := newAttempt()
 	if err != nil {
 		return nil, nil, err
@@ -160,7 +166,7 @@ func Run(ctx context.Context, so Options, o streams.Options) (*finding.Result, *
 		return nil, nil, err
 	}
 	st.RunID, st.SnapshotRecords = m.RunID, m.Snapshot.Records
-	l := layout{dir: so.Dir, run: m.RunID}
+	l := layout{run: m.RunID}
 	if err := runMap(ctx, so, o, m, l, attempt, st); err != nil {
 		return nil, nil, err
 	}
@@ -179,7 +185,7 @@ func Run(ctx context.Context, so Options, o streams.Options) (*finding.Result, *
 		// Only what no marker names goes: the attempts the markers name
 		// stay, so index 0 restarted before its reports are written (or
 		// after) merges the same parts again.
-		if st.Removed, err = cleanup(so, l, maps, reduces); err != nil {
+		if st.Removed, err = cleanup(ctx, so.store, l, maps, reduces); err != nil {
 			return nil, nil, err
 		}
 		if st.Removed > 0 {
@@ -199,10 +205,11 @@ func (so Options) logf(format string, args ...any) {
 // writes it unless it exists (a restarted index 0 reuses it: a second
 // snapshot would split the run); the others wait for it.
 func loadOrTake(ctx context.Context, so Options, o streams.Options, attempt string) (*manifest, error) {
-	path := layout{dir: so.Dir}.manifest()
+	st := so.store
+	path := layout{}.manifest()
 	if so.Index != 0 {
 		err := wait(ctx, so, "the manifest (index 0 takes the snapshot)", func() (int, int, error) {
-			ok, err := exists(path)
+			ok, err := st.Exists(ctx, path)
 			if ok {
 				return 1, 1, err
 			}
@@ -212,16 +219,16 @@ func loadOrTake(ctx context.Context, so Options, o streams.Options, attempt stri
 			return nil, err
 		}
 	}
-	ok, err := exists(path)
+	ok, err := st.Exists(ctx, path)
 	if err != nil {
 		return nil, err
 	}
 	if ok {
 		m := &manifest{}
-		if err := readGob(path, m); err != nil {
+		if err := readGob(ctx, st, path, m); err != nil {
 			return nil, err
 		}
-		if err := check(so, m, path); err != nil {
+		if err := check(so, m, st.Describe(path)); err != nil {
 			return nil, err
 		}
 		if so.Index == 0 {
@@ -233,8 +240,8 @@ func loadOrTake(ctx context.Context, so Options, o streams.Options, attempt stri
 	if err != nil {
 		return nil, err
 	}
-	l := layout{dir: so.Dir, run: run}
-	b, err := newBuckets(l.snapshotDir(), so.Shards)
+	l := layout{run: run}
+	b, err := newBuckets(ctx, st, l.snapshotDir(), so.Shards)
 	if err != nil {
 		return nil, err
 	}
@@ -248,15 +255,15 @@ func loadOrTake(ctx context.Context, so Options, o streams.Options, attempt stri
 		return nil, err
 	}
 	m := &manifest{Version: formatVersion, RunID: run, Shards: so.Shards, Config: so.Config, Created: created, Snapshot: snap}
-	if err := createAtomic(path, attempt, m); errors.Is(err, os.ErrExist) {
+	if err := createAtomic(ctx, st, path, m); errors.Is(err, os.ErrExist) {
 		// Another index 0 (a duplicate pod) wrote its manifest first: the
 		// run is that one, this snapshot is dropped.
 		m = &manifest{}
-		if err := readGob(path, m); err != nil {
+		if err := readGob(ctx, st, path, m); err != nil {
 			return nil, err
 		}
 		so.logf("shard 0 of %d: another index 0 wrote the manifest of run %s first: joined it", so.Shards, m.RunID)
-		return m, check(so, m, path)
+		return m, check(so, m, st.Describe(path))
 	} else if err != nil {
 		return nil, err
 	}
@@ -309,15 +316,23 @@ func wait(ctx context.Context, so Options, what string, count func() (int, int, 
 	}
 }
 
-// countDone counts the markers of paths that exist.
-func countDone(paths []string) (int, int, error) {
+// countDone counts the markers of paths that exist. A marker is never
+// replaced nor removed, so one seen (in seen) is not asked for again: a
+// waiting shard asks only for the markers still missing (a request each
+// on S3).
+func countDone(ctx context.Context, st Store, paths []string, seen map[string]bool) (int, int, error) {
 	n := 0
 	for _, p := range paths {
-		ok, err := exists(p)
+		if seen[p] {
+			n++
+			continue
+		}
+		ok, err := st.Exists(ctx, p)
 		if err != nil {
 			return 0, 0, err
 		}
 		if ok {
+			seen[p] = true
 			n++
 		}
 	}
@@ -326,11 +341,11 @@ func countDone(paths []string) (int, int, error) {
 
 func runMap(ctx context.Context, so Options, o streams.Options, m *manifest, l layout, attempt string, st *Stats) error {
 	done := l.mapDone(so.Index)
-	if ok, err := exists(done); err != nil || ok {
+	if ok, err := so.store.Exists(ctx, done); err != nil || ok {
 		st.MapSkipped = ok
 		if ok {
 			mk := &marker{}
-			if err := readGob(done, mk); err != nil {
+			if err := readGob(ctx, so.store, done, mk); err != nil {
 				return err
 			}
 			st.MapRecords = mk.Records
@@ -343,7 +358,7 @@ func runMap(ctx context.Context, so Options, o streams.Options, m *manifest, l l
 		return err
 	}
 	dir := l.mapDir(so.Index, attempt)
-	b, err := newBuckets(dir, so.Shards)
+	b, err := newBuckets(ctx, so.store, dir, so.Shards)
 	if err != nil {
 		return err
 	}
@@ -364,18 +379,18 @@ func runMap(ctx context.Context, so Options, o streams.Options, m *manifest, l l
 	if err := b.close(); err != nil {
 		return err
 	}
-	if err := writeAtomic(filepath.Join(dir, "counts"), attempt, res); err != nil {
+	if err := writeAtomic(ctx, so.store, joinName(dir, "counts"), res); err != nil {
 		return err
 	}
 	if err := so.Hook("map-written"); err != nil {
 		return err
 	}
 	mk := &marker{Attempt: attempt, Entries: b.Entries, Bytes: b.Bytes, Records: res.Records}
-	if err := createAtomic(done, attempt, mk); errors.Is(err, os.ErrExist) {
+	if err := createAtomic(ctx, so.store, done, mk); errors.Is(err, os.ErrExist) {
 		// Another attempt of this index (a duplicate pod) marked its
 		// output first: the marker never changes once written, so the
 		// merge and its cleanup see one attempt; this one's is dropped.
-		return adoptMap(so, done, dir, st)
+		return adoptMap(ctx, so, done, dir, st)
 	} else if err != nil {
 		return err
 	}
@@ -394,13 +409,14 @@ func mapMarkers(ctx context.Context, so Options, l layout) ([]*marker, error) {
 	for i := 0; i < so.Shards; i++ {
 		paths = append(paths, l.mapDone(i))
 	}
-	if err := wait(ctx, so, "the map outputs", func() (int, int, error) { return countDone(paths) }); err != nil {
+	seen := map[string]bool{}
+	if err := wait(ctx, so, "the map outputs", func() (int, int, error) { return countDone(ctx, so.store, paths, seen) }); err != nil {
 		return nil, err
 	}
 	out := make([]*marker, so.Shards)
 	for i, p := range paths {
 		out[i] = &marker{}
-		if err := readGob(p, out[i]); err != nil {
+		if err := readGob(ctx, so.store, p, out[i]); err != nil {
 			return nil, err
 		}
 	}
@@ -409,11 +425,11 @@ func mapMarkers(ctx context.Context, so Options, l layout) ([]*marker, error) {
 
 func runReduce(ctx context.Context, so Options, o streams.Options, m *manifest, l layout, attempt string, st *Stats) error {
 	done := l.reduceDone(so.Index)
-	if ok, err := exists(done); err != nil || ok {
+	if ok, err := so.store.Exists(ctx, done); err != nil || ok {
 		st.ReduceSkipped = ok
 		if ok {
 			mk := &marker{}
-			if err := readGob(done, mk); err != nil {
+			if err := readGob(ctx, so.store, done, mk); err != nil {
 				return err
 			}
 			st.ReduceRecords, st.ReduceEntries = mk.Records, mk.Stored
@@ -426,11 +442,11 @@ func runReduce(ctx context.Context, so Options, o streams.Options, m *manifest, 
 		return err
 	}
 	res, err := streams.ShardReduce(ctx, o, m.Snapshot, so.Shards, so.Index, func(add streams.Emit) error {
-		if err := readBucket(bucketPath(l.snapshotDir(), so.Index), add); err != nil {
+		if err := readBucket(ctx, so.store, bucketPath(l.snapshotDir(), so.Index), add); err != nil {
 			return err
 		}
 		for i, mk := range maps {
-			if err := readBucket(bucketPath(l.mapDir(i, mk.Attempt), so.Index), add); err != nil {
+			if err := readBucket(ctx, so.store, bucketPath(l.mapDir(i, mk.Attempt), so.Index), add); err != nil {
 				return err
 			}
 		}
@@ -440,22 +456,19 @@ func runReduce(ctx context.Context, so Options, o streams.Options, m *manifest, 
 		return err
 	}
 	dir := l.reduceDir(so.Index, attempt)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("shard: creating %s: %w", dir, err)
-	}
-	if err := writeAtomic(filepath.Join(dir, "result"), attempt, res); err != nil {
+	if err := writeAtomic(ctx, so.store, joinName(dir, "result"), res); err != nil {
 		return err
 	}
 	if err := so.Hook("reduce-written"); err != nil {
 		return err
 	}
-	if err := createAtomic(done, attempt, &marker{Attempt: attempt, Records: res.Records, Stored: res.Entries}); errors.Is(err, os.ErrExist) {
+	if err := createAtomic(ctx, so.store, done, &marker{Attempt: attempt, Records: res.Records, Stored: res.Entries}); errors.Is(err, os.ErrExist) {
 		// As for a map: the first marked attempt is the reduce's.
-		if err := os.RemoveAll(dir); err != nil {
-			return fmt.Errorf("shard: removing the dropped attempt %s: %w", dir, err)
+		if err := so.store.RemoveAll(ctx, dir); err != nil {
+			return fmt.Errorf("shard: removing the dropped attempt: %w", err)
 		}
 		mk := &marker{}
-		if err := readGob(done, mk); err != nil {
+		if err := readGob(ctx, so.store, done, mk); err != nil {
 			return err
 		}
 		st.ReduceSkipped, st.ReduceRecords, st.ReduceEntries = true, mk.Records, mk.Stored
@@ -476,7 +489,8 @@ func merge(ctx context.Context, so Options, o streams.Options, m *manifest, l la
 	for i := 0; i < so.Shards; i++ {
 		paths = append(paths, l.reduceDone(i))
 	}
-	if err := wait(ctx, so, "the reduce outputs", func() (int, int, error) { return countDone(paths) }); err != nil {
+	seen := map[string]bool{}
+	if err := wait(ctx, so, "the reduce outputs", func() (int, int, error) { return countDone(ctx, so.store, paths, seen) }); err != nil {
 		return nil, nil, nil, err
 	}
 	maps, err := mapMarkers(ctx, so, l)
@@ -486,7 +500,7 @@ func merge(ctx context.Context, so Options, o streams.Options, m *manifest, l la
 	var mres []*streams.ShardMapResult
 	for i, mk := range maps {
 		r := &streams.ShardMapResult{}
-		if err := readGob(filepath.Join(l.mapDir(i, mk.Attempt), "counts"), r); err != nil {
+		if err := readGob(ctx, so.store, joinName(l.mapDir(i, mk.Attempt), "counts"), r); err != nil {
 			return nil, nil, nil, err
 		}
 		mres = append(mres, r)
@@ -495,11 +509,11 @@ func merge(ctx context.Context, so Options, o streams.Options, m *manifest, l la
 	var reduces []*marker
 	for i, p := range paths {
 		mk := &marker{}
-		if err := readGob(p, mk); err != nil {
+		if err := readGob(ctx, so.store, p, mk); err != nil {
 			return nil, nil, nil, err
 		}
 		r := &streams.ShardReduceResult{}
-		if err := readGob(filepath.Join(l.reduceDir(i, mk.Attempt), "result"), r); err != nil {
+		if err := readGob(ctx, so.store, joinName(l.reduceDir(i, mk.Attempt), "result"), r); err != nil {
 			return nil, nil, nil, err
 		}
 		rres = append(rres, r)
@@ -515,12 +529,12 @@ func merge(ctx context.Context, so Options, o streams.Options, m *manifest, l la
 // adoptMap makes the map's marked attempt this shard's after another
 // attempt of the index marked its output first: this attempt's directory
 // dir is removed, the stats are the winner's.
-func adoptMap(so Options, done, dir string, st *Stats) error {
-	if err := os.RemoveAll(dir); err != nil {
-		return fmt.Errorf("shard: removing the dropped attempt %s: %w", dir, err)
+func adoptMap(ctx context.Context, so Options, done, dir string, st *Stats) error {
+	if err := so.store.RemoveAll(ctx, dir); err != nil {
+		return fmt.Errorf("shard: removing the dropped attempt: %w", err)
 	}
 	mk := &marker{}
-	if err := readGob(done, mk); err != nil {
+	if err := readGob(ctx, so.store, done, mk); err != nil {
 		return err
 	}
 	st.MapSkipped, st.MapRecords = true, mk.Records

@@ -2,16 +2,17 @@ package shard
 
 import (
 	"bufio"
+	"bytes"
+	"context"
 	"crypto/rand"
 	"encoding/binary"
 	"encoding/gob"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
-	"os"
-	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -28,113 +29,67 @@ func newAttempt() (string, error) {
 	return hex.EncodeToString(b[:]), nil
 }
 
-// syncDir fsyncs a directory, so that a rename in it is durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("shard: opening %s: %w", dir, err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("shard: syncing %s: %w", dir, err)
-	}
-	return nil
-}
-
-// writeAtomic writes v (gob) to path: a temporary file named by attempt,
-// fsynced, renamed over path, the directory fsynced. Readers see the whole
-// file or none.
-func writeAtomic(path, attempt string, v any) error {
-	return write(path, attempt, v, false)
-}
-
-// createAtomic is writeAtomic for a file that must not be replaced: the
-// complete file is linked to path, which fails with os.ErrExist when
-// another process created it first.
-func createAtomic(path, attempt string, v any) error {
-	return write(path, attempt, v, true)
-}
-
-func write(path, attempt string, v any, create bool) error {
-	tmp := path + ".tmp-" + attempt
-	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
-	if err != nil {
-		return fmt.Errorf("shard: creating %s: %w", tmp, err)
-	}
-	bw := bufio.NewWriter(f)
-	err = gob.NewEncoder(bw).Encode(v)
-	if err == nil {
-		err = bw.Flush()
-	}
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil && create {
-		err = os.Link(tmp, path)
-		os.Remove(tmp)
-	} else if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("shard: writing %s: %w", path, err)
-	}
-	return syncDir(filepath.Dir(path))
-}
-
-// readGob reads the gob value of path into v.
-func readGob(path string, v any) error {
-	f, err := os.Open(path)
+// writeAtomic writes v (gob) as the object name: readers see the whole
+// object or none.
+func writeAtomic(ctx context.Context, st Store, name string, v any) error {
+	w, err := st.Create(ctx, name)
 	if err != nil {
 		return err
 	}
-	defer f.Close()
-	if err := gob.NewDecoder(bufio.NewReader(f)).Decode(v); err != nil {
-		return fmt.Errorf("shard: reading %s: %w", path, err)
+	if err := gob.NewEncoder(w).Encode(v); err != nil {
+		w.Abort()
+		return fmt.Errorf("shard: writing %s: %w", st.Describe(name), err)
+	}
+	return w.Commit()
+}
+
+// createAtomic is writeAtomic for an object that must not be replaced: it
+// fails with an error wrapping os.ErrExist when another process created
+// it first.
+func createAtomic(ctx context.Context, st Store, name string, v any) error {
+	var b bytes.Buffer
+	if err := gob.NewEncoder(&b).Encode(v); err != nil {
+		return fmt.Errorf("shard: encoding %s: %w", st.Describe(name), err)
+	}
+	return st.PutIfAbsent(ctx, name, b.Bytes())
+}
+
+// readGob reads the gob value of the object name into v.
+func readGob(ctx context.Context, st Store, name string, v any) error {
+	r, err := st.Open(ctx, name)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	if err := gob.NewDecoder(bufio.NewReader(r)).Decode(v); err != nil {
+		return fmt.Errorf("shard: reading %s: %w", st.Describe(name), err)
 	}
 	return nil
 }
 
-// exists reports whether path exists; other errors are returned.
-func exists(path string) (bool, error) {
-	_, err := os.Stat(path)
-	if err == nil {
-		return true, nil
-	}
-	if errors.Is(err, os.ErrNotExist) {
-		return false, nil
-	}
-	return false, fmt.Errorf("shard: %w", err)
-}
-
-// buckets writes entries to one file per reduce shard:
+// buckets writes entries to one object per reduce shard:
 // len(key) u32 | key | tag u8 | len(fields) u16 | fields | len(value) u16 | value.
 type buckets struct {
-	dir   string
-	files []*os.File
-	w     []*bufio.Writer
+	st  Store
+	dir string
+	obj []Writer
+	w   []*bufio.Writer
 	// Entries and Bytes count what went to each reduce shard.
 	Entries, Bytes []int64
 }
 
-func bucketPath(dir string, r int) string { return filepath.Join(dir, fmt.Sprintf("to-%d", r)) }
+func bucketPath(dir string, r int) string { return joinName(dir, fmt.Sprintf("to-%d", r)) }
 
-func newBuckets(dir string, n int) (*buckets, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("shard: creating %s: %w", dir, err)
-	}
-	b := &buckets{dir: dir, Entries: make([]int64, n), Bytes: make([]int64, n)}
+func newBuckets(ctx context.Context, st Store, dir string, n int) (*buckets, error) {
+	b := &buckets{st: st, dir: dir, Entries: make([]int64, n), Bytes: make([]int64, n)}
 	for r := 0; r < n; r++ {
-		f, err := os.OpenFile(bucketPath(dir, r), os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
+		w, err := st.Create(ctx, bucketPath(dir, r))
 		if err != nil {
 			b.abort()
-			return nil, fmt.Errorf("shard: creating %s: %w", bucketPath(dir, r), err)
+			return nil, err
 		}
-		b.files = append(b.files, f)
-		b.w = append(b.w, bufio.NewWriterSize(f, 256<<10))
+		b.obj = append(b.obj, w)
+		b.w = append(b.w, bufio.NewWriterSize(w, 256<<10))
 	}
 	return b, nil
 }
@@ -155,47 +110,46 @@ func (b *buckets) add(r int, key []byte, e index.Entry) error {
 	binary.BigEndian.PutUint16(h[:2], uint16(len(e.Value)))
 	w.Write(h[:2])
 	if _, err := w.Write(e.Value); err != nil {
-		return fmt.Errorf("shard: writing %s: %w", bucketPath(b.dir, r), err)
+		return fmt.Errorf("shard: writing %s: %w", b.st.Describe(bucketPath(b.dir, r)), err)
 	}
 	b.Entries[r]++
 	b.Bytes[r] += int64(4 + len(key) + 1 + 2 + len(e.Fields) + 2 + len(e.Value))
 	return nil
 }
 
-// close flushes and fsyncs every bucket.
+// close completes every bucket (a file fsynced and renamed into place, an
+// S3 upload completed).
 func (b *buckets) close() error {
-	var first error
-	for r, f := range b.files {
+	for r, w := range b.obj {
 		err := b.w[r].Flush()
-		if err == nil {
-			err = f.Sync()
+		if err != nil {
+			b.abort()
+			return fmt.Errorf("shard: writing %s: %w", b.st.Describe(bucketPath(b.dir, r)), err)
 		}
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil && first == nil {
-			first = fmt.Errorf("shard: writing %s: %w", bucketPath(b.dir, r), err)
+		if err := w.Commit(); err != nil {
+			for _, w := range b.obj[r+1:] {
+				w.Abort()
+			}
+			return err
 		}
 	}
-	if first != nil {
-		return first
-	}
-	return syncDir(b.dir)
+	return nil
 }
 
 func (b *buckets) abort() {
-	for _, f := range b.files {
-		f.Close()
+	for _, w := range b.obj {
+		w.Abort()
 	}
 }
 
-// readBucket hands every entry of the bucket file path to add.
-func readBucket(path string, add func(key []byte, e index.Entry) error) error {
-	f, err := os.Open(path)
+// readBucket hands every entry of the bucket object name to add.
+func readBucket(ctx context.Context, st Store, name string, add func(key []byte, e index.Entry) error) error {
+	f, err := st.Open(ctx, name)
 	if err != nil {
-		return fmt.Errorf("shard: opening %s: %w", path, err)
+		return err
 	}
 	defer f.Close()
+	path := st.Describe(name)
 	r := bufio.NewReaderSize(f, 256<<10)
 	var key, fields, val []byte
 	var h [4]byte
@@ -262,79 +216,51 @@ func noEOF(err error) error {
 // cleanup removes, after the merge has read every part, what no marker
 // names: the attempt directories of killed or dropped attempts, the
 // temporary files of interrupted writes (a process killed between writing
-// and renaming), and the runs of a duplicate index 0 that lost the race
+// and renaming), an S3 store's probe objects, and the runs of a duplicate index 0 that lost the race
 // for the manifest. The manifest, the markers, the snapshot's buckets and
-// the attempts the markers name (maps[i], reduces[i]) stay, as does any
-// file this package did not write. It returns how many entries it removed.
-func cleanup(so Options, l layout, maps, reduces []*marker) (int, error) {
-	removed := 0
-	remove := func(p string) error {
-		if err := os.RemoveAll(p); err != nil {
-			return fmt.Errorf("shard: removing %s: %w", p, err)
-		}
-		removed++
-		return nil
-	}
-	top, err := os.ReadDir(so.Dir)
+// the attempts the markers name (mapMks[i], reduceMks[i]) stay, as does any
+// object this package did not write. It returns how many entries (an
+// attempt, a run, a temporary file) it removed.
+func cleanup(ctx context.Context, st Store, l layout, mapMks, reduceMks []*marker) (int, error) {
+	names, err := st.List(ctx)
 	if err != nil {
-		return 0, fmt.Errorf("shard: listing %s: %w", so.Dir, err)
+		return 0, err
 	}
-	for _, e := range top {
-		name := e.Name()
+	run := l.runDir()
+	_, s3 := st.(*s3Store)
+	drop := map[string]bool{}
+	for _, name := range names {
+		dir := strings.HasSuffix(name, "/")
+		c := strings.Split(strings.TrimSuffix(name, "/"), "/")
 		switch {
-		case strings.HasPrefix(name, "manifest.tmp-"):
-		case e.IsDir() && strings.HasPrefix(name, "run-") && name != filepath.Base(l.runDir()):
-		default:
-			continue
-		}
-		if err := remove(filepath.Join(so.Dir, name)); err != nil {
-			return removed, err
-		}
-	}
-	entries, err := os.ReadDir(l.runDir())
-	if err != nil {
-		return removed, fmt.Errorf("shard: listing %s: %w", l.runDir(), err)
-	}
-	for _, e := range entries {
-		name := e.Name()
-		if strings.Contains(name, ".tmp-") {
-			if err := remove(filepath.Join(l.runDir(), name)); err != nil {
-				return removed, err
-			}
-			continue
-		}
-		if !e.IsDir() {
-			continue
-		}
-		var keep string
-		for kind, ms := range map[string][]*marker{"map-": maps, "reduce-": reduces} {
-			if rest, ok := strings.CutPrefix(name, kind); ok {
-				if i, err := strconv.Atoi(rest); err == nil && i >= 0 && i < len(ms) && ms[i] != nil {
-					keep = ms[i].Attempt
+		case strings.HasPrefix(c[0], "manifest.tmp-"), s3 && strings.HasPrefix(c[0], "probe-") && len(c) == 1:
+			// (a probe-<id> object: the S3 store's check of conditional
+			// writes, left by a process killed during it)
+			drop[c[0]] = true
+		case strings.HasPrefix(c[0], "run-") && c[0] != run && (dir || len(c) > 1):
+			drop[c[0]] = true // a duplicate index 0's run
+		case c[0] != run || len(c) < 2:
+		case strings.Contains(c[1], ".tmp-"):
+			drop[joinName(c[0], c[1])] = true
+		case len(c) >= 3:
+			var keep string
+			for kind, ms := range map[string][]*marker{"map-": mapMks, "reduce-": reduceMks} {
+				if rest, ok := strings.CutPrefix(c[1], kind); ok {
+					if i, err := strconv.Atoi(rest); err == nil && i >= 0 && i < len(ms) && ms[i] != nil {
+						keep = ms[i].Attempt
+					}
 				}
 			}
-		}
-		if keep == "" {
-			continue // the snapshot's buckets, or not this package's
-		}
-		dir := filepath.Join(l.runDir(), name)
-		attempts, err := os.ReadDir(dir)
-		if err != nil {
-			return removed, fmt.Errorf("shard: listing %s: %w", dir, err)
-		}
-		for _, a := range attempts {
-			if a.Name() == keep {
-				continue
-			}
-			if err := remove(filepath.Join(dir, a.Name())); err != nil {
-				return removed, err
+			if keep != "" && c[2] != keep {
+				drop[joinName(c[0], c[1], c[2])] = true
 			}
 		}
 	}
-	if removed > 0 {
-		if err := syncDir(l.runDir()); err != nil {
-			return removed, err
+	units := slices.Sorted(maps.Keys(drop))
+	for i, u := range units {
+		if err := st.RemoveAll(ctx, u); err != nil {
+			return i, err
 		}
 	}
-	return removed, nil
+	return len(units), nil
 }

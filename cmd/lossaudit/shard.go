@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -23,6 +24,7 @@ type shardFlags struct {
 	wait   time.Duration
 	poll   time.Duration
 	keep   bool
+	s3     shard.S3Config
 }
 
 // addShardFlags declares the sharding flags on the audit command.
@@ -30,7 +32,9 @@ func addShardFlags(cmd *cobra.Command) *shardFlags {
 	f := &shardFlags{}
 	cmd.Flags().IntVar(&f.shards, "shards", 0, "run as one of this many shards of a sharded audit (docs/scale.md); 0: one process")
 	cmd.Flags().StringVar(&f.index, "shard-index", "", "this shard's index, 0 to shards-1 (default: $JOB_COMPLETION_INDEX, as a Kubernetes Indexed Job sets it)")
-	cmd.Flags().StringVar(&f.dir, "shard-dir", "", "the directory every shard shares (a ReadWriteMany volume); one per run")
+	cmd.Flags().StringVar(&f.dir, "shard-dir", "", "the directory every shard shares (a ReadWriteMany volume), or s3://bucket/prefix for an S3 bucket; one per run")
+	cmd.Flags().StringVar(&f.s3.Endpoint, "shard-s3-endpoint", "", "the S3 endpoint URL of an s3:// shard directory (default: $AWS_ENDPOINT_URL_S3, $AWS_ENDPOINT_URL, then AWS)")
+	cmd.Flags().BoolVar(&f.s3.PathStyle, "shard-s3-path-style", false, "address the bucket in the URL path (MinIO and the like) rather than the host name")
 	cmd.Flags().DurationVar(&f.wait, "shard-wait", 24*time.Hour, "how long a shard waits for the others at each step")
 	cmd.Flags().DurationVar(&f.poll, "shard-poll", time.Second, "how often a waiting shard looks at the shard directory")
 	cmd.Flags().BoolVar(&f.keep, "shard-keep-attempts", false, "keep the files of killed and dropped attempts after the merge (index 0 removes them by default)")
@@ -54,6 +58,8 @@ func (f *shardFlags) options() (app.ShardOptions, error) {
 		return bad("shard-index", "no shard index: give --shard-index or set JOB_COMPLETION_INDEX")
 	case f.dir == "":
 		return bad("shard-dir", "a sharded audit needs the directory its shards share")
+	case f.s3.Endpoint != "" && !strings.HasPrefix(f.dir, "s3://"):
+		return bad("shard-s3-endpoint", "an S3 endpoint is for an s3://bucket/prefix shard directory")
 	case f.wait <= 0:
 		return bad("shard-wait", "give a positive duration")
 	case f.poll <= 0:
@@ -63,7 +69,7 @@ func (f *shardFlags) options() (app.ShardOptions, error) {
 	if err != nil || i < 0 || i >= f.shards {
 		return bad("shard-index", fmt.Sprintf("%s %q is not a shard index of 0 to %d", from, idx, f.shards-1))
 	}
-	return app.ShardOptions{Dir: f.dir, Shards: f.shards, Index: i, Wait: f.wait, Poll: f.poll, KeepAttempts: f.keep}, nil
+	return app.ShardOptions{Dir: f.dir, Shards: f.shards, Index: i, Wait: f.wait, Poll: f.poll, KeepAttempts: f.keep, S3: f.s3}, nil
 }
 
 // runShard runs one shard of a sharded audit: index 0 writes the reports

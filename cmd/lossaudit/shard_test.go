@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,6 +21,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/lossaudit/lossaudit/audit/demo/sim"
+	"github.com/lossaudit/lossaudit/audit/shard/shardtest"
 	"github.com/lossaudit/lossaudit/testbed/testbedenv"
 )
 
@@ -325,4 +327,114 @@ func TestShardedAuditProcessesMeasure(t *testing.T) {
 			t.Errorf("%d shards: the JSON differs from the single audit's", shards)
 		}
 	}
+}
+
+// TestShardedAuditProcessesS3 runs a sharded audit as two lossaudit
+// processes sharing an S3 bucket (an in-process S3 server on loopback,
+// reached through the standard AWS environment): index 1 is killed
+// (SIGKILL) at its first map entry and run again; the reports index 0
+// writes equal a single audit's (timings aside). Then what a user meets:
+// a missing bucket and refused credentials exit 2 naming them, an
+// endpoint that does not answer exits 3, a server that ignores
+// conditional writes exits 2; the secret key is never printed.
+func TestShardedAuditProcessesS3(t *testing.T) {
+	clearEnv(t)
+	f := fixture(t)
+	cfg := f.yaml(t, nil)
+	dir := t.TempDir()
+	bin, err := lossauditBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := shardtest.Start(t, "audits")
+	var s3env []string
+	for k, v := range srv.Environ() {
+		s3env = append(s3env, k+"="+v)
+	}
+	run := func(label string, env []string, args ...string) (int, syscall.Signal, string) {
+		code, sig, stderr, _ := runAudit(t, bin, label, cfg, append(env, s3env...), args...)
+		if strings.Contains(stderr, shardtest.SecretKey) {
+			t.Errorf("%s: the secret key is on stderr:\n%s", label, stderr)
+		}
+		return code, sig, stderr
+	}
+	report := func(name string) []string {
+		return []string{"--csv", filepath.Join(dir, name+".csv"), "--json", filepath.Join(dir, name+".json")}
+	}
+	if code, sig, stderr := run("single audit", nil, append(report("single"), "--store-dir", filepath.Join(dir, "single"))...); code != 0 || sig != 0 {
+		t.Fatalf("single audit: exit %d signal %v\n%s", code, sig, stderr)
+	}
+	shards := "s3://audits/lossaudit/run-1"
+	var wg sync.WaitGroup
+	msgs := make([]string, 2)
+	for i := 0; i < 2; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			env := []string{fmt.Sprintf("JOB_COMPLETION_INDEX=%d", i)}
+			args := append(report("sharded"), "--shards", "2", "--shard-dir", shards, "--shard-s3-path-style", "--shard-poll", "100ms", "--store-dir", filepath.Join(dir, fmt.Sprintf("s%d", i)))
+			if i == 1 {
+				code, sig, stderr := run("shard 1 killed at its first map entry", append(env, "LOSSAUDIT_TESTBED_CRASH_AT=shard-map-entry"), args...)
+				if sig != syscall.SIGKILL {
+					msgs[i] = fmt.Sprintf("shard 1 with a crash: exit %d signal %v, want SIGKILL\n%s", code, sig, stderr)
+					return
+				}
+			}
+			if code, sig, stderr := run(fmt.Sprintf("shard %d", i), env, args...); code != 0 || sig != 0 {
+				msgs[i] = fmt.Sprintf("shard %d: exit %d signal %v\n%s", i, code, sig, stderr)
+			}
+		}(i)
+	}
+	wg.Wait()
+	for _, m := range msgs {
+		if m != "" {
+			t.Fatal(m)
+		}
+	}
+	want, _ := os.ReadFile(filepath.Join(dir, "single.csv"))
+	got, err := os.ReadFile(filepath.Join(dir, "sharded.csv"))
+	if err != nil || !bytes.Equal(got, want) {
+		t.Errorf("the sharded CSV (%v) differs from the single audit's:\n got %s\nwant %s", err, got, want)
+	}
+	if g, w := normalJSON(t, filepath.Join(dir, "sharded.json")), normalJSON(t, filepath.Join(dir, "single.json")); g != w {
+		t.Errorf("the sharded JSON differs from the single audit's:\n got %s\nwant %s", g, w)
+	}
+
+	// An endpoint where nothing listens: a port just closed.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := "http://" + l.Addr().String()
+	l.Close()
+	for _, tt := range []struct {
+		name   string
+		env    []string
+		dir    string
+		code   int
+		stderr string
+	}{
+		{"a missing bucket", nil, "s3://nobucket/x", 2, "--shard-dir: s3://nobucket: the bucket does not exist at " + srv.URL},
+		{"refused credentials", []string{"AWS_ACCESS_KEY_ID=someone-else"}, "s3://audits/y", 2, "--shard-dir: s3://audits: access denied by " + srv.URL + " (AccessDenied: check AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and the bucket's policy)"},
+		{"an endpoint that does not answer", []string{"AWS_ENDPOINT_URL_S3=" + closed}, "s3://audits/z", 3, "the S3 endpoint " + closed + " is unreachable"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			env := append(append([]string{"JOB_COMPLETION_INDEX=0"}, s3env...), tt.env...)
+			code, _, stderr, _ := runAudit(t, bin, tt.name, cfg, env, "--shards", "2", "--shard-dir", tt.dir, "--shard-s3-path-style", "--store-dir", filepath.Join(dir, "x"))
+			if code != tt.code || !strings.Contains(stderr, tt.stderr) {
+				t.Errorf("exit %d, want %d and %q on stderr:\n%s", code, tt.code, tt.stderr, stderr)
+			}
+			if strings.Contains(stderr, shardtest.SecretKey) {
+				t.Errorf("the secret key is on stderr:\n%s", stderr)
+			}
+		})
+	}
+	t.Run("a server that ignores conditional writes", func(t *testing.T) {
+		srv.IgnoreConditions.Store(true)
+		defer srv.IgnoreConditions.Store(false)
+		code, _, stderr := run("no conditional writes", []string{"JOB_COMPLETION_INDEX=0"}, "--shards", "2", "--shard-dir", "s3://audits/w", "--shard-s3-path-style", "--store-dir", filepath.Join(dir, "w"))
+		if want := "ignores conditional writes (If-None-Match: *)"; code != 2 || !strings.Contains(stderr, want) {
+			t.Errorf("exit %d, want 2 and %q on stderr:\n%s", code, want, stderr)
+		}
+	})
 }

@@ -105,7 +105,11 @@ volumeMounts:
 - name: config
   configMap: {name: {{ include "lossaudit.fullname" .root }}}
 - name: state
+{{- if .claim }}
   persistentVolumeClaim: {claimName: {{ .claim }}}
+{{- else }}
+  emptyDir: {}
+{{- end }}
 - name: tmp
   emptyDir: {}
 {{- if include "lossaudit.secretName" .root }}
