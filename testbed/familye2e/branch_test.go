@@ -4,14 +4,12 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/linkedin/goavro/v2"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/lossaudit/lossaudit/audit/app"
@@ -75,17 +73,7 @@ func streamBranchScenario(ctx context.Context, t *testing.T, c *kafka.Cluster, a
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	avsc := filepath.Join(dir, "avsc")
-	if err := os.MkdirAll(avsc, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(avsc, "1.avsc"), []byte(filterEvent), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	codec, err := goavro.NewCodec(filterEvent)
-	if err != nil {
-		t.Fatal(err)
-	}
+	codec, avsc := schemaDir(t, dir, filterEvent)
 	sa := startApp(ctx, t, streamsapp.Options{Bootstrap: c.Bootstrap(), ApplicationID: group, Inputs: [3]string{in},
 		Output: out, Dir: dir, Stage: "branch", DropValues: drop, SessionTimeout: 6 * time.Second})
 	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Bootstrap()...))
@@ -96,32 +84,8 @@ func streamBranchScenario(ctx context.Context, t *testing.T, c *kafka.Cluster, a
 	// The load: 300 records keyed k-0..k-11, ids e-N, amounts 7N mod 200,
 	// each with a timestamp of its own so that (key, timestamp) names it.
 	const n = 300
-	base := time.Now().Add(-time.Hour).Truncate(time.Second)
-	var recs []*kgo.Record
-	for i := 0; i < n; i++ {
-		v, err := codec.BinaryFromNative([]byte{0, 0, 0, 0, 1}, map[string]any{
-			"id": fmt.Sprintf("e-%d", i), "customer": fmt.Sprintf("c-%d", i%7), "amount": int64(7 * i % 200)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		recs = append(recs, &kgo.Record{Topic: in, Key: fmt.Appendf(nil, "k-%d", i%12), Value: v,
-			Timestamp: base.Add(time.Duration(i) * time.Millisecond)})
-	}
-	if fault == nil {
-		if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
-			t.Fatal(err)
-		}
-	} else {
-		if err := cl.ProduceSync(ctx, recs[:n/2]...).FirstErr(); err != nil {
-			t.Fatal(err)
-		}
-		done := make(chan error, 1)
-		go func() { done <- cl.ProduceSync(ctx, recs[n/2:]...).FirstErr() }()
-		fault(t)
-		if err := <-done; err != nil {
-			t.Fatal(err)
-		}
-	}
+	recs := eventLoad(t, codec, in, n, nil)
+	produceAround(ctx, t, cl, recs, fault)
 	waitAllCommitted(ctx, t, adm, group, []string{in}, sa.Running)
 	if err := sa.Stop(); err != nil {
 		t.Fatal(err)
@@ -173,13 +137,7 @@ func streamBranchScenario(ctx context.Context, t *testing.T, c *kafka.Cluster, a
 	if err != nil {
 		t.Fatal(err)
 	}
-	var truth []string
-	for k, ids := range owed {
-		if lack := len(ids) - have[k]; lack > 0 {
-			truth = append(truth, ids[len(ids)-lack:]...)
-		}
-	}
-	slices.Sort(truth)
+	truth := lacking(owed, have)
 	want := slices.Sorted(slices.Values(drop))
 	if strings.Join(truth, ",") != strings.Join(want, ",") {
 		t.Fatalf("the topics lack %q, want exactly the injected %q", truth, want)

@@ -4,14 +4,12 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/linkedin/goavro/v2"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/lossaudit/lossaudit/audit/app"
@@ -73,17 +71,7 @@ func globalJoinScenario(ctx context.Context, t *testing.T, c *kafka.Cluster, adm
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	avsc := filepath.Join(dir, "avsc")
-	if err := os.MkdirAll(avsc, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(avsc, "1.avsc"), []byte(filterEvent), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	codec, err := goavro.NewCodec(filterEvent)
-	if err != nil {
-		t.Fatal(err)
-	}
+	codec, avsc := schemaDir(t, dir, filterEvent)
 	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Bootstrap()...))
 	if err != nil {
 		t.Fatal(err)
@@ -104,41 +92,17 @@ func globalJoinScenario(ctx context.Context, t *testing.T, c *kafka.Cluster, adm
 	// 39th with a null value, each with a timestamp of its own so that
 	// (key, timestamp) names it.
 	const n = 300
-	base := time.Now().Add(-time.Hour).Truncate(time.Second)
-	var recs []*kgo.Record
 	var nullValues int64
-	for i := 0; i < n; i++ {
-		r := &kgo.Record{Topic: orders, Key: fmt.Appendf(nil, "k-%d", i%12), Timestamp: base.Add(time.Duration(i) * time.Millisecond)}
+	recs := eventLoad(t, codec, orders, n, func(i int, r *kgo.Record) {
 		if i%50 == 25 {
 			r.Key = nil
 		}
 		if i%40 == 39 {
+			r.Value = nil
 			nullValues++
-		} else {
-			v, err := codec.BinaryFromNative([]byte{0, 0, 0, 0, 1}, map[string]any{
-				"id": fmt.Sprintf("e-%d", i), "customer": fmt.Sprintf("c-%d", i%7), "amount": int64(7 * i % 200)})
-			if err != nil {
-				t.Fatal(err)
-			}
-			r.Value = v
 		}
-		recs = append(recs, r)
-	}
-	if fault == nil {
-		if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
-			t.Fatal(err)
-		}
-	} else {
-		if err := cl.ProduceSync(ctx, recs[:n/2]...).FirstErr(); err != nil {
-			t.Fatal(err)
-		}
-		done := make(chan error, 1)
-		go func() { done <- cl.ProduceSync(ctx, recs[n/2:]...).FirstErr() }()
-		fault(t)
-		if err := <-done; err != nil {
-			t.Fatal(err)
-		}
-	}
+	})
+	produceAround(ctx, t, cl, recs, fault)
 	waitAllCommitted(ctx, t, adm, group, []string{orders}, sa.Running)
 	if err := sa.Stop(); err != nil {
 		t.Fatal(err)
@@ -184,13 +148,7 @@ func globalJoinScenario(ctx context.Context, t *testing.T, c *kafka.Cluster, adm
 	if err != nil {
 		t.Fatal(err)
 	}
-	var truth []string
-	for k, ids := range owed {
-		if lack := len(ids) - have[k]; lack > 0 {
-			truth = append(truth, ids[len(ids)-lack:]...)
-		}
-	}
-	slices.Sort(truth)
+	truth := lacking(owed, have)
 	want := slices.Sorted(slices.Values(drop))
 	if strings.Join(truth, ",") != strings.Join(want, ",") {
 		t.Fatalf("the topics lack %q, want exactly the injected %q", truth, want)

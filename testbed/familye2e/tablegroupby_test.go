@@ -116,17 +116,7 @@ func groupByScenario(ctx context.Context, t *testing.T, c *kafka.Cluster, adm *k
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	avsc := filepath.Join(dir, "avsc")
-	if err := os.MkdirAll(avsc, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(avsc, "1.avsc"), []byte(groupByProfile), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	codec, err := goavro.NewCodec(groupByProfile)
-	if err != nil {
-		t.Fatal(err)
-	}
+	codec, avsc := schemaDir(t, dir, groupByProfile)
 	sa := startApp(ctx, t, streamsapp.Options{Bootstrap: c.Bootstrap(), ApplicationID: group, Inputs: [3]string{in},
 		Output: out, Dir: dir, TableGroupBy: true, SessionTimeout: 6 * time.Second})
 	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Bootstrap()...), kgo.DefaultProduceTopic(in))
