@@ -34,7 +34,8 @@ import (
 // each application has committed all its input at both hops and stopped,
 // lossaudit audit in one process must report exactly the injected losses
 // (the ledger's, as testbed/e2e derives them), and the sharded audit
-// (docs/scale.md) of 1, 2 and 3 shards, its indexes run at once with one
+// (docs/scale.md) of 1, 2, 3 and 4 shards (4 on topics of 3 partitions:
+// one index owns no task partition), its indexes run at once with one
 // of them killed at its first map entry and another at the first record
 // its reduce reads, each run again under a new attempt, must give the same
 // rows, CSV, JSON (timings aside) and verdict.
@@ -88,7 +89,7 @@ func shardScenario(ctx context.Context, t *testing.T, c *kafka.Cluster, adm *kaf
 		t.Fatalf("partitions %+v, inconclusive %+v; want none", single.Summary.Partitions, single.Summary.Inconclusive)
 	}
 	wantCSV, wantJSON := normalReports(t, single)
-	for n := 1; n <= 3; n++ {
+	for n := 1; n <= 4; n++ {
 		// The last index is killed at its first map entry (mid-map: its
 		// buckets half written, no marker) and, with more than one, index
 		// 0 at the first record its reduce reads of its task partitions;
