@@ -70,6 +70,11 @@ type loadSpec struct {
 	RepartTail    float64
 	NullKeyRate   float64
 	Seed          uint64
+	// DistinctKeys gives every input record a key of its own within its
+	// input (record i of each input has key i; the three inputs share the
+	// key ids, so the join still meets), instead of one key per ten
+	// records: the profile whose state is as large as the data.
+	DistinctKeys bool `json:"distinct_keys,omitempty"`
 }
 
 // topicCount is what a topic holds: committed data records and their key
@@ -214,6 +219,9 @@ func load(ctx context.Context, brokers []string, spec loadSpec, logf func(string
 	n := pipelineNames()
 	perIn := spec.Records / 3
 	keys := int(max(perIn/10, 1))
+	if spec.DistinctKeys {
+		keys = int(max(perIn, 1))
+	}
 	// Timestamps are the wall clock at production, as in a live pipeline:
 	// transaction markers carry the broker's wall clock, and ListOffsets by
 	// time finds the first batch, marker or not, at or after a time, so data
@@ -322,6 +330,16 @@ func (l *loader) tsOf(x int, i int64) int64 {
 	return l.clock
 }
 
+// keyOf is the key id of input record i: its position under
+// DistinctKeys (an appended record, past the loaded keys, reuses one at
+// random), else a random one of the keys.
+func (l *loader) keyOf(rng *rand.Rand, i int64) int {
+	if l.spec.DistinctKeys && i < int64(l.keys) {
+		return int(i)
+	}
+	return rng.IntN(l.keys)
+}
+
 func (l *loader) produce(ctx context.Context, logf func(string, ...any)) error {
 	comp, err := codec(l.spec.Compression)
 	if err != nil {
@@ -372,7 +390,7 @@ func (l *loader) produce(ctx context.Context, logf func(string, ...any)) error {
 		for x := range 3 {
 			pos := map[int]int{}
 			for i := l.from + c*B; i < l.from+min((c+1)*B, l.perIn); i++ {
-				k := rng.IntN(l.keys)
+				k := l.keyOf(rng, i)
 				ts := l.tsOf(x, i)
 				amount := 100 + rng.Int64N(100000)
 				oid := string(rune('A'+x)) + fmt.Sprintf("%09d", i)

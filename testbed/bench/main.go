@@ -94,6 +94,7 @@ type benchOptions struct {
 	Lossaudit     string // prebuilt binary; empty builds ./cmd/lossaudit
 	Profile       string // directory for pprof profiles of in-process audits
 	Hold          bool   // keep the brokers running at the end until interrupted
+	DistinctKeys  bool   // every input record a key of its own
 	AuditEnv      stringList
 }
 
@@ -115,6 +116,7 @@ func (o *benchOptions) flags() *flag.FlagSet {
 	fs.StringVar(&o.Heap, "heap", "1g", "broker JVM heap")
 	fs.StringVar(&o.Lossaudit, "lossaudit", "", "lossaudit binary to time (default: go build ./cmd/lossaudit into -dir)")
 	fs.StringVar(&o.Profile, "profile", "", "after the measurements, run the full and the windowed audit in a child with pprof CPU and allocation profiles written to this directory")
+	fs.BoolVar(&o.DistinctKeys, "distinct-keys", false, "give every input record a key of its own (record i of each input has key i) instead of one key per ten records: the audit's state as large as the data")
 	fs.Var(&o.AuditEnv, "audit-env", "KEY=VALUE added to the environment of lossaudit audit only (repeatable), e.g. GOMEMLIMIT=384MiB or LOSSAUDIT_KAFKA_PARTITION_MAX_BYTES=1048576")
 	return fs
 }
@@ -149,7 +151,7 @@ func bench(ctx context.Context, o benchOptions, stdout, stderr io.Writer) (*repo
 		o.StepShare = 0.01
 	}
 	spec := loadSpec{Records: o.Records, Partitions: o.Partitions, RF: o.RF, Compression: o.Compression,
-		CommitRecords: o.CommitRecords, RepartTail: 0.01, NullKeyRate: 0.001, Seed: 1}
+		CommitRecords: o.CommitRecords, RepartTail: 0.01, NullKeyRate: 0.001, Seed: 1, DistinctKeys: o.DistinctKeys}
 	if _, err := codec(spec.Compression); err != nil {
 		return nil, err
 	}
