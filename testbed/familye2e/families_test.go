@@ -39,6 +39,7 @@ func TestOperatorFamilies(t *testing.T) {
 	t.Run("ShardedAudit", func(t *testing.T) { shardedAudit(t, c, adm) })
 	t.Run("WindowedCount", func(t *testing.T) { windowedCount(t, c, adm) })
 	t.Run("WindowedFinal", func(t *testing.T) { windowedFinal(t, c, adm) })
+	t.Run("WindowOnClose", func(t *testing.T) { windowOnClose(t, c, adm) })
 	t.Run("StreamBranch", func(t *testing.T) { streamBranch(t, c, adm) })
 	t.Run("TableGroupBy", func(t *testing.T) { tableGroupBy(t, c, adm) })
 	t.Run("Cogroup", func(t *testing.T) { cogroupPhase(t, c, adm) })

@@ -211,6 +211,10 @@ type Options struct {
 	// WindowFinal, with Window, emits each window once, when it closes:
 	// suppress(untilWindowCloses) before toStream (WINDOW_EMIT=final).
 	WindowFinal bool
+	// WindowOnClose, with Window, emits each window once, when it closes,
+	// by emitStrategy(EmitStrategy.onWindowClose()) (WINDOW_EMIT=close,
+	// the emit interval 0 ms); it wins over WindowFinal.
+	WindowOnClose bool
 	// ProcessingGuarantee is processing.guarantee (default exactly_once_v2);
 	// CommitInterval, when set, commit.interval.ms. Both may change between
 	// starts.
@@ -350,7 +354,7 @@ func (a *App) env() []string {
 		"WINDOW_SIZE_MS="+millis(a.o.Window),
 		"WINDOW_GRACE_MS="+millis(a.o.WindowGrace),
 		"WINDOW_ADVANCE_MS="+millis(a.o.WindowAdvance),
-		"WINDOW_EMIT="+map[bool]string{true: "final", false: ""}[a.o.WindowFinal],
+		"WINDOW_EMIT="+a.windowEmit(),
 		"TABLE_OP="+map[bool]string{true: "aggregate", false: ""}[a.o.Aggregate],
 		"PROCESSING_GUARANTEE="+a.o.ProcessingGuarantee,
 		"COMMIT_INTERVAL_MS="+millis(a.o.CommitInterval),
@@ -366,6 +370,17 @@ func (a *App) env() []string {
 }
 
 // topology is the TOPOLOGY the application runs.
+// windowEmit is WINDOW_EMIT: close, final or nothing (eager).
+func (a *App) windowEmit() string {
+	switch {
+	case a.o.WindowOnClose:
+		return "close"
+	case a.o.WindowFinal:
+		return "final"
+	}
+	return ""
+}
+
 func (a *App) topology() string {
 	switch {
 	case a.o.Stage != "":

@@ -31,7 +31,8 @@ const (
 	// through suppress(Suppressed.untilWindowCloses(...)) after the
 	// aggregation (audited: the suppress buffer's changelog says which
 	// windows are still held), or emitStrategy(onWindowClose) (refused:
-	// no buffer changelog says which windows it still owes).
+	// a new task instance can update a window it already emitted and
+	// never emit it again, which the topics cannot tell from a loss).
 	EmitFinal = "final"
 )
 
@@ -97,7 +98,7 @@ func (t *Topology) checkWindowed(n *Node, ts TopoStage) (*Node, error) {
 		s, _ := t.Node(ts.Suppress)
 		return s, fmt.Errorf("a suppress after the windowed aggregation %s declared emit: %s: declare the window emit: final when it is suppress(Suppressed.untilWindowCloses(...)) (audited: a window reaches the output once closed); a suppress(untilTimeLimit) of a windowed table is not audited", n.Name, ts.Window.Emit)
 	case ts.Suppress == "" && ts.Window.Emit == EmitFinal:
-		return n, errors.New("emit: final without a suppress after the aggregation is emitStrategy(onWindowClose), which is not audited yet: its windows reach the output once closed from a time-ordered store whose changelog does not say which closed windows are still owed (no buffer changelog), so no loss could be told from a window not emitted yet; with suppress(untilWindowCloses) the suppress node follows the aggregation in describe()")
+		return n, errors.New("emit: final without a suppress after the aggregation is emitStrategy(onWindowClose), which is not audited yet: the committed offsets' metadata says up to which close time the task emitted, but a new task instance (a restart, a rebalance) starts its stream time anew while it resumes that close time, so it can add a late record to a window it already emitted and never emit that window again; the changelog then holds the window newer than the output, or alone, with nothing lost, and the topics do not say which changelog records came after the emission (topology.md, emit final); with suppress(untilWindowCloses) the suppress node follows the aggregation in describe()")
 	}
 	for _, st := range t.SubTopologies {
 		if !slices.Contains(st.Nodes, n) {

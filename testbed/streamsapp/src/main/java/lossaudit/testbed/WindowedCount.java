@@ -9,6 +9,7 @@ import org.apache.kafka.common.serialization.Serdes;
 import org.apache.kafka.streams.StreamsBuilder;
 import org.apache.kafka.streams.Topology;
 import org.apache.kafka.streams.kstream.Consumed;
+import org.apache.kafka.streams.kstream.EmitStrategy;
 import org.apache.kafka.streams.kstream.Grouped;
 import org.apache.kafka.streams.kstream.KTable;
 import org.apache.kafka.streams.kstream.Materialized;
@@ -33,13 +34,16 @@ import org.apache.kafka.streams.processor.StreamPartitioner;
  * partition (KIP-837), with no node of its own in the topology. WINDOW_EMIT=final (emitFinal)
  * puts suppress(Suppressed.untilWindowCloses(unbounded())) between the count and toStream: each
  * window reaches the output once, when it closes; DROP_BEFORE_OUTPUT then loses the final
- * results of the listed keys' closed windows.
+ * results of the listed keys' closed windows. WINDOW_EMIT=close (emit "close") sets
+ * emitStrategy(EmitStrategy.onWindowClose()) on the windowed stream instead (KIP-825: no node in
+ * describe(); each window is emitted once from the window store when stream time minus grace
+ * passes its end, and the close time emitted up to is committed in the offsets' metadata).
  */
 final class WindowedCount {
     private WindowedCount() {
     }
 
-    static Topology build(String input, String output, long sizeMillis, long advanceMillis, long graceMillis, Set<String> drop, Set<String> dropOutput, boolean emitFinal) {
+    static Topology build(String input, String output, long sizeMillis, long advanceMillis, long graceMillis, Set<String> drop, Set<String> dropOutput, String emit) {
         TimeWindows windows = TimeWindows.ofSizeAndGrace(Duration.ofMillis(sizeMillis), Duration.ofMillis(graceMillis));
         if (advanceMillis > 0 && advanceMillis < sizeMillis) {
             windows = windows.advanceBy(Duration.ofMillis(advanceMillis));
@@ -50,6 +54,9 @@ final class WindowedCount {
                 .selectKey((k, v) -> v)
                 .groupByKey(Grouped.with(Serdes.String(), Serdes.String()))
                 .windowedBy(windows);
+        if ("close".equals(emit)) {
+            windowed = windowed.emitStrategy(EmitStrategy.onWindowClose());
+        }
         KTable<Windowed<String>, Long> counts;
         if (drop.isEmpty()) {
             counts = windowed.count(Materialized.with(Serdes.String(), Serdes.Long()));
@@ -57,7 +64,7 @@ final class WindowedCount {
             counts = windowed.aggregate(() -> 0L, (k, v, agg) -> drop.contains(k) && dropped.add(k) ? agg : agg + 1,
                     Materialized.with(Serdes.String(), Serdes.Long()));
         }
-        if (emitFinal) {
+        if ("final".equals(emit)) {
             counts = counts.suppress(Suppressed.untilWindowCloses(Suppressed.BufferConfig.unbounded()));
         }
         Produced<Windowed<String>, Long> produced = Produced.with(WindowedSerdes.timeWindowedSerdeFrom(String.class, sizeMillis), Serdes.Long());
