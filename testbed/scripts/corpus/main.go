@@ -13,7 +13,10 @@
 // configurations is; the row then names it. No file should be accepted
 // with a wrong model (docs/topology.md#what-lossaudit-audits).
 //
-// Usage: go run ./testbed/scripts/corpus [-v] [DIR]
+// -declared adds, for the files listed in declared.go, what the user of
+// each application would declare (kinds, windows, predicates, join types).
+//
+// Usage: go run ./testbed/scripts/corpus [-v] [-counts] [-declared] [DIR]
 package main
 
 import (
@@ -32,6 +35,7 @@ import (
 func main() {
 	verbose := flag.Bool("v", false, "print the configuration tried for every file")
 	counts := flag.Bool("counts", false, "declare every KSTREAM-AGGREGATE- node a plain count in pipeline.nodes, as a user whose counts are not windowed would (check the accepted files' sources: a windowed count declared so is the user's mistake)")
+	declare := flag.Bool("declared", false, "add the declarations the user of each application would write (declared.go: kinds, windows, predicates, join types taken from the application's code as SOURCES.md quotes it)")
 	flag.Parse()
 	dir := filepath.Join("..", "shared", "topologies")
 	if flag.NArg() > 0 {
@@ -47,7 +51,7 @@ func main() {
 	fmt.Println("| file | verdict | message |")
 	fmt.Println("| --- | --- | --- |")
 	for _, f := range files {
-		verdict, msg, tried := judge(f, *counts)
+		verdict, msg, tried := judge(f, *counts, *declare)
 		if verdict == "accepted" {
 			accepted++
 		}
@@ -62,7 +66,7 @@ func main() {
 // judge derives the model of file with each candidate configuration and
 // returns the verdict, the message (the first rejection's, or the
 // accepted model) and the configurations tried.
-func judge(file string, counts bool) (verdict, msg string, tried []string) {
+func judge(file string, counts, declare bool) (verdict, msg string, tried []string) {
 	f, err := os.Open(file)
 	if err != nil {
 		return "rejected", err.Error(), nil
@@ -86,6 +90,9 @@ func judge(file string, counts bool) (verdict, msg string, tried []string) {
 		}
 		for i, in := range ins {
 			spec.Inputs = append(spec.Inputs, topology.InputSpec{Name: fmt.Sprintf("in%d", i), Topic: in})
+		}
+		if d, ok := declared[filepath.Base(file)[:2]]; ok && declare {
+			d.apply(&spec)
 		}
 		tried = append(tried, fmt.Sprintf("inputs %s output %q", strings.Join(ins, ","), output))
 		m, err := topology.Build(context.Background(), spec, nil)
@@ -233,9 +240,13 @@ func describe(m *topology.Model) string {
 		}
 		parts = append(parts, fmt.Sprintf("%s -> %s -> %s store %s", s.Input.Topic, rp, op, s.Store))
 	}
-	msg := strings.Join(parts, " leftJoin ") + " -> " + m.Output
+	join := m.Join
+	if join == "" {
+		join = topology.JoinLeft
+	}
+	msg := strings.Join(parts, " "+join+" join ") + " -> " + m.Output
 	if len(m.Stages) > 1 {
-		msg += " (joins declared left: describe() prints inner, left and outer alike, so the verdict holds for the type the application uses once declared)"
+		msg += " (joins declared " + join + ": describe() prints inner, left and outer alike, so the verdict holds for the type the application uses once declared)"
 	}
 	if len(m.Warnings) > 0 {
 		msg += " (warnings: " + strings.Join(m.Warnings, "; ") + ")"
