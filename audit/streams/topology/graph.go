@@ -148,8 +148,8 @@ const (
 	// (the source-topic optimization) has no changelog of its own: the
 	// table is its input, nothing to check between them.
 	RuleTableIsInput Rule = "table-is-input"
-	// RuleTableGroupMax: a grouped table's count (table groupBy, then
-	// count) holds each group key at least as new as the last processed
+	// RuleTableGroupMax: a grouped table's count, reduce or aggregate
+	// (table groupBy, then count, reduce or aggregate) holds each group key at least as new as the last processed
 	// record by offset of every input key whose value is in that group;
 	// detect.GroupByLast, then detect.TableMax per group key.
 	RuleTableGroupMax Rule = "table-group-max"
@@ -289,7 +289,7 @@ func (m *Model) Graph() *Graph {
 		switch op {
 		case KindCount:
 			rule = RuleTableCount
-		case KindTableCount:
+		case KindTableCount, KindTableReduce, KindTableAggregate:
 			rule = RuleTableGroupMax
 		case KindWindowedCount:
 			rule = RuleWindowCount
