@@ -74,7 +74,10 @@ type GroupRecord struct {
 // compaction removes the newer record. So does a group emptied by a
 // member's later record processed after the audit read the offsets (the
 // member is still owed, its add's write is older than the restart) if
-// compaction removed that write before the changelog was read. Checked in apache/kafka at 1eb7644 and the
+// compaction removed that write before the changelog was read. The other
+// way round, a tombstone newer than a restart covers the restarted group's
+// members too, so an add lost after an older restart goes unseen: a missed
+// finding, never a false one. Checked in apache/kafka at 1eb7644 and the
 // 3.6.2 tag (identical but for a rename), and in kafka-streams 4.4.0's
 // bytecode (the same branches; the store value carries headers).
 //
