@@ -65,6 +65,11 @@ func checkChangelogPolicies(ctx context.Context, tc topicConfigs, m *topology.Mo
 			return &config.Error{Key: fmt.Sprintf("pipeline.inputs[%d].changelog_topic", st.Index), Msg: fmt.Sprintf("input %s: changelog topic %s of table store %s has cleanup.policy=%s with retention.ms=%s and retention.bytes=%s: retention deletes keys from it that the audit would report as lost (set retention.ms=-1 and retention.bytes=-1, or cleanup.policy=compact)",
 				st.Input.Name, st.ChangelogTopic, st.Store, policy, orUnset(ms), orUnset(bytes))}
 		}
+		if st.Operator == topology.KindTableReduce || st.Operator == topology.KindTableAggregate {
+			// a grouped table's reduce or aggregate is never windowed
+			return &config.Error{Key: fmt.Sprintf("pipeline.inputs[%d].changelog_topic", st.Index), Msg: fmt.Sprintf("input %s: changelog topic %s of the grouped table's %s (store %s) has cleanup.policy=%s with retention.ms=%s and retention.bytes=%s: retention deletes groups from it that the audit would report as lost (set retention.ms=-1 and retention.bytes=-1, or cleanup.policy=compact)",
+				st.Input.Name, st.ChangelogTopic, st.Operator, st.Store, policy, orUnset(ms), orUnset(bytes))}
+		}
 		key, op := "pipeline.reduce", "reduce"
 		if st.Operator == topology.KindCount || st.Operator == topology.KindAggregate || st.Operator == topology.KindTableCount || st.Operator == topology.KindCogroup {
 			key, op = "pipeline.nodes", string(st.Operator) // declared there

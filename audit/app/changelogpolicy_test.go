@@ -116,3 +116,20 @@ func TestCheckChangelogPoliciesCogroup(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestCheckChangelogPoliciesTableGroupBy: a grouped table's reduce or
+// aggregate (never windowed) whose changelog deletes by retention names
+// the input's changelog_topic and the operator, not pipeline.reduce.
+func TestCheckChangelogPoliciesTableGroupBy(t *testing.T) {
+	for _, op := range []topology.Kind{topology.KindTableReduce, topology.KindTableAggregate} {
+		m := &topology.Model{Stages: []topology.Stage{{Input: topology.InputSpec{Name: "p"}, Index: 0, Store: "s", ChangelogTopic: "app-s-changelog", Operator: op}}}
+		err := checkChangelogPolicies(context.Background(), fakeConfigs{"app-s-changelog": "compact,delete"}, m, &bytes.Buffer{})
+		var ce *config.Error
+		if !errors.As(err, &ce) || ce.Key != "pipeline.inputs[0].changelog_topic" || !strings.HasPrefix(ce.Msg, "input p: changelog topic app-s-changelog of the grouped table's "+string(op)+" (store s) has cleanup.policy=compact,delete") {
+			t.Fatalf("%s: error %v, want the changelog topic named", op, err)
+		}
+		if err := checkChangelogPolicies(context.Background(), fakeConfigs{"app-s-changelog": "compact"}, m, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

@@ -10,8 +10,8 @@ import (
 )
 
 // tableInput checks the configuration of an input read by a table source
-// (builder.table, toTable), or by one grouped into a count
-// (table-count): its records are audited with their own
+// (builder.table, toTable), or by one grouped into a count, reduce or
+// aggregate (table-count, table-reduce, table-aggregate): its records are audited with their own
 // timestamps, the ones KTableSource stores and logs under the default
 // timestamp extractor, so timestamp_field, which names another, is
 // refused (a null value, a delete, has no field to read it from).
@@ -35,7 +35,7 @@ func missingTableChangelog(i int, topic string, st topology.Stage) error {
 // stepRefusesTables refuses a reconcile or watch step of a pipeline with a
 // table source: a step reads only what is new, while a table's check needs
 // each key's last processed record by offset among all of its records.
-// A table groupBy's count is refused too: the groups earlier steps owed
+// A table groupBy's aggregation is refused too: the groups earlier steps owed
 // would stay owed in the state, which holds while the count store lives,
 // but an application reset or a rebuilt count reprocesses the table with
 // its updates coalesced anew, and a group only an earlier last record
@@ -43,7 +43,7 @@ func missingTableChangelog(i int, topic string, st topology.Stage) error {
 func stepRefusesTables(m *topology.Model) error {
 	for _, st := range m.Stages {
 		if topology.IsTableGroupBy(st.Operator) {
-			return &config.Error{Key: fmt.Sprintf("pipeline.inputs[%d]", st.Index), Msg: fmt.Sprintf("input %s is read by a table whose groupBy (%s) feeds a count (%s, store %s): reconcile and watch do not audit it yet (a step reads only new records, and the check needs each input key's last record by offset); run lossaudit audit",
+			return &config.Error{Key: fmt.Sprintf("pipeline.inputs[%d]", st.Index), Msg: fmt.Sprintf("input %s is read by a table whose groupBy (%s) feeds an aggregation (%s, store %s): reconcile and watch do not audit it yet (a step reads only new records, and the check needs each input key's last record by offset); run lossaudit audit",
 				st.Input.Name, st.GroupBy, st.Operator, st.Store)}
 		}
 		if topology.IsTableSource(st.Operator) {

@@ -46,8 +46,9 @@ func TestTableSourceConfig(t *testing.T) {
 	}
 }
 
-// TestTableGroupByConfig: an input grouped by a table groupBy into a count
-// refuses timestamp_field, and reconcile and watch refuse it.
+// TestTableGroupByConfig: an input grouped by a table groupBy into a count,
+// reduce or aggregate refuses timestamp_field, and reconcile and watch
+// refuse it.
 func TestTableGroupByConfig(t *testing.T) {
 	key := func(err error) string {
 		var ce *config.Error
@@ -56,13 +57,15 @@ func TestTableGroupByConfig(t *testing.T) {
 		}
 		return ""
 	}
-	st := topology.Stage{Input: topology.InputSpec{Name: "profiles", Topic: "profiles", Rekey: "region"}, Operator: topology.KindTableCount,
-		GroupBy: "KTABLE-SELECT-0000000002", Store: "counts", RepartitionTopic: "app-counts-repartition", ChangelogTopic: "app-counts-changelog"}
-	if err := tableInput("pipeline.inputs[0]", config.Input{Name: "profiles", TimestampField: "ts"}, st); key(err) != "pipeline.inputs[0].timestamp_field" {
-		t.Errorf("timestamp_field on a table groupBy: %v", err)
-	}
-	err := stepRefusesTables(&topology.Model{Stages: []topology.Stage{st}})
-	if key(err) != "pipeline.inputs[0]" || !strings.Contains(err.Error(), "KTABLE-SELECT-0000000002") || !strings.Contains(err.Error(), "run lossaudit audit") {
-		t.Errorf("a step of a table groupBy: %v", err)
+	for _, op := range []topology.Kind{topology.KindTableCount, topology.KindTableReduce, topology.KindTableAggregate} {
+		st := topology.Stage{Input: topology.InputSpec{Name: "profiles", Topic: "profiles", Rekey: "region"}, Operator: op,
+			GroupBy: "KTABLE-SELECT-0000000002", Store: "counts", RepartitionTopic: "app-counts-repartition", ChangelogTopic: "app-counts-changelog"}
+		if err := tableInput("pipeline.inputs[0]", config.Input{Name: "profiles", TimestampField: "ts"}, st); key(err) != "pipeline.inputs[0].timestamp_field" {
+			t.Errorf("%s: timestamp_field on a table groupBy: %v", op, err)
+		}
+		err := stepRefusesTables(&topology.Model{Stages: []topology.Stage{st}})
+		if key(err) != "pipeline.inputs[0]" || !strings.Contains(err.Error(), "KTABLE-SELECT-0000000002") || !strings.Contains(err.Error(), string(op)) || !strings.Contains(err.Error(), "run lossaudit audit") {
+			t.Errorf("%s: a step of a table groupBy: %v", op, err)
+		}
 	}
 }

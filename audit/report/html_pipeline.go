@@ -58,7 +58,7 @@ func newPipelineView(res *finding.Result, pl *finding.Pipeline) *pipelineView {
 
 		if in.RepartitionTopic != "" {
 			rep := pipelineNode{Role: "selectKey, repartition", Stage: "repartition", Input: safe(in.Name), Topic: safe(in.RepartitionTopic)}
-			if in.Operator == "table-count" {
+			if in.Operator == "table-count" || in.Operator == "table-reduce" || in.Operator == "table-aggregate" {
 				rep.Role = "table, groupBy, repartition"
 			}
 			f.partProblems(&rep, in.RepartitionTopic)
@@ -126,7 +126,7 @@ func operatorWord(in finding.PipelineInput) string {
 	switch in.Operator {
 	case "count", "aggregate", "reduce", "cogroup":
 		return in.Operator
-	case "windowed-count", "windowed-reduce", "windowed-aggregate", "table-count":
+	case "windowed-count", "windowed-reduce", "windowed-aggregate", "table-count", "table-reduce", "table-aggregate":
 		return strings.Replace(in.Operator, "-", " ", 1)
 	case "":
 		if in.Count {

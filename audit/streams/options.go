@@ -74,7 +74,8 @@ type Input struct {
 	// them). An audit only: a reconcile step refuses it.
 	Table bool
 	// GroupBy says that the input is read by a table source whose
-	// groupBy feeds a count (table-count, tablegroupby.go): Select gives
+	// groupBy feeds a count, reduce or aggregate (table-count,
+	// table-reduce, table-aggregate; tablegroupby.go): Select gives
 	// each value's group key, only each input key's last processed record
 	// by offset per partition is a candidate (detect.GroupByLast), and
 	// RepartitionTopic holds Change-encoded values. An audit only, of one

@@ -15,7 +15,7 @@ import (
 )
 
 // groupByInput returns the index of the input that is a table groupBy's
-// count, -1 for none.
+// aggregation (count, reduce or aggregate), -1 for none.
 func (o *Options) groupByInput() int {
 	for x := range o.Inputs {
 		if o.Inputs[x].GroupBy {
@@ -27,7 +27,7 @@ func (o *Options) groupByInput() int {
 
 // checkTableGroupBy refuses what the table groupBy check cannot do: it
 // needs every processed record of each input key to find its last by
-// offset, so no audit window, and nothing but the count between the
+// offset, so no audit window, and nothing but the aggregation between the
 // table and the output.
 func (o *Options) checkTableGroupBy() error {
 	x := o.groupByInput()
@@ -37,15 +37,15 @@ func (o *Options) checkTableGroupBy() error {
 	in := o.Inputs[x]
 	switch {
 	case len(o.Inputs) != 1:
-		return fmt.Errorf("audit: input %s is a table groupBy's count: it is audited alone (one input, no join)", in.Name)
+		return fmt.Errorf("audit: input %s is a table groupBy's aggregation: it is audited alone (one input, no join)", in.Name)
 	case in.Table || in.Window != nil || in.BufferTopic != "" || in.Count:
-		return fmt.Errorf("audit: input %s: a table groupBy's count is audited with no other table rule, window or suppress", in.Name)
+		return fmt.Errorf("audit: input %s: a table groupBy's aggregation is audited with no other table rule, window or suppress", in.Name)
 	case in.RepartitionTopic == "":
-		return fmt.Errorf("audit: input %s is a table groupBy's count without its repartition topic", in.Name)
+		return fmt.Errorf("audit: input %s is a table groupBy's aggregation without its repartition topic", in.Name)
 	case o.DeadLetterTopic != "":
-		return fmt.Errorf("audit: input %s is a table groupBy's count: a dead-letter queue (pipeline.dead_letter_topic) is not supported with it yet", in.Name)
+		return fmt.Errorf("audit: input %s is a table groupBy's aggregation: a dead-letter queue (pipeline.dead_letter_topic) is not supported with it yet", in.Name)
 	case !o.From.IsZero() || !o.To.IsZero():
-		return fmt.Errorf("audit: input %s is a table groupBy's count: a time window (window.from, window.to) is not supported with it (each input key's last processed record by offset is needed, whatever its timestamp)", in.Name)
+		return fmt.Errorf("audit: input %s is a table groupBy's aggregation: a time window (window.from, window.to) is not supported with it (each input key's last processed record by offset is needed, whatever its timestamp)", in.Name)
 	}
 	return nil
 }
@@ -78,7 +78,7 @@ const (
 )
 
 // readGroupByInput reads input x, a table source grouped by a table
-// groupBy into a count. Every processed record is folded per partition and
+// groupBy into a count, reduce or aggregate. Every processed record is folded per partition and
 // input key into its last by offset, in a scratch index beside the run's
 // (on disk past its memory budget: a table may hold more keys than
 // memory); once the input is read, each last record that owes its group

@@ -26,49 +26,67 @@ import (
 const groupByProfile = `{"type":"record","name":"Profile","namespace":"lossaudit.testbed","fields":[` +
 	`{"name":"id","type":"string"},{"name":"region","type":"string"}]}`
 
-// groupByCount finds the grouped table's count node and its store in the
-// describe() text of TOPOLOGY=table-groupby.
-var groupByCount = regexp.MustCompile(`Processor: (KTABLE-AGGREGATE-\d{10}) \(stores: \[(\S+)\]\)`)
+// groupByAgg finds the grouped table's aggregation node and its store in
+// the describe() text of TOPOLOGY=table-groupby: the count's or
+// aggregate's generated KTABLE-AGGREGATE-, the reduce's KTABLE-REDUCE-, or
+// the aggregate's Named.as name.
+var groupByAgg = regexp.MustCompile(`Processor: (KTABLE-AGGREGATE-\d{10}|KTABLE-REDUCE-\d{10}|members-by-region) \(stores: \[(\S+)\]\)`)
 
-// tableGroupBy runs the test bed's table groupBy and count
-// (TableGroupByCount.java: table(profiles) --groupBy(value.region)-->
-// count, toStream, to) on real brokers: clean and losing the last update of
-// two keys before the table (records the application skips), both at
-// once, then clean while every broker is killed and restarted. Every key
-// moves between regions from round to round, some are deleted, and the
-// timestamps run out of offset order. Once the application has committed
-// all its input at both hops and stopped, the truth is read from the
-// topics with franz-go (a key's last record by offset per partition whose
-// region's newest count in the changelog is older than it: lost), and
-// lossaudit audit, the count declared table-count and the group key
+// groupByOp is one aggregation of the table groupBy phase: TABLE_GROUPBY_OP
+// and the kind declared for its node ("" for none: a KTABLE-REDUCE- shows
+// its kind by its name).
+type groupByOp struct{ name, op, kind string }
+
+// tableGroupBy runs the test bed's table groupBy (TableGroupByCount.java:
+// table(profiles) --groupBy(value.region)--> count, toStream, to; then the
+// same groupBy's reduce with generated names, then its aggregate of the
+// members' keys named by Named.as and Materialized.as, whose subtractor
+// returns null when the last member leaves) on real brokers: clean and
+// losing the last update of two keys before the table (records the
+// application skips), both at once, then clean while every broker is
+// killed and restarted. Every key moves between regions from round to
+// round, some are deleted, one region is emptied and taken again by an
+// older update, and the timestamps run out of offset order. Once the
+// application has committed all its input at both hops and stopped, the
+// truth is read from the topics with franz-go (a key's last record by
+// offset per partition whose region's newest value in the changelog is
+// older than it: lost), and lossaudit audit, the aggregation declared
+// (table-count, table-aggregate; the reduce by its name) and the group key
 // rekey: region, must name exactly those records: none for the clean and
 // outage runs.
 func tableGroupBy(t *testing.T, c *kafka.Cluster, adm *kafka.Admin) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
 	t.Cleanup(cancel)
-	// The three run at once (the phase's time is CI's): the outage hits
-	// the clean and lossy runs too, which must still report exactly what
-	// they report without it.
-	t.Run("clean, lossy and all brokers down", func(t *testing.T) {
-		for _, tc := range []struct {
-			name  string
-			drop  []string
-			fault func()
-		}{{name: "clean"}, {name: "lossy", drop: []string{"p-04", "p-17"}}, {name: "outage", fault: func() { allBrokersDown(ctx, t, c) }}} {
-			t.Run(tc.name, func(t *testing.T) {
-				t.Parallel()
-				groupByScenario(ctx, t, c, adm, "tgb-"+tc.name, tc.drop, tc.fault)
-			})
-		}
-	})
+	// The three of each aggregation run at once (the phase's time is
+	// CI's): the outage hits the clean and lossy runs too, which must
+	// still report exactly what they report without it.
+	for _, op := range []groupByOp{{"count", "", "table-count"}, {"reduce", "reduce", ""}, {"aggregate", "aggregate", "table-aggregate"}} {
+		t.Run(op.name+": clean, lossy and all brokers down", func(t *testing.T) {
+			for _, tc := range []struct {
+				name  string
+				drop  []string
+				fault func()
+			}{{name: "clean"}, {name: "lossy", drop: []string{"p-04", "p-17"}}, {name: "outage", fault: func() { allBrokersDown(ctx, t, c) }}} {
+				t.Run(tc.name, func(t *testing.T) {
+					t.Parallel()
+					group := "tgb-" + tc.name
+					if op.op != "" {
+						group = "tgb-" + op.op + "-" + tc.name
+					}
+					groupByScenario(ctx, t, c, adm, op, group, tc.drop, tc.fault)
+				})
+			}
+		})
+	}
 }
 
 // groupByLoad is what groupByScenario writes: rounds of one update per key
 // (each key in another region every round, timestamps out of offset
-// order, every seventh key deleted in round 3), then for each dropped key
+// order, every seventh key deleted in round 3; p-29 alone in region
+// r-solo in round 1, out of it in round 2), then for each dropped key
 // an update into a region of its own that the application skips, then one
 // more update of every key not dropped (so each partition commits past the
-// drops).
+// drops; p-28's into r-solo, a second older than p-29's was).
 func groupByLoad(t *testing.T, codec *goavro.Codec, drop []string) [][]*kgo.Record {
 	const keys, rounds, regions = 30, 5, 4
 	base := time.Now().Add(-time.Hour).Truncate(time.Second)
@@ -87,8 +105,12 @@ func groupByLoad(t *testing.T, codec *goavro.Codec, drop []string) [][]*kgo.Reco
 		for k := range keys {
 			ts := base.Add(time.Duration(perm[j])*time.Second + time.Duration(k)*time.Millisecond)
 			r := &kgo.Record{Key: []byte(key(k)), Timestamp: ts}
+			region := fmt.Sprintf("r-%d", (k+j)%regions)
+			if j == 1 && k == 29 {
+				region = "r-solo"
+			}
 			if j != 3 || k%7 != 0 {
-				r.Value = val(fmt.Sprintf("u-%d-%s", j, key(k)), fmt.Sprintf("r-%d", (k+j)%regions))
+				r.Value = val(fmt.Sprintf("u-%d-%s", j, key(k)), region)
 			}
 			rs = append(rs, r)
 		}
@@ -100,17 +122,23 @@ func groupByLoad(t *testing.T, codec *goavro.Codec, drop []string) [][]*kgo.Reco
 	}
 	for k := range keys {
 		if !slices.Contains(drop, key(k)) {
-			last = append(last, &kgo.Record{Key: []byte(key(k)), Value: val("last-"+key(k), fmt.Sprintf("r-%d", k%regions)), Timestamp: base.Add(-time.Second)})
+			region := fmt.Sprintf("r-%d", k%regions)
+			if k == 28 {
+				region = "r-solo"
+			}
+			last = append(last, &kgo.Record{Key: []byte(key(k)), Value: val("last-"+key(k), region), Timestamp: base.Add(-time.Second)})
 		}
 	}
 	return append(load, last)
 }
 
-// groupByScenario runs one table groupBy application as group on its own
-// topics, loads it (fault, when set, runs after the first half of the
-// load, while the rest is sent), waits until it has committed everything,
-// and checks the audit against the truth read from the topics.
-func groupByScenario(ctx context.Context, t *testing.T, c *kafka.Cluster, adm *kafka.Admin, group string, drop []string, fault func()) {
+// groupByScenario runs one table groupBy application (op) as group on its
+// own topics, loads it (fault, when set, runs after the first half of the
+// load, while the rest is sent; rounds 1 and 2 are each committed at both
+// hops before the next is sent, so that r-solo is taken and emptied in
+// separate flushes), waits until it has committed everything, and checks
+// the audit against the truth read from the topics.
+func groupByScenario(ctx context.Context, t *testing.T, c *kafka.Cluster, adm *kafka.Admin, op groupByOp, group string, drop []string, fault func()) {
 	in, out := group+"-profiles", group+"-counts"
 	if err := adm.CreateTopics(ctx, kafka.TopicSpec{Name: in, Partitions: 3}, kafka.TopicSpec{Name: out, Partitions: 3}); err != nil {
 		t.Fatal(err)
@@ -118,16 +146,29 @@ func groupByScenario(ctx context.Context, t *testing.T, c *kafka.Cluster, adm *k
 	dir := t.TempDir()
 	codec, avsc := schemaDir(t, dir, groupByProfile)
 	sa := startApp(ctx, t, streamsapp.Options{Bootstrap: c.Bootstrap(), ApplicationID: group, Inputs: [3]string{in},
-		Output: out, Dir: dir, TableGroupBy: true, SessionTimeout: 6 * time.Second})
+		Output: out, Dir: dir, TableGroupBy: true, TableGroupByOp: op.op, SessionTimeout: 6 * time.Second})
+	text, err := os.ReadFile(sa.TopologyFile())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm, rp := groupByAgg.FindSubmatch(text), tableRepartition.FindSubmatch(text)
+	if cm == nil || rp == nil {
+		t.Fatalf("no grouped aggregation or repartition topic in the topology:\n%s", text)
+	}
+	node, changelog := string(cm[1]), group+"-"+string(cm[2])+"-changelog"
+	hops := []string{in, group + "-" + string(rp[1])}
 	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Bootstrap()...), kgo.DefaultProduceTopic(in))
 	if err != nil {
 		t.Fatal(err)
 	}
 	load := groupByLoad(t, codec, drop)
 	produce := func(from, to int) error {
-		for _, rs := range load[from:to] {
+		for j, rs := range load[from:to] {
 			if err := cl.ProduceSync(ctx, rs...).FirstErr(); err != nil {
 				return err
+			}
+			if from+j == 1 || from+j == 2 {
+				waitAllCommitted(ctx, t, adm, group, hops, sa.Running) // r-solo taken, then emptied, in flushes of their own
 			}
 		}
 		return nil
@@ -148,21 +189,15 @@ func groupByScenario(ctx context.Context, t *testing.T, c *kafka.Cluster, adm *k
 		}
 	}
 	cl.Close()
-	text, err := os.ReadFile(sa.TopologyFile())
-	if err != nil {
-		t.Fatal(err)
-	}
-	cm, rp := groupByCount.FindSubmatch(text), tableRepartition.FindSubmatch(text)
-	if cm == nil || rp == nil {
-		t.Fatalf("no grouped count or repartition topic in the topology:\n%s", text)
-	}
-	node, changelog := string(cm[1]), group+"-"+string(cm[2])+"-changelog"
-	waitAllCommitted(ctx, t, adm, group, []string{in, group + "-" + string(rp[1])}, sa.Running)
+	waitAllCommitted(ctx, t, adm, group, hops, sa.Running)
 	if err := sa.Stop(); err != nil {
 		t.Fatal(err)
 	}
 
 	truth := groupByTruth(ctx, t, c, adm, codec, in, changelog)
+	if op.op == "aggregate" {
+		groupBySoloRestart(ctx, t, c, adm, out)
+	}
 	var lostKeys []string
 	for _, l := range truth {
 		k, _, _ := strings.Cut(l, "@")
@@ -170,7 +205,7 @@ func groupByScenario(ctx context.Context, t *testing.T, c *kafka.Cluster, adm *k
 	}
 	want := slices.Sorted(slices.Values(drop))
 	if strings.Join(lostKeys, ",") != strings.Join(want, ",") {
-		t.Fatalf("the topics show %q lost at the count, want the injected %q", truth, want)
+		t.Fatalf("the topics show %q lost at the %s, want the injected %q", truth, op.name, want)
 	}
 
 	cfg := &config.Config{
@@ -180,13 +215,16 @@ func groupByScenario(ctx context.Context, t *testing.T, c *kafka.Cluster, adm *k
 		Schema: config.Schema{AvscDir: avsc},
 		Pipeline: config.Pipeline{ApplicationID: group, TopologyFile: sa.TopologyFile(), Output: out,
 			Inputs: []config.Input{{Name: "profiles", Topic: in, KeyFormat: config.KeyFormatString, Rekey: "region"}},
-			Nodes:  []config.Node{{Name: node, Kind: "table-count"}}},
+		},
+	}
+	if op.kind != "" {
+		cfg.Pipeline.Nodes = []config.Node{{Name: node, Kind: op.kind}}
 	}
 	if err := cfg.ValidatePipeline(); err != nil {
 		t.Fatal(err)
 	}
 	if err := app.CheckTopology(cfg); err != nil {
-		t.Fatalf("the table groupBy's topology is refused: %v", err)
+		t.Fatalf("the table groupBy's %s (%s) is refused: %v", op.name, node, err)
 	}
 	res, _, err := app.Run(ctx, cfg, app.Options{})
 	if err != nil {
@@ -196,7 +234,7 @@ func groupByScenario(ctx context.Context, t *testing.T, c *kafka.Cluster, adm *k
 	var got []string
 	for _, r := range res.Rows {
 		if r.Stage != finding.StageChangelog || r.Kind != finding.Missing || r.Topic != in {
-			t.Errorf("row %+v: only groups missing from the count are injected", r)
+			t.Errorf("row %+v: only groups missing from the %s are injected", r, op.name)
 			continue
 		}
 		got = append(got, fmt.Sprintf("%s@%d", keyAt[fmt.Sprintf("%d/%d", r.Partition, r.Offset)], r.Offset))
@@ -271,4 +309,36 @@ func groupByTruth(ctx context.Context, t *testing.T, c *kafka.Cluster, adm *kafk
 	}
 	slices.Sort(lost)
 	return lost
+}
+
+// groupBySoloRestart checks, in the aggregate's output read with franz-go,
+// that the Kafka Streams behaviour the phase means to exercise happened:
+// the subtractor emptied r-solo (a null value: a tombstone) and p-28 then
+// took it again at its own, older, timestamp (the group restarted below
+// its earlier timestamp). The audit must still report nothing for r-solo.
+func groupBySoloRestart(ctx context.Context, t *testing.T, c *kafka.Cluster, adm *kafka.Admin, output string) {
+	t.Helper()
+	ranges, err := adm.Ranges(ctx, true, output)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var solo []*kgo.Record
+	rctx, cancel := context.WithTimeout(ctx, truthTimeout)
+	defer cancel()
+	if err := kafka.Consume(rctx, c.Bootstrap(), ranges, true, func(r *kgo.Record) error {
+		if string(r.Key) == "r-solo" {
+			solo = append(solo, r)
+		}
+		return nil
+	}); err != nil {
+		t.Fatalf("reading %s: %v", output, err)
+	}
+	slices.SortFunc(solo, func(a, b *kgo.Record) int { return int(a.Offset - b.Offset) })
+	var seq []string
+	for _, r := range solo {
+		seq = append(seq, fmt.Sprintf("%q@%d", r.Value, r.Timestamp.UnixMilli()))
+	}
+	if len(solo) != 3 || string(solo[0].Value) != "p-29" || solo[1].Value != nil || string(solo[2].Value) != "p-28" || !solo[2].Timestamp.Before(solo[1].Timestamp) {
+		t.Fatalf("output records of r-solo %s: want p-29, a tombstone, then p-28 older than both", strings.Join(seq, " "))
+	}
 }

@@ -184,8 +184,12 @@ type Options struct {
 	// TableGroupBy runs a table groupBy and count instead
 	// (TableGroupByCount.java: table(Inputs[0]) --groupBy(value.region)-->
 	// count, toStream, to Output; Avro values {id, region}): records whose
-	// id starts with "drop" are skipped (lost).
-	TableGroupBy bool
+	// id starts with "drop" are skipped (lost). TableGroupByOp replaces the
+	// count: "reduce" (generated names, KTABLE-REDUCE-) or "aggregate"
+	// (Named.as("members-by-region"), Materialized.as("region-members"): the
+	// group's member keys, null when the last one leaves).
+	TableGroupBy   bool
+	TableGroupByOp string
 	// Suppress, with Count, runs the count with
 	// suppress(untilTimeLimit(Suppress)) before the output instead
 	// (CountSuppress.java); DropBeforeOutput then lists keys whose emitted
@@ -356,6 +360,7 @@ func (a *App) env() []string {
 		"WINDOW_ADVANCE_MS="+millis(a.o.WindowAdvance),
 		"WINDOW_EMIT="+a.windowEmit(),
 		"TABLE_OP="+map[bool]string{true: "aggregate", false: ""}[a.o.Aggregate],
+		"TABLE_GROUPBY_OP="+a.o.TableGroupByOp,
 		"PROCESSING_GUARANTEE="+a.o.ProcessingGuarantee,
 		"COMMIT_INTERVAL_MS="+millis(a.o.CommitInterval),
 		"GROUP_PROTOCOL="+a.o.GroupProtocol,

@@ -300,7 +300,7 @@ func (t *Topology) Derive(app string, inputTopics []string, output string, decl 
 		ts.Suppress, ts.BufferStore = t.suppressAfter(h.n, kinds)
 		if ts.Suppress != "" && IsTableGroupBy(ts.Operator) {
 			n, _ := t.Node(ts.Suppress)
-			return nil, unsupported(n, "a suppress after a grouped table's count is not audited yet")
+			return nil, unsupported(n, "a suppress after a grouped table's count, reduce or aggregate is not audited yet")
 		}
 		if ts.Operator == KindCogroup {
 			m, err := t.cogroupMerge(h.n, kinds)
@@ -354,7 +354,7 @@ func (t *Topology) Derive(app string, inputTopics []string, output string, decl 
 	}
 	for _, st := range d.Stages {
 		if IsTableGroupBy(st.Operator) && len(d.Stages) > 1 {
-			return nil, fmt.Errorf("line %d: the grouped table's count %s of input topic %s is one of %d inputs: a table groupBy is audited alone (one input, no join)", st.Line, st.Reducer, st.InputTopic, len(d.Stages))
+			return nil, fmt.Errorf("line %d: the grouped table's %s %s of input topic %s is one of %d inputs: a table groupBy is audited alone (one input, no join)", st.Line, st.Operator, st.Reducer, st.InputTopic, len(d.Stages))
 		}
 		if st.Window != nil && len(d.Stages) > 1 {
 			return nil, fmt.Errorf("line %d: the windowed aggregation %s of input topic %s is one of %d inputs: a windowed aggregation is audited alone (one input, no join)", st.Line, st.Reducer, st.InputTopic, len(d.Stages))

@@ -148,8 +148,8 @@ const (
 	// (the source-topic optimization) has no changelog of its own: the
 	// table is its input, nothing to check between them.
 	RuleTableIsInput Rule = "table-is-input"
-	// RuleTableGroupMax: a grouped table's count (table groupBy, then
-	// count) holds each group key at least as new as the last processed
+	// RuleTableGroupMax: a grouped table's count, reduce or aggregate
+	// (table groupBy, then count, reduce or aggregate) holds each group key at least as new as the last processed
 	// record by offset of every input key whose value is in that group;
 	// detect.GroupByLast, then detect.TableMax per group key.
 	RuleTableGroupMax Rule = "table-group-max"
@@ -171,7 +171,7 @@ var ruleText = map[Rule]string{
 	RuleTableLast:       "the changelog's last record of each key by offset is the input's last processed record of the key or a later one, matched by timestamp and tombstone (else missing or stale)",
 	RuleWindowMax:       "each (key, window start) of a processed record certainly on time in that window (the window ends after the repartition partition's greatest timestamp minus grace, read from offset 0) is in the changelog at least as new (else missing or stale); late or uncertain ones are counted, never reported",
 	RuleWindowCount:     "as window-max, and each window's newest count is at least the number of its certainly-on-time processed records (else undercount)",
-	RuleTableGroupMax:   "each group key is in the changelog at least as new as the last processed record by offset of every input key (per partition) whose value is in that group, a value with a group key (else missing, stale or aborted); counts are not recounted (a table count goes down)",
+	RuleTableGroupMax:   "each group key is in the changelog at least as new as the last processed record by offset of every input key (per partition) whose value is in that group, a value with a group key (else missing, stale or aborted); nothing is recounted (a table count goes down); a reduce's or aggregate's adder or subtractor returning null while the group has members may make it look stale",
 	RuleOutputCogroup:   "each key the cogroup's table holds as a value is in the output at least as new as every input's newest processed update of it",
 	RuleTableIsInput:    "the input topic is the table's changelog (topology.optimization=all): nothing is checked between them; its last processed record by offset is what the output is checked against",
 }
@@ -289,7 +289,7 @@ func (m *Model) Graph() *Graph {
 		switch op {
 		case KindCount:
 			rule = RuleTableCount
-		case KindTableCount:
+		case KindTableCount, KindTableReduce, KindTableAggregate:
 			rule = RuleTableGroupMax
 		case KindWindowedCount:
 			rule = RuleWindowCount

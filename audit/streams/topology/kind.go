@@ -75,9 +75,15 @@ const (
 	KindTableSource Kind = "table-source"
 	// KindToTable is KStream#toTable (KSTREAM-TOTABLE-).
 	KindToTable Kind = "to-table"
-	// KindTableAggregate is a table groupBy's aggregate, count or reduce
-	// (KTABLE-AGGREGATE-, KTABLE-REDUCE-).
+	// KindTableAggregate is a table groupBy's aggregate or count
+	// (KTABLE-AGGREGATE-: KGroupedTableImpl names both so). Declared, it
+	// is aggregate(initializer, adder, subtractor): supported after a
+	// table source's groupBy (tablegroupby.go); undeclared, refused.
 	KindTableAggregate Kind = "table-aggregate"
+	// KindTableReduce is a table groupBy's reduce(adder, subtractor)
+	// (KTABLE-REDUCE-, or declared for a Named.as name): supported after a
+	// table source's groupBy (tablegroupby.go).
+	KindTableReduce Kind = "table-reduce"
 	// KindTableCount is count() of a grouped table (KTable#groupBy then
 	// KGroupedTable#count): KTABLE-AGGREGATE- prints alike for count and
 	// aggregate, so only a declaration says so (it refines
@@ -163,7 +169,7 @@ var prefixes = []struct {
 	{"KTABLE-SOURCE-", KindTableSource},
 	{"KSTREAM-TOTABLE-", KindToTable},
 	{"KTABLE-AGGREGATE-", KindTableAggregate},
-	{"KTABLE-REDUCE-", KindTableAggregate},
+	{"KTABLE-REDUCE-", KindTableReduce},
 	{"KTABLE-SELECT-", KindTableSelect},
 	{"KTABLE-FILTER-", KindTableFilter},
 	{"KTABLE-MAPVALUES-", KindTableMapValues},
@@ -203,7 +209,7 @@ func DeclarableKinds() []string {
 	out := []string{}
 	for _, k := range []Kind{KindSource, KindSink, KindKeySelect, KindReduce, KindTableJoin, KindToStream,
 		KindAggregate, KindCount, KindCogroup, KindWindowed, KindWindowedCount, KindWindowedReduce, KindWindowedAggregate, KindSuppress, KindTableSource, KindToTable, KindTableAggregate,
-		KindTableCount, KindTableSelect, KindTableFilter, KindTableMapValues, KindFKJoin, KindStreamStreamJoin, KindStreamTableJoin, KindGlobalLeftJoin, KindGlobalInnerJoin,
+		KindTableReduce, KindTableCount, KindTableSelect, KindTableFilter, KindTableMapValues, KindFKJoin, KindStreamStreamJoin, KindStreamTableJoin, KindGlobalLeftJoin, KindGlobalInnerJoin,
 		KindFilter, KindMap, KindMapValues, KindFlatMap, KindFlatMapValues, KindPeek, KindForeach, KindMerge,
 		KindBranch, KindProcess} {
 		out = append(out, string(k))
@@ -213,7 +219,7 @@ func DeclarableKinds() []string {
 }
 
 // supportedKinds are the kinds an audited path may hold.
-var supportedKinds = []Kind{KindSource, KindKeySelect, KindRepartitionFilter, KindReduce, KindCount, KindTableJoin, KindToStream, KindMapValues, KindPeek, KindSink, KindTableSource, KindToTable, KindSuppress, KindWindowedCount, KindWindowedReduce, KindWindowedAggregate, KindTableSelect, KindTableCount}
+var supportedKinds = []Kind{KindSource, KindKeySelect, KindRepartitionFilter, KindReduce, KindCount, KindTableJoin, KindToStream, KindMapValues, KindPeek, KindSink, KindTableSource, KindToTable, KindSuppress, KindWindowedCount, KindWindowedReduce, KindWindowedAggregate, KindTableSelect, KindTableCount, KindTableReduce}
 
 // supported describes, for messages, what the audit supports.
 func supported() string {
@@ -221,8 +227,9 @@ func supported() string {
 	for i, k := range supportedKinds {
 		ks[i] = string(k)
 	}
-	return "supported: selectKey -> groupByKey -> reduce per input (or a count or aggregate declared in pipeline.nodes, or a table or toTable with a store reading the input topic, or such a table's groupBy and a count declared table-count), then KTable left joins, " +
-		"mapValues or peek into the output (kinds " + strings.Join(ks, ", ") + ", and aggregate when declared); " +
+	return "supported: selectKey -> groupByKey -> reduce per input (or a count or aggregate declared in pipeline.nodes, or a table or toTable with a store reading the input topic, or such a table's groupBy and a count declared table-count, a reduce, or an aggregate declared table-aggregate, " +
+		"whose adder and subtractor return null only for a group left with no member), then KTable left joins, " +
+		"mapValues or peek into the output (kinds " + strings.Join(ks, ", ") + ", and aggregate and table-aggregate when declared); " +
 		"or a cogroup of the inputs into one aggregate, each input's aggregate declared cogroup in pipeline.nodes, into the output; " +
 		"or, with no aggregation, per-record stream stages from the inputs into the output: mapValues, peek, merge, repartition(), KStream-KTable left joins, " +
 		"KStream-GlobalKTable left joins declared (pipeline.nodes: {name, kind: global-left-join, null_mapped_key}), filters whose predicate is declared (pipeline.nodes: {name, kind: filter, predicate}), split()/branch() whose branches are declared (pipeline.nodes: {name, kind: branch, branches}) and selectKey/map with the new key declared (pipeline.inputs[i].rekey)"
@@ -355,7 +362,7 @@ func (t *Topology) Classify(declared []NodeDecl) (map[string]Classified, error) 
 				(k == KindCount && c.Kind == KindAggregate) || ((k == KindWindowedCount || k == KindWindowedAggregate) && c.Kind == KindAggregate) ||
 				(k == KindWindowedReduce && c.Kind == KindReduce) ||
 				((k == KindGlobalLeftJoin || k == KindGlobalInnerJoin) && c.Kind == KindStreamTableJoin && strings.HasPrefix(name, "KSTREAM-LEFTJOIN-")) ||
-				(k == KindTableCount && c.Kind == KindTableAggregate && !strings.HasPrefix(name, "KTABLE-REDUCE-"))
+				(k == KindTableCount && c.Kind == KindTableAggregate)
 			if !refines {
 				return nil, fail("kind", fmt.Sprintf("node %s is declared %s, but its %s makes it a %s (line %d)", name, k, c.Origin, c.Kind, c.Node.Line))
 			}
@@ -377,7 +384,7 @@ func (t *Topology) Classify(declared []NodeDecl) (map[string]Classified, error) 
 // needsStore says whether a node of kind k always has a state store.
 func needsStore(k Kind) bool {
 	switch k {
-	case KindReduce, KindAggregate, KindCount, KindWindowed, KindWindowedCount, KindWindowedReduce, KindWindowedAggregate, KindSuppress, KindTableAggregate, KindTableCount:
+	case KindReduce, KindAggregate, KindCount, KindWindowed, KindWindowedCount, KindWindowedReduce, KindWindowedAggregate, KindSuppress, KindTableAggregate, KindTableReduce, KindTableCount:
 		return true
 	}
 	return false

@@ -127,8 +127,8 @@ type Stage struct {
 	// windowed-*), nil otherwise.
 	Window *WindowDecl
 	// GroupBy is the KTABLE-SELECT- node of a table groupBy (Operator
-	// table-count), TableStore the store of the table it groups (not
-	// audited: the count's store is Store); "" otherwise.
+	// table-count, table-reduce or table-aggregate), TableStore the store
+	// of the table it groups (not audited: the aggregation's store is Store); "" otherwise.
 	GroupBy, TableStore string
 	// Cogroup is the merge node of the cogroup the input feeds (Operator
 	// cogroup), "" for none: the stages of one cogroup share their store

@@ -5,24 +5,36 @@ import (
 	"strings"
 )
 
-// tableAggregateRefused says why a table groupBy's reduce or aggregate is
-// not audited, while its count is.
-const tableAggregateRefused = "a grouped table's reduce or aggregate is not audited: its adder and subtractor are the application's code, " +
-	"and one that returns null deletes the group (KTableAggregate and KTableReduce put null: a tombstone), after which the group's timestamp starts again from the next update's own, " +
-	"so no timestamp the audit could expect is sound; count() never returns null (its subtractor decrements) and is audited when declared table-count"
+// tableAggregateUndeclared says why an undeclared KTABLE-AGGREGATE- after
+// a table groupBy is refused: count() and aggregate() print alike, and
+// only a count's changelog values are counts.
+func tableAggregateUndeclared(name string) string {
+	return "describe() prints count() and aggregate() of a grouped table alike (KGroupedTableImpl names both KTABLE-AGGREGATE-): " +
+		"declare a count in pipeline.nodes, {name: " + name + ", kind: table-count}, or an aggregate, {name: " + name + ", kind: table-aggregate}"
+}
 
 // IsTableGroupBy says whether k is an aggregation of a table groupBy that
-// the audit checks: table-count.
-func IsTableGroupBy(k Kind) bool { return k == KindTableCount }
+// the audit checks (the table-group-max rule): a count (table-count), a
+// reduce (table-reduce) or an aggregate declared table-aggregate.
+// KTableAggregate (count, aggregate) and KTableReduce write a group at
+// max(record ts, old aggregate ts) while it holds a value, and at the
+// record's own timestamp when it held none (detect.GroupByLast's proof);
+// a reduce's or aggregate's group restarts only after the application's
+// adder or subtractor returned null, which is owed nothing when the group
+// had no member left and is documented otherwise.
+func IsTableGroupBy(k Kind) bool {
+	return k == KindTableCount || k == KindTableReduce || k == KindTableAggregate
+}
 
 // tableGroupBy follows a table groupBy from the table source table (the
 // first node with a store after the input): table -> KTABLE-SELECT- (the
 // KTableRepartitionMap) -> the sink of a repartition topic -> its one
 // source -> the aggregation. It returns the groupBy node, the aggregation
 // node and the repartition topic as describe() prints it, or a nil
-// aggregation when table feeds no groupBy. Only a count declared
-// table-count is accepted; every other shape is an *UnsupportedError
-// (unsupported) naming the node.
+// aggregation when table feeds no groupBy. A count declared table-count,
+// a reduce (KTABLE-REDUCE-, or declared table-reduce) and an aggregate
+// declared table-aggregate are accepted; every other shape is an
+// *UnsupportedError (unsupported) naming the node.
 func (t *Topology) tableGroupBy(table *Node, kinds map[string]Classified, readers map[string][]*Node, isLink func(string) bool,
 	unsupported func(*Node, string) error) (sel, agg *Node, topic string, err error) {
 	for _, s := range table.Successors {
@@ -54,17 +66,14 @@ func (t *Topology) tableGroupBy(table *Node, kinds map[string]Classified, reader
 	}
 	c := kinds[agg.Name]
 	switch {
-	case c.Kind == KindTableCount:
-	case c.Kind == KindTableAggregate && c.Origin == FromName && strings.HasPrefix(agg.Name, "KTABLE-AGGREGATE-"):
-		return nil, nil, "", unsupported(agg, "describe() prints count() and aggregate() of a grouped table alike (KGroupedTableImpl names both KTABLE-AGGREGATE-): declare a count in pipeline.nodes, {name: "+agg.Name+", kind: table-count}; "+
-			tableAggregateRefused)
-	case c.Kind == KindTableAggregate:
-		return nil, nil, "", unsupported(agg, tableAggregateRefused)
+	case c.Kind == KindTableAggregate && c.Origin == FromName:
+		return nil, nil, "", unsupported(agg, tableAggregateUndeclared(agg.Name))
+	case IsTableGroupBy(c.Kind):
 	default:
-		return nil, nil, "", unsupported(agg, fmt.Sprintf("the aggregation after table groupBy %s (repartition topic %s) is not a grouped table's count", sel.Name, topic))
+		return nil, nil, "", unsupported(agg, fmt.Sprintf("the aggregation after table groupBy %s (repartition topic %s) is not a grouped table's count, reduce or aggregate", sel.Name, topic))
 	}
 	if len(agg.Stores) != 1 {
-		return nil, nil, "", unsupported(agg, fmt.Sprintf("it has %d stores (%s), expected the count's one store", len(agg.Stores), strings.Join(agg.Stores, ", ")))
+		return nil, nil, "", unsupported(agg, fmt.Sprintf("it has %d stores (%s), expected the aggregation's one store", len(agg.Stores), strings.Join(agg.Stores, ", ")))
 	}
 	return sel, agg, topic, nil
 }

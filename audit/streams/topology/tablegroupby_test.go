@@ -11,9 +11,11 @@ import (
 
 // TestTableGroupBy: a table source's groupBy and count (the text
 // testbed/topodescribe prints with kafka-streams 3.6.2, 4.0.0 and 4.4.0)
-// is audited once the count is declared table-count and the group key's
-// field path is declared; undeclared, declared an aggregate, a reduce, or
-// joined, it is refused naming the node or the key.
+// is audited once the count is declared table-count (or, for an
+// aggregate, table-aggregate) and the group key's field path is declared;
+// a reduce (KTABLE-REDUCE-) is audited by its name; undeclared, declared
+// a kind its name contradicts, or fed by more than the groupBy, it is
+// refused naming the node or the key.
 func TestTableGroupBy(t *testing.T) {
 	const agg = "KTABLE-AGGREGATE-0000000006"
 	count := []NodeDecl{{agg, "table-count"}}
@@ -26,17 +28,24 @@ func TestTableGroupBy(t *testing.T) {
 		// refused: the node and detail of an *UnsupportedError, or the key
 		// of an *Error
 		node, detail, key string
-		// accepted: the output ("" for the changelog alone)
+		// accepted: the output ("" for the changelog alone) and the
+		// operator (table-count when "")
 		output string
+		op     Kind
 	}{
 		{name: "declared count", in: a, nodes: count, output: "joined"},
 		{name: "declared count, changelog only", in: a, nodes: count, edit: changelogOnlyText},
-		{name: "undeclared", in: a, node: agg, detail: "declare a count in pipeline.nodes, {name: " + agg + ", kind: table-count}"},
-		{name: "declared aggregate", in: a, nodes: []NodeDecl{{agg, "table-aggregate"}}, node: agg, detail: "one that returns null deletes the group"},
-		{name: "a reduce", in: a, edit: func(s string) string { return strings.ReplaceAll(s, agg, "KTABLE-REDUCE-0000000006") },
-			node: "KTABLE-REDUCE-0000000006", detail: "a grouped table's reduce or aggregate is not audited"},
+		{name: "undeclared", in: a, node: agg, detail: "declare a count in pipeline.nodes, {name: " + agg + ", kind: table-count}, or an aggregate, {name: " + agg + ", kind: table-aggregate}"},
+		{name: "declared aggregate", in: a, nodes: []NodeDecl{{agg, "table-aggregate"}}, output: "joined", op: KindTableAggregate},
+		{name: "declared aggregate, changelog only", in: a, nodes: []NodeDecl{{agg, "table-aggregate"}}, edit: changelogOnlyText, op: KindTableAggregate},
+		{name: "an aggregate cannot be declared a reduce", in: a, nodes: []NodeDecl{{agg, "table-reduce"}}, key: "pipeline.nodes[0].kind"},
+		{name: "a reduce", in: a, edit: func(s string) string { return strings.ReplaceAll(s, agg, "KTABLE-REDUCE-0000000006") }, output: "joined", op: KindTableReduce},
+		{name: "a reduce declared", in: a, nodes: []NodeDecl{{"KTABLE-REDUCE-0000000006", "table-reduce"}}, edit: func(s string) string { return strings.ReplaceAll(s, agg, "KTABLE-REDUCE-0000000006") }, output: "joined", op: KindTableReduce},
 		{name: "a reduce cannot be declared a count", in: a, nodes: []NodeDecl{{"KTABLE-REDUCE-0000000006", "table-count"}},
 			edit: func(s string) string { return strings.ReplaceAll(s, agg, "KTABLE-REDUCE-0000000006") }, key: "pipeline.nodes[0].kind"},
+		{name: "a reduce cannot be declared an aggregate", in: a, nodes: []NodeDecl{{"KTABLE-REDUCE-0000000006", "table-aggregate"}},
+			edit: func(s string) string { return strings.ReplaceAll(s, agg, "KTABLE-REDUCE-0000000006") }, key: "pipeline.nodes[0].kind"},
+		{name: "a reduce's group key undeclared", in: InputSpec{Name: "a", Topic: "topicA"}, edit: func(s string) string { return strings.ReplaceAll(s, agg, "KTABLE-REDUCE-0000000006") }, key: "pipeline.inputs[0].rekey"},
 		{name: "group key undeclared", in: InputSpec{Name: "a", Topic: "topicA"}, nodes: count, key: "pipeline.inputs[0].rekey"},
 		{name: "the table feeds more than its groupBy", in: a, nodes: count, edit: func(s string) string {
 			s = strings.Replace(s, "      --> KTABLE-SELECT-0000000002\n", "      --> KTABLE-SELECT-0000000002, KTABLE-TOSTREAM-0000000099\n", 1)
@@ -78,8 +87,11 @@ func TestTableGroupBy(t *testing.T) {
 				case err != nil:
 					t.Fatalf("refused: %v", err)
 				}
-				s := m.Stages[0]
-				if s.Operator != KindTableCount || s.Store != "KTABLE-AGGREGATE-STATE-STORE-0000000003" || s.TableStore != "profiles" || s.GroupBy != "KTABLE-SELECT-0000000002" ||
+				s, op := m.Stages[0], tc.op
+				if op == "" {
+					op = KindTableCount
+				}
+				if s.Operator != op || s.Store != "KTABLE-AGGREGATE-STATE-STORE-0000000003" || s.TableStore != "profiles" || s.GroupBy != "KTABLE-SELECT-0000000002" ||
 					s.RepartitionTopic != "app-KTABLE-AGGREGATE-STATE-STORE-0000000003-repartition" || s.ChangelogTopic != "app-KTABLE-AGGREGATE-STATE-STORE-0000000003-changelog" {
 					t.Fatalf("stage %+v", s)
 				}
@@ -87,7 +99,7 @@ func TestTableGroupBy(t *testing.T) {
 					t.Fatalf("output %q (changelog only %v), want %q", m.Output, m.ChangelogOnly, tc.output)
 				}
 				g := m.Graph()
-				if st := g.Stage("table:a"); st == nil || st.Rule != RuleTableGroupMax || st.Operator != KindTableCount {
+				if st := g.Stage("table:a"); st == nil || st.Rule != RuleTableGroupMax || st.Operator != op {
 					t.Fatalf("table stage %+v", st)
 				}
 				var b strings.Builder
@@ -111,23 +123,61 @@ func changelogOnlyText(s string) string {
 }
 
 // TestTableGroupByVariants: the texts testbed/topodescribe prints for a
-// table groupBy and reduce (refused: a subtractor may return null), for a
-// toTable grouped and counted (audited as a table source's), and for
-// a groupBy named by Grouped.as (its select node takes the name, which is
-// then declared table-select) into a count kept in its changelog only.
+// table groupBy and reduce (generated names: audited by its name; named by
+// Named.as and Materialized.as: audited once declared), a table groupBy
+// and aggregate (audited once declared table-aggregate), for a toTable
+// grouped and counted (audited as a table source's), and for a groupBy
+// named by Grouped.as (its select node takes the name, which is then
+// declared table-select) into a count kept in its changelog only.
 // Printed with kafka-streams 3.6.2 and 4.4.0 (byte-identical); 4.0.0 is not
 // in the local Maven repository these were generated from.
 func TestTableGroupByVariants(t *testing.T) {
 	a := []InputSpec{{Name: "a", Topic: "topicA", Rekey: "region"}}
 	for _, v := range []string{"3.6.2", "4.4.0"} {
-		t.Run("reduce-"+v, func(t *testing.T) {
-			file := filepath.Join("testdata", "table-groupby-reduce-"+v+".txt")
-			_, err := Build(context.Background(), Spec{ApplicationID: "app", TopologyFile: file, Inputs: a}, nil)
-			var ue *UnsupportedError
-			if !errors.As(err, &ue) || !strings.HasPrefix(ue.Node, "KTABLE-REDUCE-") || ue.Kind != KindTableAggregate || !strings.Contains(ue.Detail, "a grouped table's reduce or aggregate is not audited") {
-				t.Fatalf("error %v, want the reduce refused", err)
-			}
-		})
+		for _, tc := range []struct {
+			name, file string
+			nodes      []NodeDecl
+			// refused: the node and kind of the *UnsupportedError
+			node string
+			kind Kind
+			// accepted: the stage's operator, store and repartition topic
+			op                 Kind
+			store, repartition string
+		}{
+			{name: "reduce", file: "table-groupby-reduce", op: KindTableReduce,
+				store: "KTABLE-AGGREGATE-STATE-STORE-0000000003", repartition: "app-KTABLE-AGGREGATE-STATE-STORE-0000000003-repartition"},
+			{name: "aggregate undeclared", file: "table-groupby-aggregate", node: "KTABLE-AGGREGATE-0000000006", kind: KindTableAggregate},
+			{name: "aggregate", file: "table-groupby-aggregate", nodes: []NodeDecl{{"KTABLE-AGGREGATE-0000000006", "table-aggregate"}}, op: KindTableAggregate,
+				store: "KTABLE-AGGREGATE-STATE-STORE-0000000003", repartition: "app-KTABLE-AGGREGATE-STATE-STORE-0000000003-repartition"},
+			{name: "named reduce undeclared", file: "table-groupby-reduce-named", node: "latest-by-region", kind: KindUnknown},
+			{name: "named reduce", file: "table-groupby-reduce-named", nodes: []NodeDecl{{"latest-by-region", "table-reduce"}}, op: KindTableReduce,
+				store: "region-latest", repartition: "app-region-latest-repartition"},
+			{name: "named reduce declared an aggregate", file: "table-groupby-reduce-named", nodes: []NodeDecl{{"latest-by-region", "table-aggregate"}}, op: KindTableAggregate,
+				store: "region-latest", repartition: "app-region-latest-repartition"},
+		} {
+			t.Run(tc.name+"-"+v, func(t *testing.T) {
+				file := filepath.Join("testdata", tc.file+"-"+v+".txt")
+				m, err := Build(context.Background(), Spec{ApplicationID: "app", TopologyFile: file, Inputs: a, Nodes: tc.nodes}, nil)
+				if tc.node != "" {
+					var ue *UnsupportedError
+					if !errors.As(err, &ue) || ue.Node != tc.node || ue.Kind != tc.kind {
+						t.Fatalf("error %v, want %s (%s) refused", err, tc.node, tc.kind)
+					}
+					return
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				s := m.Stages[0]
+				if m.Output != "joined" || s.Operator != tc.op || s.Store != tc.store || s.TableStore != "profiles" || s.GroupBy != "KTABLE-SELECT-0000000002" ||
+					s.RepartitionTopic != tc.repartition || s.ChangelogTopic != "app-"+tc.store+"-changelog" {
+					t.Fatalf("model %+v, stage %+v", m, s)
+				}
+				if st := m.Graph().Stage("table:a"); st == nil || st.Rule != RuleTableGroupMax || st.Operator != tc.op {
+					t.Fatalf("table stage %+v", st)
+				}
+			})
+		}
 		t.Run("toTable grouped-"+v, func(t *testing.T) {
 			file := filepath.Join("testdata", "table-groupby-totable-count-"+v+".txt")
 			spec := Spec{ApplicationID: "app", TopologyFile: file, Inputs: a, Nodes: []NodeDecl{{"KTABLE-AGGREGATE-0000000007", "table-count"}}}

@@ -100,7 +100,7 @@ func afterTable(table *Node, kinds map[string]Classified, unsupported func(*Node
 		what := fmt.Sprintf("it follows the input's table (%s %s, store %s)", kinds[table.Name].Kind, table.Name, table.Stores[0])
 		switch kinds[n.Name].Kind {
 		case KindTableSelect, KindTableAggregate, KindUnknown:
-			what += "; a table groupBy is audited as the table's only successor (KTABLE-SELECT-, or its Grouped.as name declared table-select), its repartition topic and a count declared table-count"
+			what += "; a table groupBy is audited as the table's only successor (KTABLE-SELECT-, or its Grouped.as name declared table-select), its repartition topic and a count declared table-count, a reduce, or an aggregate declared table-aggregate"
 		}
 		if detail != "it follows the input's reduce" {
 			what += "; " + detail

@@ -1,7 +1,8 @@
 package detect
 
 // GroupRecord is one processed record of a table groupBy's input (a table
-// source read from its own topic, then KTable#groupBy and count): where
+// source read from its own topic, then KTable#groupBy and count, reduce or
+// aggregate): where
 // it is, its timestamp, and what its value gives the KeyValueMapper.
 type GroupRecord struct {
 	Partition int32
@@ -24,8 +25,8 @@ type GroupRecord struct {
 // and the output rule (OutputLeftJoin with one input), as a reduce's are.
 //
 // The rule: for every input key k and input partition p whose last
-// processed record r by offset is a value with group key g, the count's
-// changelog, and the output after toStream, hold g at a timestamp at least
+// processed record r by offset is a value with group key g, the
+// aggregation's changelog, and the output after toStream, hold g at a timestamp at least
 // r's. A key whose last processed record is a tombstone, or a value with a
 // null or unknown group key, expects nothing; neither does any record
 // before the last.
@@ -42,30 +43,57 @@ type GroupRecord struct {
 // KTableRepartitionMap maps the new value to (g, value) and forwards it to
 // the repartition topic at that timestamp (alone, Change(new, null), or
 // with the old value when both map to one key: KIP-904), unless g or the
-// mapped value is null (skipped). KTableAggregate#process, on a record with
-// a new value, writes the group's aggregate at the record's timestamp when
-// the group held none, else at max(record ts, old aggregate ts); on the
-// subtractor's path too it writes max(record ts, old aggregate ts). The
-// store value's timestamp is what its changelog logs and what the cache
-// flush forwards to toStream. For count() (KGroupedTableImpl#count: the
-// adder adds one, the subtractor takes one away) the aggregate is never
-// null, so once a group holds a value it keeps one, and every later write
-// is at least as new: the group's newest timestamp never goes down. Hence g
-// holds at least r's timestamp once r's repartition copy is processed (not
-// in the repartition topic's unprocessed tail: then it is pending).
+// mapped value is null (skipped), so every record it forwards carries a
+// new value, an old one or both. KTableAggregate#process (count and
+// aggregate) and KTableReduce#process (reduce), on a record with a new
+// value, write the group at the record's timestamp when the group held
+// none, else at max(record ts, old aggregate ts); on the subtractor's path
+// (an old value, the group holding one) they write max(record ts, old
+// aggregate ts) too, whatever the adder does next; a null result is put as
+// a delete, a tombstone at that timestamp. The store value's timestamp is
+// what its changelog logs and what the cache flush forwards to toStream.
+// So while a group holds a value every write of it is at least as new as
+// the one before, and the write that added r's value was at least r's
+// timestamp: the group's timestamp can fall below r's only after a write
+// of a null result, and only when the next write after it found no value.
+// For count() (KGroupedTableImpl#count: the adder adds one, the subtractor
+// takes one away) the aggregate is never null. For reduce() and
+// aggregate() the adder and subtractor are the application's: a null
+// result while the group still has a member (an input key whose last
+// record is in it) is outside this rule, the "aggregator returning null"
+// limitation the stream aggregations have too (documented, not
+// detected); a null result when the group's last member left (its
+// subtraction emptied it) owes nothing, since every key that joins the
+// group afterwards is added at least at its own timestamp. Hence g holds
+// at least r's timestamp once r's repartition copy is processed (not in
+// the repartition topic's unprocessed tail: then it is pending). The
+// check (TableMax) reads the changelog's newest record of g by timestamp,
+// a tombstone included, so even a null result while the group has
+// members, written at max(...), covers them; it makes a false finding only
+// when the cache coalesces it with an older restart into one flush, or
+// compaction removes the newer record. So does a group emptied by a
+// member's later record processed after the audit read the offsets (the
+// member is still owed, its add's write is older than the restart) if
+// compaction removed that write before the changelog was read. The other
+// way round, a tombstone newer than a restart covers the restarted group's
+// members too, so an add lost after an older restart goes unseen: a missed
+// finding, never a false one. Checked in apache/kafka at 1eb7644 and the
+// 3.6.2 tag (identical but for a rename), and in kafka-streams 4.4.0's
+// bytecode (the same branches; the store value carries headers).
 //
 // Why nothing else is expected: the records before r of k, and r's old
 // value's subtraction, may never have been forwarded: the cache coalesces
 // a key's updates between flushes into one Change(newest, value before the
 // first), so a key moved from g1 to g2 and back within one flush never
 // touches g2, and a key created and deleted within one flush touches no
-// group at all. A reduce or user aggregate is refused elsewhere: an adder
-// or subtractor returning null deletes the group, after which its
-// timestamp restarts from a later update's own, possibly older than r's.
-// The timestamps are the records' own (the default extractor); a
+// group at all. The timestamps are the records' own (the default extractor); a
 // versioned source store (KIP-914) forwards only updates that are the
 // newest by timestamp (KTableRepartitionMap skips the others), so it is
-// not audited by this rule (describe() prints it alike: documented).
+// not audited by this rule (describe() prints it alike: documented); a
+// versioned store for the aggregation (Materialized.as a versioned
+// supplier) refuses a put older than its history retention
+// (RocksDBVersionedStore#put: not forwarded, though logged), so it is
+// outside the rule too (documented).
 //
 // GroupByLast keeps its rows in memory; the audit folds them in its
 // on-disk index instead (one entry per partition and key, kept by Later's

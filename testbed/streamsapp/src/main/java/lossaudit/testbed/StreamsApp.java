@@ -364,7 +364,7 @@ public final class StreamsApp {
         Topology topology = windowedMode ? WindowedCount.build(inputs.get(0), output, Long.parseLong(cfg("WINDOW_SIZE_MS", "60000")),
                         Long.parseLong(cfg("WINDOW_ADVANCE_MS", "0")), Long.parseLong(cfg("WINDOW_GRACE_MS", "600000")), parseKeys(cfg("DROP_COUNT", "")), dropBeforeOutput,
                         cfg("WINDOW_EMIT", ""))
-                : tableGroupByMode ? TableGroupByCount.build(inputs.get(0), output)
+                : tableGroupByMode ? TableGroupByCount.build(inputs.get(0), output, cfg("TABLE_GROUPBY_OP", ""))
                 : cogroupMode ? Cogroup.build(inputs.get(0), inputs.get(1), output, dropBeforeOutput)
                 : changelogMode ? CountChangelog.build(inputs.get(0), parseKeys(cfg("DROP_COUNT", "")))
                 : suppressMode ? CountSuppress.build(inputs.get(0), output, Long.parseLong(cfg("SUPPRESS_MS", "60000")), dropBeforeOutput)

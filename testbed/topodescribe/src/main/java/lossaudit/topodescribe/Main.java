@@ -264,13 +264,37 @@ public final class Main {
                     .toStream().mapValues(v -> String.valueOf(v)).to(OUT, Produced.with(Serdes.String(), Serdes.String()));
             return b.build();
         });
-        // A table groupBy and reduce (adder, subtractor): refused, a subtractor may return null.
+        // A table groupBy and reduce (adder, subtractor), generated names: KTABLE-REDUCE- (its store
+        // KTABLE-AGGREGATE-STATE-STORE-: KGroupedTableImpl#reduce names it with AGGREGATE_NAME).
         variants.put("table-groupby-reduce", () -> {
             StreamsBuilder b = new StreamsBuilder();
             b.table(A, Consumed.with(Serdes.String(), Serdes.String()),
                             Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as("profiles"))
                     .groupBy((k, v) -> KeyValue.pair(v, v), Grouped.with(Serdes.String(), Serdes.String()))
                     .reduce((agg, v) -> agg + v, (agg, v) -> agg)
+                    .toStream().to(OUT, Produced.with(Serdes.String(), Serdes.String()));
+            return b.build();
+        });
+        // A table groupBy and aggregate (initializer, adder, subtractor), generated names: prints as a count.
+        variants.put("table-groupby-aggregate", () -> {
+            StreamsBuilder b = new StreamsBuilder();
+            b.table(A, Consumed.with(Serdes.String(), Serdes.String()),
+                            Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as("profiles"))
+                    .groupBy((k, v) -> KeyValue.pair(v, v), Grouped.with(Serdes.String(), Serdes.String()))
+                    .aggregate(() -> "", (k, v, agg) -> agg + v, (k, v, agg) -> agg,
+                            Materialized.with(Serdes.String(), Serdes.String()))
+                    .toStream().to(OUT, Produced.with(Serdes.String(), Serdes.String()));
+            return b.build();
+        });
+        // A table groupBy and reduce named (Named.as, Materialized.as): the reduce, the repartition
+        // topic's sink and source take the name, the store and repartition topic the store's.
+        variants.put("table-groupby-reduce-named", () -> {
+            StreamsBuilder b = new StreamsBuilder();
+            b.table(A, Consumed.with(Serdes.String(), Serdes.String()),
+                            Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as("profiles"))
+                    .groupBy((k, v) -> KeyValue.pair(v, v), Grouped.with(Serdes.String(), Serdes.String()))
+                    .reduce((agg, v) -> agg + v, (agg, v) -> agg, Named.as("latest-by-region"),
+                            Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as("region-latest"))
                     .toStream().to(OUT, Produced.with(Serdes.String(), Serdes.String()));
             return b.build();
         });
