@@ -13,7 +13,9 @@ import (
 	"time"
 
 	"github.com/lossaudit/lossaudit/audit/finding"
+	"github.com/lossaudit/lossaudit/audit/internal/engine/incremental"
 	"github.com/lossaudit/lossaudit/audit/internal/store/history"
+	"github.com/lossaudit/lossaudit/audit/internal/store/state"
 	"github.com/lossaudit/lossaudit/audit/shard"
 	"github.com/lossaudit/lossaudit/audit/streams"
 	"github.com/lossaudit/lossaudit/audit/streams/topology"
@@ -67,17 +69,7 @@ func Shard(ctx context.Context, cfg *config.Config, o Options, so ShardOptions) 
 	res, st, err := shard.Run(ctx, shard.Options{Dir: so.Dir, S3: so.S3, Shards: so.Shards, Index: so.Index, Config: configDigest(cfg, ao),
 		Wait: so.Wait, Poll: so.Poll, Log: so.Log, Hook: so.Hook, KeepAttempts: so.KeepAttempts}, ao)
 	if err != nil {
-		if streams.IsUnsupportedSharding(err) {
-			return nil, nil, nil, &config.Error{Flag: "shards", Msg: err.Error()}
-		}
-		if me, ok := err.(*shard.MismatchError); ok {
-			return nil, nil, nil, &config.Error{Flag: "shard-dir", Msg: me.Error()}
-		}
-		var se *shard.StorageError
-		if errors.As(err, &se) {
-			return nil, nil, nil, &config.Error{Flag: "shard-dir", Msg: se.Error()}
-		}
-		return nil, nil, nil, runError(p.model, err)
+		return nil, nil, nil, shardError(p, err)
 	}
 	if res != nil {
 		p.schemaSources(res)
@@ -100,4 +92,78 @@ func configDigest(cfg *config.Config, o streams.Options) string {
 		o.From.UTC().Format(time.RFC3339Nano), o.To.UTC().Format(time.RFC3339Nano), o.SettleTimeout, o.UnprocessedAfter, o.DeadLetterTopic)
 	sum := sha256.Sum256([]byte(b.String()))
 	return hex.EncodeToString(sum[:])
+}
+
+// ShardStep is index 0's part of a sharded reconcile step whose reports
+// are to be written: Commit makes it the step the next one continues.
+type ShardStep struct {
+	Result *finding.Result
+	Model  *topology.Model
+	// Number is the step's number.
+	Number int64
+	step   *shard.StepResult
+}
+
+// Commit commits the step (its checkpoint in the shard directory), once
+// its reports are written.
+func (s *ShardStep) Commit(ctx context.Context) error { return s.step.Commit(ctx) }
+
+// ShardReconcile runs one index's part of a step of a sharded
+// reconciliation of the configured pipeline (docs/scale.md): cfg.Store.Dir
+// is the index's own store (its scratch index and, in reconcile/, the
+// state of the keys of its task partitions). Index 0 returns the merged
+// step, the others nil. What reconcile refuses is refused the same way;
+// errors are as for Shard.
+func ShardReconcile(ctx context.Context, cfg *config.Config, o Options, so ShardOptions) (*ShardStep, *shard.Stats, error) {
+	if IsCompare(cfg) {
+		return nil, nil, &config.Error{Flag: "shards", Msg: "a comparison's reconciliation is not sharded yet: run lossaudit reconcile without --shards"}
+	}
+	p, err := prepare(ctx, cfg, o)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer p.close()
+	if p.stream != nil {
+		return nil, nil, &config.Error{Key: "pipeline.topology_file", Msg: "describes a per-record stream stage, which reconcile and watch do not check yet: run lossaudit audit"}
+	}
+	if err := stepRefusesTables(p.model); err != nil {
+		return nil, nil, err
+	}
+	if err := stepRefusesWindows(p.model); err != nil {
+		return nil, nil, err
+	}
+	st, err := state.Open(filepath.Join(cfg.Store.Dir, StateDir), state.Options{Hook: o.StateHook})
+	if err != nil {
+		return nil, nil, err
+	}
+	defer st.Close()
+	r, stats, err := shard.RunStep(ctx, shard.Options{Dir: so.Dir, S3: so.S3, Shards: so.Shards, Index: so.Index, Config: configDigest(cfg, p.opts),
+		Wait: so.Wait, Poll: so.Poll, Log: so.Log, Hook: so.Hook, KeepAttempts: so.KeepAttempts}, p.opts, streams.StepOptions{State: st, Describe: describeInputs(cfg)})
+	if err != nil {
+		var me *incremental.StateMismatchError
+		if errors.As(err, &me) {
+			return nil, nil, &config.Error{Key: "store.dir", Msg: me.Error()}
+		}
+		return nil, nil, shardError(p, err)
+	}
+	if r == nil {
+		return nil, stats, nil
+	}
+	p.schemaSources(r.Result)
+	return &ShardStep{Result: r.Result, Model: p.model, Number: r.Step, step: r}, stats, nil
+}
+
+// shardError turns the errors of a shard into the command's.
+func shardError(p *prepared, err error) error {
+	if streams.IsUnsupportedSharding(err) {
+		return &config.Error{Flag: "shards", Msg: err.Error()}
+	}
+	if me, ok := err.(*shard.MismatchError); ok {
+		return &config.Error{Flag: "shard-dir", Msg: me.Error()}
+	}
+	var se *shard.StorageError
+	if errors.As(err, &se) {
+		return &config.Error{Flag: "shard-dir", Msg: se.Error()}
+	}
+	return runError(p.model, err)
 }
