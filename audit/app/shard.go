@@ -40,6 +40,9 @@ type ShardOptions struct {
 	// KeepAttempts keeps the files of killed and dropped attempts after
 	// the merge (index 0 removes them by default).
 	KeepAttempts bool
+	// Job identifies the invocation of a sharded reconcile step (a
+	// Kubernetes Job's uid; shard.Options.Job).
+	Job string
 }
 
 // Shard runs one shard of a sharded audit of the configured pipeline, with
@@ -94,27 +97,37 @@ func configDigest(cfg *config.Config, o streams.Options) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// ShardStep is index 0's part of a sharded reconcile step whose reports
-// are to be written: Commit makes it the step the next one continues.
+// ShardStep is one index's part of a sharded reconcile step; index 0's
+// holds the merged result, whose reports are to be written: Commit makes
+// it the step the next one continues.
 type ShardStep struct {
+	// Result is the merged step (index 0 only).
 	Result *finding.Result
 	Model  *topology.Model
-	// Number is the step's number.
-	Number int64
-	step   *shard.StepResult
+	// Number is the step's number. Earlier says the step was one another
+	// job left unmerged: once committed, run ShardReconcile again with
+	// after = Number for this job's own step.
+	Number  int64
+	Earlier bool
+	step    *shard.StepResult
 }
 
 // Commit commits the step (its checkpoint in the shard directory), once
-// its reports are written.
-func (s *ShardStep) Commit(ctx context.Context) error { return s.step.Commit(ctx) }
+// index 0 wrote its reports; for the other indexes it does nothing.
+func (s *ShardStep) Commit(ctx context.Context) error {
+	if s.Result == nil {
+		return nil
+	}
+	return s.step.Commit(ctx)
+}
 
 // ShardReconcile runs one index's part of a step of a sharded
 // reconciliation of the configured pipeline (docs/scale.md): cfg.Store.Dir
 // is the index's own store (its scratch index and, in reconcile/, the
-// state of the keys of its task partitions). Index 0 returns the merged
-// step, the others nil. What reconcile refuses is refused the same way;
-// errors are as for Shard.
-func ShardReconcile(ctx context.Context, cfg *config.Config, o Options, so ShardOptions) (*ShardStep, *shard.Stats, error) {
+// state of the keys of its task partitions). after is the step this
+// process completed last (0: none). What reconcile refuses is refused the
+// same way; errors are as for Shard.
+func ShardReconcile(ctx context.Context, cfg *config.Config, o Options, so ShardOptions, after int64) (*ShardStep, *shard.Stats, error) {
 	if IsCompare(cfg) {
 		return nil, nil, &config.Error{Flag: "shards", Msg: "a comparison's reconciliation is not sharded yet: run lossaudit reconcile without --shards"}
 	}
@@ -138,7 +151,8 @@ func ShardReconcile(ctx context.Context, cfg *config.Config, o Options, so Shard
 	}
 	defer st.Close()
 	r, stats, err := shard.RunStep(ctx, shard.Options{Dir: so.Dir, S3: so.S3, Shards: so.Shards, Index: so.Index, Config: configDigest(cfg, p.opts),
-		Wait: so.Wait, Poll: so.Poll, Log: so.Log, Hook: so.Hook, KeepAttempts: so.KeepAttempts}, p.opts, streams.StepOptions{State: st, Describe: describeInputs(cfg)})
+		Wait: so.Wait, Poll: so.Poll, Log: so.Log, Hook: so.Hook, KeepAttempts: so.KeepAttempts, Job: so.Job},
+		p.opts, streams.StepOptions{State: st, Describe: describeInputs(cfg)}, after)
 	if err != nil {
 		var me *incremental.StateMismatchError
 		if errors.As(err, &me) {
@@ -146,11 +160,10 @@ func ShardReconcile(ctx context.Context, cfg *config.Config, o Options, so Shard
 		}
 		return nil, nil, shardError(p, err)
 	}
-	if r == nil {
-		return nil, stats, nil
+	if r.Result != nil {
+		p.schemaSources(r.Result)
 	}
-	p.schemaSources(r.Result)
-	return &ShardStep{Result: r.Result, Model: p.model, Number: r.Step, step: r}, stats, nil
+	return &ShardStep{Result: r.Result, Model: p.model, Number: r.Step, Earlier: r.Earlier, step: r}, stats, nil
 }
 
 // shardError turns the errors of a shard into the command's.

@@ -49,6 +49,11 @@ type Options struct {
 	// files of killed or duplicate attempts); by default index 0 removes
 	// them once the merge has read every part (docs/scale.md).
 	KeepAttempts bool
+	// Job identifies the invocation (a Kubernetes Job's uid) in a sharded
+	// reconciliation: a step whose manifest another job took, left
+	// unmerged, is completed and followed by one of this job's
+	// (StepResult.Earlier). Empty: every process runs one step.
+	Job string
 	// Hook, when set, is called at named points of the shard's work
 	// ("map-entry": the first input entry routed; "map-written": the map's
 	// files complete, its marker not yet written; "reduce-read": the first
@@ -94,6 +99,7 @@ func (e *WaitError) Error() string { return e.Msg }
 type manifest struct {
 	Version  int
 	RunID    string
+	Job      string
 	Shards   int
 	Config   string
 	Created  time.Time
@@ -267,7 +273,7 @@ func loadOrTake(ctx context.Context, so Options, base layout, take func(emit fun
 	if err := b.close(); err != nil {
 		return nil, err
 	}
-	m := &manifest{Version: formatVersion, RunID: run, Shards: so.Shards, Config: so.Config, Created: created, Snapshot: snap}
+	m := &manifest{Version: formatVersion, RunID: run, Job: so.Job, Shards: so.Shards, Config: so.Config, Created: created, Snapshot: snap}
 	if err := createAtomic(ctx, st, path, m); errors.Is(err, os.ErrExist) {
 		// Another index 0 (a duplicate pod) wrote its manifest first: the
 		// run is that one, this snapshot is dropped.

@@ -34,8 +34,12 @@ type StepResult struct {
 	Result *finding.Result
 	// Step is the step's number.
 	Step int64
-	cp   []byte
-	so   Options
+	// Earlier says another job (Options.Job) took the step's manifest and
+	// left it unmerged: once it is committed (index 0: its reports
+	// written), run RunStep again with after = Step for this job's step.
+	Earlier bool
+	cp      []byte
+	so      Options
 }
 
 // Commit writes the step's checkpoint (once its reports are written): the
@@ -53,8 +57,10 @@ func (r *StepResult) Commit(ctx context.Context) error {
 // index) and its own state (step.State). The step is the one after the
 // state's last, or, when that one is not merged yet, that one (this index
 // committed it and was stopped before the merge). Index 0 returns the
-// merged result, to commit once its reports are written; the others nil.
-func RunStep(ctx context.Context, so Options, o streams.Options, step streams.StepOptions) (*StepResult, *Stats, error) {
+// merged result, to commit once its reports are written; the others one
+// without Result. after, when not 0, is a step this process completed
+// already: the step run is a later one.
+func RunStep(ctx context.Context, so Options, o streams.Options, step streams.StepOptions, after int64) (*StepResult, *Stats, error) {
 	so, err := so.open(ctx, o)
 	if err != nil {
 		return nil, nil, err
@@ -72,8 +78,20 @@ func RunStep(ctx context.Context, so Options, o streams.Options, step streams.St
 		}
 		if !merged {
 			k = s // committed here, not merged yet: complete it
+		} else if so.Job != "" && after == 0 {
+			// This job's step, merged already: a retried index of the
+			// job (killed after its part) does it again, without a step
+			// of its own that no other index would join.
+			m := &manifest{}
+			if err := readGob(ctx, sto, layout{prefix: stepPrefix(s)}.manifest(), m); err != nil {
+				return nil, nil, err
+			}
+			if m.Job == so.Job {
+				k = s
+			}
 		}
 	}
+	k = max(k, after+1)
 	var prev []byte
 	if k > 1 && so.Index == 0 {
 		mc := &mergedCheckpoint{}
@@ -105,19 +123,27 @@ func RunStep(ctx context.Context, so Options, o streams.Options, step streams.St
 	if err := runStepReduce(ctx, so, o, step, m, l, attempt, st); err != nil {
 		return nil, nil, err
 	}
+	earlier := so.Job != "" && m.Job != so.Job
 	if so.Index != 0 {
 		so.logf("shard %d of %d: step %d done (run %s); index 0 writes the reports", so.Index, so.Shards, k, m.RunID)
-		return nil, st, nil
+		return &StepResult{Step: k, Earlier: earlier, so: so}, st, nil
 	}
-	mres, rres, _, _, err := readParts(ctx, so, l)
+	mres, rres, maps, reduces, err := readParts(ctx, so, l)
 	if err != nil {
 		return nil, nil, err
+	}
+	if !so.KeepAttempts {
+		// As after an audit's merge: what no marker names goes, the step's
+		// marked parts stay (index 0 run again merges them again).
+		if st.Removed, err = cleanup(ctx, so.store, l, maps, reduces); err != nil {
+			return nil, nil, err
+		}
 	}
 	res, cp, err := streams.ShardStepMerge(ctx, o, m.Snapshot, mres, rres, m.Created, step.Describe)
 	if err != nil {
 		return nil, nil, err
 	}
-	return &StepResult{Result: res, Step: k, cp: cp, so: so}, st, nil
+	return &StepResult{Result: res, Step: k, Earlier: earlier, cp: cp, so: so}, st, nil
 }
 
 // runStepReduce is a step's reduce: judged against the shard's state and

@@ -22,6 +22,8 @@ import (
 // reconciliation.
 func newReconcileCmd(g *globalFlags) *cobra.Command {
 	var quiet bool
+	var sf *shardFlags
+	var job string
 	cmd := &cobra.Command{
 		Use:   "reconcile",
 		Short: "One incremental step of a scheduled reconciliation",
@@ -37,6 +39,13 @@ func newReconcileCmd(g *globalFlags) *cobra.Command {
 		Example: "  lossaudit reconcile -c audit.yaml\n  lossaudit reconcile -c audit.yaml --metrics-file /var/lib/node_exporter/lossaudit.prom",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if sf.shards > 0 {
+				cfg, err := g.load(cmd)
+				if err != nil {
+					return err
+				}
+				return runShardStep(cmd, cfg, sf, job, quiet)
+			}
 			cfg, err := g.loadStep(cmd)
 			if err != nil {
 				return err
@@ -53,6 +62,8 @@ func newReconcileCmd(g *globalFlags) *cobra.Command {
 		},
 	}
 	cmd.Flags().BoolVarP(&quiet, "quiet", "q", false, "no progress output on stderr")
+	sf = addShardFlags(cmd)
+	cmd.Flags().StringVar(&job, "shard-job", "", "with --shards: what identifies this invocation of the step's indexes (a Kubernetes Job's uid): a step an earlier job left unmerged is completed, then this job's own is run")
 	return cmd
 }
 
