@@ -20,6 +20,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kfake"
 
+	"github.com/lossaudit/lossaudit/audit/app"
 	"github.com/lossaudit/lossaudit/audit/demo/sim"
 	"github.com/lossaudit/lossaudit/audit/shard/shardtest"
 	"github.com/lossaudit/lossaudit/testbed/testbedenv"
@@ -437,4 +438,70 @@ func TestShardedAuditProcessesS3(t *testing.T) {
 			t.Errorf("exit %d, want 2 and %q on stderr:\n%s", code, want, stderr)
 		}
 	})
+}
+
+// TestShardedReconcileCommand runs `lossaudit reconcile --shards 2` as the
+// two pods of an Indexed Job would, step after step of a growing lossy
+// pipeline: index 0 writes the reports the single-process step writes of
+// the same moment and exits with its verdict, index 1 exits 0, each
+// keeping its state in <store.dir>/shard-<i>; watch takes no --shards, and
+// what reconcile refuses stays refused (exit 2).
+func TestShardedReconcileCommand(t *testing.T) {
+	clearEnv(t)
+	f := newLiveFixture(t, lossyScenario(12, "shrec"))
+	single, sharded := f.store(t), f.store(t)
+	shards := filepath.Join(t.TempDir(), "shards")
+	findings := 0
+	for step := 1; step <= 3; step++ {
+		f.advance(t, 5)
+		var stdout, stderr bytes.Buffer
+		want := testRun([]string{"reconcile", "-q", "-c", single.yaml}, &stdout, &stderr)
+		if want != 0 && want != 1 {
+			t.Fatalf("step %d, single: exit %d\n%s", step, want, stderr.String())
+		}
+		findings += want
+		var wg sync.WaitGroup
+		codes := make([]int, 2)
+		outs, errs := make([]bytes.Buffer, 2), make([]bytes.Buffer, 2)
+		for i := range 2 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				codes[i] = testRun([]string{"reconcile", "-q", "-c", sharded.yaml, "--shards", "2", "--shard-index", strconv.Itoa(i), "--shard-dir", shards,
+					"--shard-poll", "20ms", "--shard-job", fmt.Sprintf("job-%d", step)}, &outs[i], &errs[i])
+			}()
+		}
+		wg.Wait()
+		if codes[0] != want || codes[1] != 0 {
+			t.Fatalf("step %d: exits %v, want %d (the single step's) and 0\nindex 0:\n%s%s\nindex 1:\n%s", step, codes, want, outs[0].String(), errs[0].String(), errs[1].String())
+		}
+		if !strings.Contains(errs[1].String(), fmt.Sprintf("shard 1 of 2, step %d (run ", step)) {
+			t.Errorf("step %d: index 1's stderr does not name the step:\n%s", step, errs[1].String())
+		}
+		sameStep(t, fmt.Sprintf("step %d", step), readReport(t, sharded), readReport(t, single))
+	}
+	if findings == 0 {
+		t.Errorf("no step found loss: the equality holds vacuously")
+	}
+	for i := range 2 {
+		if _, err := os.Stat(filepath.Join(filepath.Dir(sharded.csv), "store", fmt.Sprintf("shard-%d", i), app.StateDir)); err != nil {
+			t.Errorf("index %d's state: %v", i, err)
+		}
+	}
+	for _, tt := range []struct {
+		name   string
+		args   []string
+		stderr string
+	}{
+		{"watch", []string{"watch", "-c", sharded.yaml, "--shards", "2"}, "unknown flag: --shards"},
+		{"a windowed step", []string{"reconcile", "-q", "-c", sharded.yaml, "--shards", "2", "--shard-index", "0", "--shard-dir", filepath.Join(t.TempDir(), "w"), "--from", "-1h"},
+			"not sharded yet"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			if code := testRun(tt.args, &stdout, &stderr); code != 2 || !strings.Contains(stderr.String(), tt.stderr) {
+				t.Errorf("exit %d, want 2 and %q on stderr\nstdout:\n%s\nstderr:\n%s", code, tt.stderr, stdout.String(), stderr.String())
+			}
+		})
+	}
 }
