@@ -397,3 +397,31 @@ func stepLeft(t *testing.T, dir string, k, n int) {
 		}
 	}
 }
+
+// TestShardedReconcileStateRemoved: an index whose state is gone while
+// the shard directory has merged steps is refused (exit 2, naming the
+// shard directory), not run as a new baseline.
+func TestShardedReconcileStateRemoved(t *testing.T) {
+	brokers, ctx := propertyCluster(t, 3*time.Minute)
+	sc := sim.RandomScenario(105)
+	sc.AppID, sc.TopicPrefix, sc.Output = "shardgone", "shardgone-topic", "shardgone-joined"
+	live, err := sim.Start(ctx, brokers, sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer live.Close()
+	dir := t.TempDir()
+	cfg := live.Config(brokers, filepath.Join(dir, "single"))
+	cfg.Audit.SettleTimeout = 2 * time.Second
+	shardStepRun(ctx, t, cfg, dir, 2, nil)
+	if err := os.RemoveAll(filepath.Join(dir, "store-1")); err != nil {
+		t.Fatal(err)
+	}
+	c := *cfg
+	c.Store.Dir = filepath.Join(dir, "store-1")
+	_, _, err = app.ShardReconcile(ctx, &c, app.Options{}, app.ShardOptions{Dir: filepath.Join(dir, "shards"), Shards: 2, Index: 1, Poll: 20 * time.Millisecond, Wait: time.Second}, 0)
+	var ce *config.Error
+	if !errors.As(err, &ce) || ce.Flag != "shard-dir" || !strings.Contains(err.Error(), "merged step 1, but this index's state") {
+		t.Fatalf("index 1 without its state: %v, want a --shard-dir error", err)
+	}
+}

@@ -92,6 +92,16 @@ func RunStep(ctx context.Context, so Options, o streams.Options, step streams.St
 		}
 	}
 	k = max(k, after+1)
+	if k == s+1 {
+		// A step after this state's last must not be merged yet: else the
+		// state is not this reconciliation's (removed, or another's).
+		if merged, err := sto.Exists(ctx, mergedPath(k)); err != nil {
+			return nil, nil, err
+		} else if merged {
+			return nil, nil, &MismatchError{Msg: fmt.Sprintf("%s merged step %d, but this index's state (%s) committed step %d: it is not this reconciliation's state (removed or replaced?); start a new baseline with a new store.dir and shard directory",
+				so.Dir, k, step.State.Dir(), s)}
+		}
+	}
 	var prev []byte
 	if k > 1 && so.Index == 0 {
 		mc := &mergedCheckpoint{}
