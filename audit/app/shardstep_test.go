@@ -2,7 +2,6 @@ package app_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -16,41 +15,19 @@ import (
 	"github.com/lossaudit/lossaudit/audit/app"
 	"github.com/lossaudit/lossaudit/audit/demo/sim"
 	"github.com/lossaudit/lossaudit/audit/finding"
+	"github.com/lossaudit/lossaudit/audit/shard/shardtest"
 	"github.com/lossaudit/lossaudit/config"
 )
 
-// stepReports renders a step's reports as reports does, and also without
-// what depends on when the step ran: first_seen (the CSV's last column,
-// every row's in the JSON), the step's baseline_at and previous.
+// stepReports renders a step's reports without what depends on when it
+// ran (shardtest.StepReports).
 func stepReports(t *testing.T, res *finding.Result) (csv, js string) {
 	t.Helper()
-	c, j := reports(t, res)
-	var lines []string
-	for _, l := range strings.Split(c, "\n") {
-		if i := strings.LastIndex(l, ","); i >= 0 {
-			l = l[:i]
-		}
-		lines = append(lines, l)
-	}
-	var v map[string]any
-	if err := json.Unmarshal([]byte(j), &v); err != nil {
-		t.Fatal(err)
-	}
-	for _, k := range []string{"rows", "resolved"} {
-		rows, _ := v[k].([]any)
-		for _, r := range rows {
-			delete(r.(map[string]any), "first_seen")
-		}
-	}
-	if s, ok := v["step"].(map[string]any); ok {
-		delete(s, "baseline_at")
-		delete(s, "previous")
-	}
-	out, err := json.MarshalIndent(v, "", " ")
+	csv, js, err := shardtest.StepReports(res)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return strings.Join(lines, "\n"), string(out)
+	return csv, js
 }
 
 // shardStepRun runs the n indexes of a sharded reconcile step of cfg at

@@ -505,3 +505,95 @@ func TestShardedReconcileCommand(t *testing.T) {
 		})
 	}
 }
+
+// TestShardedReconcileProcesses runs two sharded reconcile steps as three
+// lossaudit processes each (JOB_COMPLETION_INDEX), with SIGKILLs where a
+// step's state is at risk: at the baseline index 0 after its reports but
+// before the step's commit point, index 1 while its state's commit is
+// applied (after the state's commit point), index 2 mid-map; at the second
+// step index 1 after committing its state, before marking its reduce.
+// Each is run again; the CSV of every step equals the single-process
+// step's (first_seen aside).
+func TestShardedReconcileProcesses(t *testing.T) {
+	clearEnv(t)
+	f := fixture(t)
+	cfg := f.yaml(t, nil)
+	dir := t.TempDir()
+	bin, err := lossauditBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func(env []string, args ...string) (int, syscall.Signal, string) {
+		t.Helper()
+		cmd := exec.Command(bin, append([]string{"reconcile", "-q", "-c", cfg}, args...)...)
+		cmd.Env = append(testbedenv.Strip(os.Environ()), env...)
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		code, sig := processExit(t, cmd.Run())
+		return code, sig, stderr.String()
+	}
+	// The CSV without first_seen (its last column).
+	csvOf := func(name string) string {
+		b, err := os.ReadFile(filepath.Join(dir, name+".csv"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, l := range strings.Split(string(b), "\n") {
+			if i := strings.LastIndex(l, ","); i >= 0 {
+				l = l[:i]
+			}
+			out = append(out, l)
+		}
+		return strings.Join(out, "\n")
+	}
+	crashes := []map[int]string{{0: "shard-reported", 1: "applying", 2: "shard-map-entry"}, {1: "shard-reduce-committed"}}
+	for step, crash := range crashes {
+		if code, sig, stderr := run(nil, "--csv", filepath.Join(dir, "single.csv"), "--json", filepath.Join(dir, "single.json"), "--store-dir", filepath.Join(dir, "single")); code != 0 || sig != 0 {
+			t.Fatalf("step %d, single: exit %d signal %v\n%s", step+1, code, sig, stderr)
+		}
+		var wg sync.WaitGroup
+		msgs := make([]string, 3)
+		for i := range 3 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				env := []string{fmt.Sprintf("JOB_COMPLETION_INDEX=%d", i)}
+				args := []string{"--csv", filepath.Join(dir, "sharded.csv"), "--json", filepath.Join(dir, "sharded.json"), "--shards", "3", "--shard-dir", filepath.Join(dir, "shards"),
+					"--store-dir", filepath.Join(dir, "states"), "--shard-poll", "50ms", "--shard-job", fmt.Sprintf("job-%d", step)}
+				if at := crash[i]; at != "" {
+					if code, sig, stderr := run(append(env, "LOSSAUDIT_TESTBED_CRASH_AT="+at), args...); sig != syscall.SIGKILL {
+						msgs[i] = fmt.Sprintf("step %d, index %d with a crash at %s: exit %d signal %v, want SIGKILL\n%s", step+1, i, at, code, sig, stderr)
+						return
+					}
+				}
+				if code, sig, stderr := run(env, args...); code != 0 || sig != 0 {
+					msgs[i] = fmt.Sprintf("step %d, index %d: exit %d signal %v\n%s", step+1, i, code, sig, stderr)
+				}
+			}()
+		}
+		wg.Wait()
+		for _, m := range msgs {
+			if m != "" {
+				t.Fatal(m)
+			}
+		}
+		if g, w := csvOf("sharded"), csvOf("single"); g != w {
+			t.Errorf("step %d: the sharded CSV differs from the single step's:\n got %s\nwant %s", step+1, g, w)
+		}
+		// The JSON: counters, what the step read, keys judged (first_seen,
+		// baseline_at and previous aside).
+		g, w := readReport(t, store{json: filepath.Join(dir, "sharded.json")}), readReport(t, store{json: filepath.Join(dir, "single.json")})
+		for _, k := range []string{"baseline_at", "previous"} {
+			delete(g.Step, k)
+			delete(w.Step, k)
+		}
+		sameStep(t, fmt.Sprintf("step %d", step+1), g, w)
+		if gs, ws := fmt.Sprint(g.Step), fmt.Sprint(w.Step); gs != ws {
+			t.Errorf("step %d: the sharded step block %s, the single step's %s", step+1, gs, ws)
+		}
+		if _, err := os.Stat(filepath.Join(dir, "shards", fmt.Sprintf("step-%d", step+1), "merged")); err != nil {
+			t.Errorf("step %d is not committed: %v", step+1, err)
+		}
+	}
+}

@@ -22,6 +22,7 @@ import (
 	"github.com/lossaudit/lossaudit/audit/app"
 	"github.com/lossaudit/lossaudit/audit/finding"
 	"github.com/lossaudit/lossaudit/audit/report"
+	"github.com/lossaudit/lossaudit/audit/shard/shardtest"
 	"github.com/lossaudit/lossaudit/config"
 	"github.com/lossaudit/lossaudit/testbed/e2e"
 	"github.com/lossaudit/lossaudit/testbed/kafka"
@@ -236,38 +237,15 @@ func shardStepIndexes(ctx context.Context, t *testing.T, cfg *config.Config, dir
 	return res
 }
 
-// normalStep is normalReports for a reconcile step: also without what
-// depends on when the step ran (first_seen, the CSV's last column; the
-// step's baseline_at and previous).
+// normalStep renders a reconcile step's reports without what depends on
+// when it ran (shardtest.StepReports).
 func normalStep(t *testing.T, res *finding.Result) (csv, js string) {
 	t.Helper()
-	c, j := normalReports(t, res)
-	var lines []string
-	for _, l := range strings.Split(c, "\n") {
-		if i := strings.LastIndex(l, ","); i >= 0 {
-			l = l[:i]
-		}
-		lines = append(lines, l)
-	}
-	var v map[string]any
-	if err := json.Unmarshal([]byte(j), &v); err != nil {
-		t.Fatal(err)
-	}
-	for _, k := range []string{"rows", "resolved"} {
-		rows, _ := v[k].([]any)
-		for _, r := range rows {
-			delete(r.(map[string]any), "first_seen")
-		}
-	}
-	if s, ok := v["step"].(map[string]any); ok {
-		delete(s, "baseline_at")
-		delete(s, "previous")
-	}
-	out, err := json.MarshalIndent(v, "", " ")
+	csv, js, err := shardtest.StepReports(res)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return strings.Join(lines, "\n"), string(out)
+	return csv, js
 }
 
 // leftJoin is a run of the left-join application, stopped once it
