@@ -35,9 +35,12 @@ func newReconcileCmd(g *globalFlags) *cobra.Command {
 			"On a comparison's configuration (compare.pairs) it compares what is new the same way: the\n" +
 			"sink records written since and the source records that became due, per record identity.\n" +
 			"Exit codes as for audit; run it from cron, a Kubernetes CronJob or a systemd timer, or use\n" +
-			"`lossaudit watch` (docs/reconcile.md).",
-		Example: "  lossaudit reconcile -c audit.yaml\n  lossaudit reconcile -c audit.yaml --metrics-file /var/lib/node_exporter/lossaudit.prom",
-		Args:    cobra.NoArgs,
+			"`lossaudit watch` (docs/reconcile.md). With --shards N, one index of a step sharded over N\n" +
+			"processes (a Kubernetes Indexed Job), each keeping its keys' state in store.dir/shard-<i>\n" +
+			"(docs/scale.md#sharded-reconcile-steps).",
+		Example: "  lossaudit reconcile -c audit.yaml\n  lossaudit reconcile -c audit.yaml --metrics-file /var/lib/node_exporter/lossaudit.prom\n" +
+			"  lossaudit reconcile -c audit.yaml --shards 4 --shard-dir /shared/recon --store-dir /shared/state --shard-job \"$JOB_UID\"",
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if sf.shards > 0 {
 				cfg, err := g.load(cmd)
