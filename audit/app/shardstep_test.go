@@ -15,6 +15,7 @@ import (
 	"github.com/lossaudit/lossaudit/audit/app"
 	"github.com/lossaudit/lossaudit/audit/demo/sim"
 	"github.com/lossaudit/lossaudit/audit/finding"
+	"github.com/lossaudit/lossaudit/audit/shard"
 	"github.com/lossaudit/lossaudit/audit/shard/shardtest"
 	"github.com/lossaudit/lossaudit/config"
 )
@@ -37,6 +38,13 @@ func stepReports(t *testing.T, res *finding.Result) (csv, js string) {
 // is committed; it is returned.
 func shardStepRun(ctx context.Context, t *testing.T, cfg *config.Config, dir string, n int, hook func(i int) func(string) error) *app.ShardStep {
 	t.Helper()
+	return shardStepRunOn(ctx, t, cfg, dir, filepath.Join(dir, "shards"), n, hook)
+}
+
+// shardStepRunOn is shardStepRun with the shard directory shards (a
+// directory or an s3:// address).
+func shardStepRunOn(ctx context.Context, t *testing.T, cfg *config.Config, dir, shards string, n int, hook func(i int) func(string) error) *app.ShardStep {
+	t.Helper()
 	var wg sync.WaitGroup
 	var res *app.ShardStep
 	errs := make([]error, n)
@@ -46,7 +54,7 @@ func shardStepRun(ctx context.Context, t *testing.T, cfg *config.Config, dir str
 			defer wg.Done()
 			c := *cfg
 			c.Store.Dir = filepath.Join(dir, fmt.Sprintf("store-%d", i))
-			so := app.ShardOptions{Dir: filepath.Join(dir, "shards"), Shards: n, Index: i, Poll: 20 * time.Millisecond, Wait: 3 * time.Minute}
+			so := app.ShardOptions{Dir: shards, S3: shard.S3Config{PathStyle: true}, Shards: n, Index: i, Poll: 20 * time.Millisecond, Wait: 3 * time.Minute}
 			if hook != nil {
 				if h := hook(i); h != nil {
 					so.Hook = h
@@ -126,6 +134,7 @@ func TestShardedReconcileEqualsSingleReconcile(t *testing.T) {
 		rec := &reconciler{cfg: cfg}
 		rng := rand.New(rand.NewPCG(uint64(seed), 3))
 		var killed sync.Map
+		s3dir := shardBackends()[1].dir(t, filepath.Join(base, "s3-n2", "shards"))
 		stepAll := func(what string) *finding.Result {
 			single := rec.step(ctx, t)
 			seen["rows"] += len(single.Rows)
@@ -158,6 +167,9 @@ func TestShardedReconcileEqualsSingleReconcile(t *testing.T) {
 				}
 				t.Run(fmt.Sprintf("seed=%d/step=%d/shards=%d", seed, rec.n, n), func(t *testing.T) { sameStep(t, got.Result, single) })
 			}
+			// The S3 backend (one bucket for all the steps), with 2 indexes.
+			got := shardStepRunOn(ctx, t, cfg, filepath.Join(base, "s3-n2"), s3dir, 2, nil)
+			t.Run(fmt.Sprintf("seed=%d/step=%d/s3/shards=2", seed, rec.n), func(t *testing.T) { sameStep(t, got.Result, single) })
 			return single
 		}
 		res := stepAll("baseline")
@@ -400,5 +412,14 @@ func TestShardedReconcileStateRemoved(t *testing.T) {
 	var ce *config.Error
 	if !errors.As(err, &ce) || ce.Flag != "shard-dir" || !strings.Contains(err.Error(), "merged step 1, but this index's state") {
 		t.Fatalf("index 1 without its state: %v, want a --shard-dir error", err)
+	}
+	// Index 0's state committed step 1, the shard directory is emptied.
+	if err := os.RemoveAll(filepath.Join(dir, "shards")); err != nil {
+		t.Fatal(err)
+	}
+	c.Store.Dir = filepath.Join(dir, "store-0")
+	_, _, err = app.ShardReconcile(ctx, &c, app.Options{}, app.ShardOptions{Dir: filepath.Join(dir, "shards"), Shards: 2, Index: 0, Poll: 20 * time.Millisecond, Wait: time.Second}, 0)
+	if !errors.As(err, &ce) || ce.Flag != "shard-dir" || !strings.Contains(err.Error(), "committed step 1, but") {
+		t.Fatalf("index 0 on an emptied shard directory: %v, want a --shard-dir error", err)
 	}
 }

@@ -92,6 +92,16 @@ func RunStep(ctx context.Context, so Options, o streams.Options, step streams.St
 		}
 	}
 	k = max(k, after+1)
+	if k == s {
+		// This state committed step k: its manifest must be there (a
+		// new snapshot would be judged with parts of the old one).
+		if ok, err := sto.Exists(ctx, layout{prefix: stepPrefix(k)}.manifest()); err != nil {
+			return nil, nil, err
+		} else if !ok {
+			return nil, nil, &MismatchError{Msg: fmt.Sprintf("this index's state (%s) committed step %d, but %s holds no manifest of it: it is not this reconciliation's shard directory (emptied or replaced?); start a new baseline with a new store.dir and shard directory",
+				step.State.Dir(), k, so.Dir)}
+		}
+	}
 	if k == s+1 {
 		// A step after this state's last must not be merged yet: else the
 		// state is not this reconciliation's (removed, or another's).
