@@ -41,6 +41,11 @@ type manifest struct {
 			Spec struct {
 				PodFailurePolicy podFailurePolicy `yaml:"podFailurePolicy"`
 				Template         podTemplate      `yaml:"template"`
+				// The sharded reconcile's Indexed Jobs.
+				CompletionMode       string `yaml:"completionMode"`
+				Completions          *int   `yaml:"completions"`
+				Parallelism          *int   `yaml:"parallelism"`
+				BackoffLimitPerIndex *int   `yaml:"backoffLimitPerIndex"`
 			} `yaml:"spec"`
 		} `yaml:"jobTemplate"`
 		// A Job's (the sharded audit's Indexed Job).
@@ -272,6 +277,10 @@ func TestHelmChart(t *testing.T) {
 						t.Errorf("CronJob: restartPolicy %q, want Never (podFailurePolicy requires it)", js.Template.Spec.RestartPolicy)
 					}
 					checkPod(t, "CronJob", js.Template, cfg.Store.Dir, files, secretKeys, auditYAML)
+					if js.CompletionMode != "" {
+						workloads["Indexed CronJob"]++
+						checkShardedCronJob(t, js.CompletionMode, js.Completions, js.Parallelism, js.BackoffLimitPerIndex, js.Template)
+					}
 				case "Job":
 					workloads["Job"]++
 					checkShardedJob(t, m, codes)
@@ -309,8 +318,35 @@ func TestHelmChart(t *testing.T) {
 			}
 		})
 	}
-	if workloads["CronJob"] == 0 || workloads["Deployment"] == 0 || workloads["NetworkPolicy"] == 0 || workloads["Job"] == 0 {
-		t.Errorf("the value sets rendered %v: want a CronJob, a Deployment, a NetworkPolicy and a Job", workloads)
+	if workloads["CronJob"] == 0 || workloads["Deployment"] == 0 || workloads["NetworkPolicy"] == 0 || workloads["Job"] == 0 || workloads["Indexed CronJob"] == 0 {
+		t.Errorf("the value sets rendered %v: want a CronJob, an Indexed one, a Deployment, a NetworkPolicy and a Job", workloads)
+	}
+}
+
+// checkShardedCronJob checks the sharded reconcile steps' CronJob
+// (docs/scale.md#sharded-reconcile-steps): each Job Indexed with every
+// index at once and a failed index retried alone, the shard directory and
+// the states on the volume, kept from step to step, the Job's uid as
+// --shard-job.
+func checkShardedCronJob(t *testing.T, mode string, completions, parallelism, perIndex *int, pod podTemplate) {
+	t.Helper()
+	if mode != "Indexed" || completions == nil || parallelism == nil || *parallelism != *completions || perIndex == nil {
+		t.Errorf("CronJob: completionMode %q, completions %v, parallelism %v, backoffLimitPerIndex %v: want Indexed, parallelism = completions, a per-index limit",
+			mode, completions, parallelism, perIndex)
+		return
+	}
+	c := pod.Spec.Containers[0]
+	args := strings.Join(c.Args, " ")
+	want := fmt.Sprintf("reconcile -c /etc/lossaudit/audit.yaml -q --shards %d --shard-dir /var/lib/lossaudit/shards --store-dir /var/lib/lossaudit/store --shard-job $(JOB_UID)", *completions)
+	if !strings.Contains(args, want) {
+		t.Errorf("CronJob: args %q lack %q", args, want)
+	}
+	if !slices.ContainsFunc(c.Env, func(e struct {
+		Name string `yaml:"name"`
+	}) bool {
+		return e.Name == "JOB_UID"
+	}) {
+		t.Errorf("CronJob: no JOB_UID variable for --shard-job $(JOB_UID)")
 	}
 }
 
@@ -464,6 +500,9 @@ func checkPod(t *testing.T, kind string, pod podTemplate, storeDir string, files
 	for _, e := range c.Env {
 		if kind == "Job" && (e.Name == "JOB_UID" || e.Name == "AWS_REGION") {
 			continue // the sharded audit's run: its shard directory, its S3 bucket's region
+		}
+		if kind == "CronJob" && e.Name == "JOB_UID" && slices.Contains(c.Args, "--shard-job") {
+			continue // the sharded reconcile's Job: its --shard-job
 		}
 		if e.Name != config.EnvName("schema.registry_username") && e.Name != config.EnvName("schema.registry_password") {
 			t.Errorf("%s: environment variable %s is not one lossaudit reads for the registry's credentials", kind, e.Name)

@@ -13,7 +13,9 @@ import (
 	"time"
 
 	"github.com/lossaudit/lossaudit/audit/finding"
+	"github.com/lossaudit/lossaudit/audit/internal/engine/incremental"
 	"github.com/lossaudit/lossaudit/audit/internal/store/history"
+	"github.com/lossaudit/lossaudit/audit/internal/store/state"
 	"github.com/lossaudit/lossaudit/audit/shard"
 	"github.com/lossaudit/lossaudit/audit/streams"
 	"github.com/lossaudit/lossaudit/audit/streams/topology"
@@ -38,6 +40,9 @@ type ShardOptions struct {
 	// KeepAttempts keeps the files of killed and dropped attempts after
 	// the merge (index 0 removes them by default).
 	KeepAttempts bool
+	// Job identifies the invocation of a sharded reconcile step (a
+	// Kubernetes Job's uid; shard.Options.Job).
+	Job string
 }
 
 // Shard runs one shard of a sharded audit of the configured pipeline, with
@@ -67,17 +72,7 @@ func Shard(ctx context.Context, cfg *config.Config, o Options, so ShardOptions) 
 	res, st, err := shard.Run(ctx, shard.Options{Dir: so.Dir, S3: so.S3, Shards: so.Shards, Index: so.Index, Config: configDigest(cfg, ao),
 		Wait: so.Wait, Poll: so.Poll, Log: so.Log, Hook: so.Hook, KeepAttempts: so.KeepAttempts}, ao)
 	if err != nil {
-		if streams.IsUnsupportedSharding(err) {
-			return nil, nil, nil, &config.Error{Flag: "shards", Msg: err.Error()}
-		}
-		if me, ok := err.(*shard.MismatchError); ok {
-			return nil, nil, nil, &config.Error{Flag: "shard-dir", Msg: me.Error()}
-		}
-		var se *shard.StorageError
-		if errors.As(err, &se) {
-			return nil, nil, nil, &config.Error{Flag: "shard-dir", Msg: se.Error()}
-		}
-		return nil, nil, nil, runError(p.model, err)
+		return nil, nil, nil, shardError(p, err)
 	}
 	if res != nil {
 		p.schemaSources(res)
@@ -100,4 +95,88 @@ func configDigest(cfg *config.Config, o streams.Options) string {
 		o.From.UTC().Format(time.RFC3339Nano), o.To.UTC().Format(time.RFC3339Nano), o.SettleTimeout, o.UnprocessedAfter, o.DeadLetterTopic)
 	sum := sha256.Sum256([]byte(b.String()))
 	return hex.EncodeToString(sum[:])
+}
+
+// ShardStep is one index's part of a sharded reconcile step; index 0's
+// holds the merged result, whose reports are to be written: Commit makes
+// it the step the next one continues.
+type ShardStep struct {
+	// Result is the merged step (index 0 only).
+	Result *finding.Result
+	Model  *topology.Model
+	// Number is the step's number. Earlier says the step was one another
+	// job left unmerged: once committed, run ShardReconcile again with
+	// after = Number for this job's own step.
+	Number  int64
+	Earlier bool
+	step    *shard.StepResult
+}
+
+// Commit commits the step (its checkpoint in the shard directory), once
+// index 0 wrote its reports; for the other indexes it does nothing.
+func (s *ShardStep) Commit(ctx context.Context) error {
+	if s.Result == nil {
+		return nil
+	}
+	return s.step.Commit(ctx)
+}
+
+// ShardReconcile runs one index's part of a step of a sharded
+// reconciliation of the configured pipeline (docs/scale.md): cfg.Store.Dir
+// is the index's own store (its scratch index and, in reconcile/, the
+// state of the keys of its task partitions). after is the step this
+// process completed last (0: none). What reconcile refuses is refused the
+// same way; errors are as for Shard.
+func ShardReconcile(ctx context.Context, cfg *config.Config, o Options, so ShardOptions, after int64) (*ShardStep, *shard.Stats, error) {
+	if IsCompare(cfg) {
+		return nil, nil, &config.Error{Flag: "shards", Msg: "a comparison's reconciliation is not sharded yet: run lossaudit reconcile without --shards"}
+	}
+	p, err := prepare(ctx, cfg, o)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer p.close()
+	if p.stream != nil {
+		return nil, nil, &config.Error{Key: "pipeline.topology_file", Msg: "describes a per-record stream stage, which reconcile and watch do not check yet: run lossaudit audit"}
+	}
+	if err := stepRefusesTables(p.model); err != nil {
+		return nil, nil, err
+	}
+	if err := stepRefusesWindows(p.model); err != nil {
+		return nil, nil, err
+	}
+	st, err := state.Open(filepath.Join(cfg.Store.Dir, StateDir), state.Options{Hook: o.StateHook})
+	if err != nil {
+		return nil, nil, err
+	}
+	defer st.Close()
+	r, stats, err := shard.RunStep(ctx, shard.Options{Dir: so.Dir, S3: so.S3, Shards: so.Shards, Index: so.Index, Config: configDigest(cfg, p.opts),
+		Wait: so.Wait, Poll: so.Poll, Log: so.Log, Hook: so.Hook, KeepAttempts: so.KeepAttempts, Job: so.Job},
+		p.opts, streams.StepOptions{State: st, Describe: describeInputs(cfg)}, after)
+	if err != nil {
+		var me *incremental.StateMismatchError
+		if errors.As(err, &me) {
+			return nil, nil, &config.Error{Key: "store.dir", Msg: me.Error()}
+		}
+		return nil, nil, shardError(p, err)
+	}
+	if r.Result != nil {
+		p.schemaSources(r.Result)
+	}
+	return &ShardStep{Result: r.Result, Model: p.model, Number: r.Step, Earlier: r.Earlier, step: r}, stats, nil
+}
+
+// shardError turns the errors of a shard into the command's.
+func shardError(p *prepared, err error) error {
+	if streams.IsUnsupportedSharding(err) {
+		return &config.Error{Flag: "shards", Msg: err.Error()}
+	}
+	if me, ok := err.(*shard.MismatchError); ok {
+		return &config.Error{Flag: "shard-dir", Msg: me.Error()}
+	}
+	var se *shard.StorageError
+	if errors.As(err, &se) {
+		return &config.Error{Flag: "shard-dir", Msg: se.Error()}
+	}
+	return runError(p.model, err)
 }

@@ -49,6 +49,11 @@ type Options struct {
 	// files of killed or duplicate attempts); by default index 0 removes
 	// them once the merge has read every part (docs/scale.md).
 	KeepAttempts bool
+	// Job identifies the invocation (a Kubernetes Job's uid) in a sharded
+	// reconciliation: a step whose manifest another job took, left
+	// unmerged, is completed and followed by one of this job's
+	// (StepResult.Earlier). Empty: every process runs one step.
+	Job string
 	// Hook, when set, is called at named points of the shard's work
 	// ("map-entry": the first input entry routed; "map-written": the map's
 	// files complete, its marker not yet written; "reduce-read": the first
@@ -94,6 +99,7 @@ func (e *WaitError) Error() string { return e.Msg }
 type manifest struct {
 	Version  int
 	RunID    string
+	Job      string
 	Shards   int
 	Config   string
 	Created  time.Time
@@ -108,10 +114,11 @@ type marker struct {
 }
 
 // layout names the objects of a run, relative to the store's root.
-type layout struct{ run string }
+// prefix is "" for an audit, "step-<k>/" for a reconcile step's.
+type layout struct{ prefix, run string }
 
-func (l layout) manifest() string    { return "manifest" }
-func (l layout) runDir() string      { return "run-" + l.run }
+func (l layout) manifest() string    { return l.prefix + "manifest" }
+func (l layout) runDir() string      { return l.prefix + "run-" + l.run }
 func (l layout) snapshotDir() string { return joinName(l.runDir(), "snapshot") }
 func (l layout) mapDone(i int) string {
 	return joinName(l.runDir(), fmt.Sprintf("map-%d.done", i))
@@ -130,38 +137,18 @@ func (l layout) reduceDir(i int, attempt string) string {
 // is the shard's own scratch index). Index 0 returns the merged result;
 // the others return a nil result once their reduce is complete.
 func Run(ctx context.Context, so Options, o streams.Options) (*finding.Result, *Stats, error) {
-	if so.Shards < 1 || so.Index < 0 || so.Index >= so.Shards {
-		return nil, nil, &MismatchError{Msg: fmt.Sprintf("shard index %d is not one of %d shards", so.Index, so.Shards)}
-	}
-	if so.Dir == "" {
-		return nil, nil, &MismatchError{Msg: "no shard directory"}
-	}
-	if so.Wait <= 0 {
-		so.Wait = 24 * time.Hour
-	}
-	if so.Poll <= 0 {
-		so.Poll = time.Second
-	}
-	if so.Now == nil {
-		so.Now = time.Now
-	}
-	if so.Hook == nil {
-		so.Hook = func(string) error { return nil }
-	}
-	if err := streams.CheckShardable(o); err != nil {
-		return nil, nil, err
-	}
-	sto, err := OpenStore(ctx, so.Dir, so.S3)
+	so, err := so.open(ctx, o)
 	if err != nil {
 		return nil, nil, err
 	}
-	so.store = sto
 	attempt, err := newAttempt()
 	if err != nil {
 		return nil, nil, err
 	}
 	st := &Stats{}
-	m, err := loadOrTake(ctx, so, o, attempt)
+	m, err := loadOrTake(ctx, so, layout{}, func(emit func(int, []byte, index.Entry) error) (*streams.ShardSnapshot, error) {
+		return streams.TakeShardSnapshot(ctx, o, so.Shards, emit)
+	})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -195,6 +182,38 @@ func Run(ctx context.Context, so Options, o streams.Options) (*finding.Result, *
 	return res, st, nil
 }
 
+// open checks so, fills in its defaults and opens its store, for options
+// o.
+func (so Options) open(ctx context.Context, o streams.Options) (Options, error) {
+	if so.Shards < 1 || so.Index < 0 || so.Index >= so.Shards {
+		return so, &MismatchError{Msg: fmt.Sprintf("shard index %d is not one of %d shards", so.Index, so.Shards)}
+	}
+	if so.Dir == "" {
+		return so, &MismatchError{Msg: "no shard directory"}
+	}
+	if so.Wait <= 0 {
+		so.Wait = 24 * time.Hour
+	}
+	if so.Poll <= 0 {
+		so.Poll = time.Second
+	}
+	if so.Now == nil {
+		so.Now = time.Now
+	}
+	if so.Hook == nil {
+		so.Hook = func(string) error { return nil }
+	}
+	if err := streams.CheckShardable(o); err != nil {
+		return so, err
+	}
+	sto, err := OpenStore(ctx, so.Dir, so.S3)
+	if err != nil {
+		return so, err
+	}
+	so.store = sto
+	return so, nil
+}
+
 func (so Options) logf(format string, args ...any) {
 	if so.Log != nil {
 		fmt.Fprintf(so.Log, "lossaudit: "+format+"\n", args...)
@@ -204,9 +223,9 @@ func (so Options) logf(format string, args ...any) {
 // loadOrTake returns the run's manifest: index 0 takes the snapshot and
 // writes it unless it exists (a restarted index 0 reuses it: a second
 // snapshot would split the run); the others wait for it.
-func loadOrTake(ctx context.Context, so Options, o streams.Options, attempt string) (*manifest, error) {
+func loadOrTake(ctx context.Context, so Options, base layout, take func(emit func(int, []byte, index.Entry) error) (*streams.ShardSnapshot, error)) (*manifest, error) {
 	st := so.store
-	path := layout{}.manifest()
+	path := base.manifest()
 	if so.Index != 0 {
 		err := wait(ctx, so, "the manifest (index 0 takes the snapshot)", func() (int, int, error) {
 			ok, err := st.Exists(ctx, path)
@@ -240,13 +259,13 @@ func loadOrTake(ctx context.Context, so Options, o streams.Options, attempt stri
 	if err != nil {
 		return nil, err
 	}
-	l := layout{run: run}
+	l := layout{prefix: base.prefix, run: run}
 	b, err := newBuckets(ctx, st, l.snapshotDir(), so.Shards)
 	if err != nil {
 		return nil, err
 	}
 	created := so.Now()
-	snap, err := streams.TakeShardSnapshot(ctx, o, so.Shards, b.add)
+	snap, err := take(b.add)
 	if err != nil {
 		b.abort()
 		return nil, err
@@ -254,7 +273,7 @@ func loadOrTake(ctx context.Context, so Options, o streams.Options, attempt stri
 	if err := b.close(); err != nil {
 		return nil, err
 	}
-	m := &manifest{Version: formatVersion, RunID: run, Shards: so.Shards, Config: so.Config, Created: created, Snapshot: snap}
+	m := &manifest{Version: formatVersion, RunID: run, Job: so.Job, Shards: so.Shards, Config: so.Config, Created: created, Snapshot: snap}
 	if err := createAtomic(ctx, st, path, m); errors.Is(err, os.ErrExist) {
 		// Another index 0 (a duplicate pod) wrote its manifest first: the
 		// run is that one, this snapshot is dropped.
@@ -441,17 +460,7 @@ func runReduce(ctx context.Context, so Options, o streams.Options, m *manifest, 
 	if err != nil {
 		return err
 	}
-	res, err := streams.ShardReduce(ctx, o, m.Snapshot, so.Shards, so.Index, func(add streams.Emit) error {
-		if err := readBucket(ctx, so.store, bucketPath(l.snapshotDir(), so.Index), add); err != nil {
-			return err
-		}
-		for i, mk := range maps {
-			if err := readBucket(ctx, so.store, bucketPath(l.mapDir(i, mk.Attempt), so.Index), add); err != nil {
-				return err
-			}
-		}
-		return nil
-	}, func() error { return so.Hook("reduce-read") })
+	res, err := streams.ShardReduce(ctx, o, m.Snapshot, so.Shards, so.Index, loadBuckets(ctx, so, l, maps), func() error { return so.Hook("reduce-read") })
 	if err != nil {
 		return err
 	}
@@ -482,26 +491,56 @@ func runReduce(ctx context.Context, so Options, o streams.Options, m *manifest, 
 	return nil
 }
 
+// loadBuckets returns what hands a reduce its buckets: the snapshot's and
+// those of every map's marked attempt.
+func loadBuckets(ctx context.Context, so Options, l layout, maps []*marker) func(add streams.Emit) error {
+	return func(add streams.Emit) error {
+		if err := readBucket(ctx, so.store, bucketPath(l.snapshotDir(), so.Index), add); err != nil {
+			return err
+		}
+		for i, mk := range maps {
+			if err := readBucket(ctx, so.store, bucketPath(l.mapDir(i, mk.Attempt), so.Index), add); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+}
+
 // merge waits for every reduce and assembles the result from the maps'
 // and the reduces' parts; it returns the result and the markers it read.
 func merge(ctx context.Context, so Options, o streams.Options, m *manifest, l layout) (*finding.Result, []*marker, []*marker, error) {
+	mres, rres, maps, reduces, err := readParts(ctx, so, l)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	res, err := streams.ShardMerge(ctx, o, m.Snapshot, mres, rres, m.Created)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return res, maps, reduces, nil
+}
+
+// readParts waits for every reduce and reads the maps' and the reduces'
+// parts with their markers.
+func readParts(ctx context.Context, so Options, l layout) ([]*streams.ShardMapResult, []*streams.ShardReduceResult, []*marker, []*marker, error) {
 	var paths []string
 	for i := 0; i < so.Shards; i++ {
 		paths = append(paths, l.reduceDone(i))
 	}
 	seen := map[string]bool{}
 	if err := wait(ctx, so, "the reduce outputs", func() (int, int, error) { return countDone(ctx, so.store, paths, seen) }); err != nil {
-		return nil, nil, nil, err
+		return nil, nil, nil, nil, err
 	}
 	maps, err := mapMarkers(ctx, so, l)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, nil, nil, err
 	}
 	var mres []*streams.ShardMapResult
 	for i, mk := range maps {
 		r := &streams.ShardMapResult{}
 		if err := readGob(ctx, so.store, joinName(l.mapDir(i, mk.Attempt), "counts"), r); err != nil {
-			return nil, nil, nil, err
+			return nil, nil, nil, nil, err
 		}
 		mres = append(mres, r)
 	}
@@ -510,20 +549,16 @@ func merge(ctx context.Context, so Options, o streams.Options, m *manifest, l la
 	for i, p := range paths {
 		mk := &marker{}
 		if err := readGob(ctx, so.store, p, mk); err != nil {
-			return nil, nil, nil, err
+			return nil, nil, nil, nil, err
 		}
 		r := &streams.ShardReduceResult{}
 		if err := readGob(ctx, so.store, joinName(l.reduceDir(i, mk.Attempt), "result"), r); err != nil {
-			return nil, nil, nil, err
+			return nil, nil, nil, nil, err
 		}
 		rres = append(rres, r)
 		reduces = append(reduces, mk)
 	}
-	res, err := streams.ShardMerge(ctx, o, m.Snapshot, mres, rres, m.Created)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	return res, maps, reduces, nil
+	return mres, rres, maps, reduces, nil
 }
 
 // adoptMap makes the map's marked attempt this shard's after another

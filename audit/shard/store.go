@@ -226,14 +226,20 @@ func cleanup(ctx context.Context, st Store, l layout, mapMks, reduceMks []*marke
 	if err != nil {
 		return 0, err
 	}
-	run := l.runDir()
+	run := "run-" + l.run
 	_, s3 := st.(*s3Store)
 	drop := map[string]bool{}
 	for _, name := range names {
+		// Only the step's own objects (l.prefix: a reconcile step's
+		// step-<k>/; an audit's is "").
+		name, ok := strings.CutPrefix(name, l.prefix)
+		if !ok {
+			continue
+		}
 		dir := strings.HasSuffix(name, "/")
 		c := strings.Split(strings.TrimSuffix(name, "/"), "/")
 		switch {
-		case strings.HasPrefix(c[0], "manifest.tmp-"), s3 && strings.HasPrefix(c[0], "probe-") && len(c) == 1:
+		case strings.HasPrefix(c[0], "manifest.tmp-"), strings.HasPrefix(c[0], "merged.tmp-"), s3 && strings.HasPrefix(c[0], "probe-") && len(c) == 1:
 			// (a probe-<id> object: the S3 store's check of conditional
 			// writes, left by a process killed during it)
 			drop[c[0]] = true
@@ -258,7 +264,7 @@ func cleanup(ctx context.Context, st Store, l layout, mapMks, reduceMks []*marke
 	}
 	units := slices.Sorted(maps.Keys(drop))
 	for i, u := range units {
-		if err := st.RemoveAll(ctx, u); err != nil {
+		if err := st.RemoveAll(ctx, l.prefix+u); err != nil {
 			return i, err
 		}
 	}

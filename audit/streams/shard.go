@@ -73,9 +73,16 @@ type ShardSnapshot struct {
 	// TaskParts is the task partitions: the partition count of every
 	// repartition topic and changelog.
 	TaskParts int
-	// Records and Issues are what reading the repartition topics read.
-	Records int64
-	Issues  []finding.ReadIssue
+	// Records and Issues are what reading the repartition topics read;
+	// TopicRecords the records by topic.
+	Records      int64
+	Issues       []finding.ReadIssue
+	TopicRecords map[string]int64
+	// Step is the number of a reconcile step's snapshot (0 for an audit);
+	// Prev the checkpoint of the step before (JSON; nil for the baseline):
+	// the step's read plan follows from it and the snapshot.
+	Step int64
+	Prev []byte
 }
 
 // ShardMapResult is a map shard's part of the result besides its entries.
@@ -89,6 +96,7 @@ type ShardMapResult struct {
 	Next          []detect.NextRecord
 	Records       int64
 	Issues        []finding.ReadIssue
+	TopicRecords  map[string]int64
 }
 
 // ShardRow is a row of a reduce shard, with its evidence by type.
@@ -109,6 +117,10 @@ type ShardReduceResult struct {
 	Timeline                                              []map[int64]finding.BucketCounts
 	Entries, Records                                      int64
 	Issues                                                []finding.ReadIssue
+	// Resolved are a reconcile step's findings of earlier steps that this
+	// one found fixed; TopicRecords the records read by topic.
+	Resolved     []ShardRow
+	TopicRecords map[string]int64
 }
 
 // shardView restricts a collector to one shard's part.
@@ -200,6 +212,12 @@ func CheckShardable(o Options) error {
 // hands every repartition entry to emit with the reduce shard that owns
 // its key (KeyShard). o.Store is its scratch index.
 func TakeShardSnapshot(ctx context.Context, o Options, n int, emit func(shard int, key []byte, e index.Entry) error) (*ShardSnapshot, error) {
+	return takeShardSnapshot(ctx, o, n, emit, nil, nil)
+}
+
+// takeShardSnapshot is TakeShardSnapshot; setup, when set, prepares the
+// pass (a step's read plan), and finish completes the snapshot.
+func takeShardSnapshot(ctx context.Context, o Options, n int, emit func(shard int, key []byte, e index.Entry) error, setup func(*modePass), finish func(*ShardSnapshot)) (*ShardSnapshot, error) {
 	o, err := o.withDefaults()
 	if err != nil {
 		return nil, err
@@ -208,6 +226,9 @@ func TakeShardSnapshot(ctx context.Context, o Options, n int, emit func(shard in
 		return nil, err
 	}
 	p := &modePass{o: o}
+	if setup != nil {
+		setup(p)
+	}
 	if err := o.Store.Reset(); err != nil {
 		return nil, err
 	}
@@ -233,7 +254,10 @@ func TakeShardSnapshot(ctx context.Context, o Options, n int, emit func(shard in
 	out := &ShardSnapshot{Group: s.group, GroupActive: s.groupActive, GroupInfo: s.groupInfo, Recheck: s.recheck, First: s.first,
 		Holders: s.holders, HolderErr: s.holderErr, StartHW: s.startHW, Inputs: s.inputs, Reparts: s.reparts,
 		Changelogs: s.changelogs, Output: s.output, TailsOver: !p.col.tails.complete(),
-		Records: p.col.stats.Records(), Issues: p.col.stats.Issues()}
+		Records: p.col.stats.Records(), Issues: p.col.stats.Issues(), TopicRecords: topicRecords(o, s, p.col)}
+	if finish != nil {
+		finish(out)
+	}
 	for id := range p.col.tails.m {
 		out.Tails = append(out.Tails, ShardTail{X: id.x, H1: id.h1, H2: id.h2, TS: id.ts, FP: id.fp})
 	}
@@ -315,8 +339,22 @@ func ShardMap(ctx context.Context, o Options, d *ShardSnapshot, n, shard int, em
 	}
 	w := o.Store.NewWriter()
 	c := shardCollector(o, d, entryWriter{w}, &shardView{n: n, index: shard, taskParts: d.TaskParts, inputs: d.MapInputs(n, shard)})
+	if d.Step > 0 {
+		// A reconcile step's map reads what the step's plan says: the
+		// input records processed since the previous step.
+		if c.plan, _, _, _, err = d.stepPlan(o, c.snap); err != nil {
+			w.Cancel()
+			return nil, err
+		}
+	}
 	for x := range o.Inputs {
 		if err := c.readInput(ctx, x); err != nil {
+			w.Cancel()
+			return nil, err
+		}
+	}
+	if d.Step > 0 && !d.GroupActive && o.From.IsZero() {
+		if err := c.readNext(ctx); err != nil {
 			w.Cancel()
 			return nil, err
 		}
@@ -335,7 +373,7 @@ func ShardMap(ctx context.Context, o Options, d *ShardSnapshot, n, shard int, em
 	if err != nil {
 		return nil, fmt.Errorf("audit: routing the input entries: %w", err)
 	}
-	res := &ShardMapResult{Next: c.nextRecords(), Records: c.stats.Records(), Issues: c.stats.Issues(),
+	res := &ShardMapResult{Next: c.nextRecords(), Records: c.stats.Records(), Issues: c.stats.Issues(), TopicRecords: topicRecords(o, c.snap, c),
 		DecodeCounts: c.decode.PerInput(), DecodeSamples: c.decode.Samples, DecodeNear: c.decode.Near}
 	for x := range c.counts {
 		res.Counts = append(res.Counts, c.counts[x].counts())
@@ -379,12 +417,7 @@ func ShardReduce(ctx context.Context, o Options, d *ShardSnapshot, n, shard int,
 		if err != nil {
 			return err
 		}
-		for x, in := range o.Inputs {
-			if err := c.readStage(ctx, "changelog "+in.ChangelogTopic, c.snap.changelogs[x].Name, x, false, in.Count, in.DownstreamKey); err != nil {
-				return err
-			}
-		}
-		return c.readStage(ctx, "output "+o.Output, o.Output, 0, true, false, o.OutputKey)
+		return c.readTaskStages(ctx)
 	}()
 	if err != nil {
 		w.Cancel()
@@ -401,7 +434,17 @@ func ShardReduce(ctx context.Context, o Options, d *ShardSnapshot, n, shard int,
 	res := &ShardReduceResult{CheckedChangelog: chk.checkedChangelog, CheckedOutput: chk.checkedOutput, Withheld: chk.withheld,
 		CheckedCnt: chk.checkedCount, Counted: chk.counted, Pending: chk.pending, Keys: chk.keys,
 		TimelineLevel: c.timeline.level, Timeline: c.timeline.inputs, Entries: w.Entries(), Records: c.stats.Records(), Issues: c.stats.Issues()}
-	for _, r := range chk.rows {
+	if res.Rows, err = shardRows(chk.rows); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// shardRows turns rows into what a reduce hands the merge: the evidence
+// by type.
+func shardRows(rows []finding.Row) ([]ShardRow, error) {
+	var out []ShardRow
+	for _, r := range rows {
 		sr := ShardRow{Row: r}
 		switch ev := r.Evidence.(type) {
 		case nil:
@@ -413,9 +456,37 @@ func ShardReduce(ctx context.Context, o Options, d *ShardSnapshot, n, shard int,
 			return nil, fmt.Errorf("audit: a row's evidence of type %s cannot be handed to the merge", r.Evidence.EvidenceKind())
 		}
 		sr.Row.Evidence = nil
-		res.Rows = append(res.Rows, sr)
+		out = append(out, sr)
 	}
-	return res, nil
+	return out, nil
+}
+
+// restoreRows is the inverse of shardRows.
+func restoreRows(rs []ShardRow) []finding.Row {
+	var out []finding.Row
+	for _, sr := range rs {
+		row := sr.Row
+		switch {
+		case sr.Witness != nil:
+			row.Evidence = sr.Witness
+		case sr.Count != nil:
+			row.Evidence = sr.Count
+		}
+		out = append(out, row)
+	}
+	return out
+}
+
+// readTaskStages reads a reduce shard's task partitions of the changelogs
+// and the output.
+func (c *collector) readTaskStages(ctx context.Context) error {
+	o := c.o
+	for x, in := range o.Inputs {
+		if err := c.readStage(ctx, "changelog "+in.ChangelogTopic, c.snap.changelogs[x].Name, x, false, in.Count, in.DownstreamKey); err != nil {
+			return err
+		}
+	}
+	return c.readStage(ctx, "output "+o.Output, o.Output, 0, true, false, o.OutputKey)
 }
 
 // ShardMerge assembles the result of a sharded audit from the manifest's
@@ -427,6 +498,35 @@ func ShardMerge(ctx context.Context, o Options, d *ShardSnapshot, maps []*ShardM
 	if err != nil {
 		return nil, err
 	}
+	c, chk, records, entries, issues, err := mergeParts(o, d, maps, reduces)
+	if err != nil {
+		return nil, err
+	}
+	snap := c.snap
+	var prev map[kread.TP]history.Entry
+	if o.History != nil {
+		if prev, err = o.History.Load(o.Group); err != nil {
+			return nil, err
+		}
+	}
+	parts := partitionFindings(o, snap, c, prev)
+	res := assemble(ctx, o, snap, c, chk, parts, auditCounts(c, chk))
+	res.Summary.Reads = sortIssues(issues)
+	res.Summary.Index = finding.IndexStats{RecordsRead: records, Entries: entries}
+	res.Summary.Started, res.Summary.Finished = started, o.Now()
+	if o.History != nil {
+		if err := o.History.Record(o.Group, snap.partitions(), started); err != nil {
+			return nil, fmt.Errorf("audit: %w", err)
+		}
+	}
+	return res, nil
+}
+
+// mergeParts sums the maps' and the reduces' parts over a collector of the
+// snapshot d: the counters, timelines, decode errors and next records in
+// the collector, the rows and the check's counters in the checked, and
+// the records read, the index entries and the read issues.
+func mergeParts(o Options, d *ShardSnapshot, maps []*ShardMapResult, reduces []*ShardReduceResult) (*collector, *checked, int64, int64, []finding.ReadIssue, error) {
 	c := shardCollector(o, d, entryWriter{}, nil)
 	chk := &checked{pending: make([]int64, len(o.Inputs))}
 	records := d.Records
@@ -434,7 +534,7 @@ func ShardMerge(ctx context.Context, o Options, d *ShardSnapshot, maps []*ShardM
 	var entries int64
 	for i, m := range maps {
 		if len(m.Counts) != len(o.Inputs) || len(m.Timeline) != len(o.Inputs) {
-			return nil, fmt.Errorf("audit: map %d counted %d inputs, the pipeline has %d", i, len(m.Counts), len(o.Inputs))
+			return nil, nil, 0, 0, nil, fmt.Errorf("audit: map %d counted %d inputs, the pipeline has %d", i, len(m.Counts), len(o.Inputs))
 		}
 		for x, k := range m.Counts {
 			cnt := &c.counts[x]
@@ -456,18 +556,9 @@ func ShardMerge(ctx context.Context, o Options, d *ShardSnapshot, maps []*ShardM
 	}
 	for i, r := range reduces {
 		if len(r.Pending) != len(o.Inputs) || len(r.Timeline) != len(o.Inputs) {
-			return nil, fmt.Errorf("audit: reduce %d judged %d inputs, the pipeline has %d", i, len(r.Pending), len(o.Inputs))
+			return nil, nil, 0, 0, nil, fmt.Errorf("audit: reduce %d judged %d inputs, the pipeline has %d", i, len(r.Pending), len(o.Inputs))
 		}
-		for _, sr := range r.Rows {
-			row := sr.Row
-			switch {
-			case sr.Witness != nil:
-				row.Evidence = sr.Witness
-			case sr.Count != nil:
-				row.Evidence = sr.Count
-			}
-			chk.rows = append(chk.rows, row)
-		}
+		chk.rows = append(chk.rows, restoreRows(r.Rows)...)
 		chk.checkedChangelog += r.CheckedChangelog
 		chk.checkedOutput += r.CheckedOutput
 		chk.withheld += r.Withheld
@@ -485,24 +576,7 @@ func ShardMerge(ctx context.Context, o Options, d *ShardSnapshot, maps []*ShardM
 	for _, in := range o.Inputs {
 		chk.counted = chk.counted || in.Count
 	}
-	snap := c.snap
-	var prev map[kread.TP]history.Entry
-	if o.History != nil {
-		if prev, err = o.History.Load(o.Group); err != nil {
-			return nil, err
-		}
-	}
-	parts := partitionFindings(o, snap, c, prev)
-	res := assemble(ctx, o, snap, c, chk, parts, auditCounts(c, chk))
-	res.Summary.Reads = sortIssues(issues)
-	res.Summary.Index = finding.IndexStats{RecordsRead: records, Entries: entries}
-	res.Summary.Started, res.Summary.Finished = started, o.Now()
-	if o.History != nil {
-		if err := o.History.Record(o.Group, snap.partitions(), started); err != nil {
-			return nil, fmt.Errorf("audit: %w", err)
-		}
-	}
-	return res, nil
+	return c, chk, records, entries, issues, nil
 }
 
 // IsUnsupportedSharding reports whether err says the audit cannot be

@@ -210,33 +210,43 @@ func (s *stepRun) needsLookup() bool { return len(s.v.deferred) > 0 }
 func (s *stepRun) lookup(ctx context.Context) error { return s.v.lookBefore(ctx, s.p.chk.rows) }
 
 func (s *stepRun) assemble(ctx context.Context, parts []finding.PartitionFinding) *finding.Result {
-	o, snap, col, chk, cp, v := s.p.o, s.p.snap, s.p.col, s.p.chk, s.cp, s.v
-	next, counts := nextCheckpoint(o, snap, s.readPlan, cp, col, chk, s.step.Next(checkpointVersion, s.desc, s.p.started))
-	next.NoRecount = s.noRecount
-	s.next = next
+	o, col := s.p.o, s.p.col
 	for _, pf := range parts {
 		s.dlqStuck = s.dlqStuck || (pf.Kind == finding.StuckLSO && o.DeadLetterTopic != "" && pf.Topic == o.DeadLetterTopic)
 	}
+	res, next := assembleStep(ctx, o, s.p.snap, col, s.p.chk, parts, s.readPlan, s.cp, s.step.Next(checkpointVersion, s.desc, s.p.started),
+		s.noRecount, s.rebuild, s.v.resolved, col.stats.TopicRecords)
+	s.next = next
+	return res
+}
+
+// assembleStep builds a step's result and its next checkpoint (header h)
+// from what it read and judged: a single step's, or the merge of a
+// sharded step's parts. read gives the records read of a topic.
+func assembleStep(ctx context.Context, o Options, snap *pipelineSnapshot, col *collector, chk *checked, parts []finding.PartitionFinding,
+	plan *readPlan, cp *checkpoint, h incremental.Header, noRecount bool, rebuild map[kread.TP]bool, resolved []finding.Row, read func(topic string) int64) (*finding.Result, *checkpoint) {
+	next, counts := nextCheckpoint(o, snap, plan, cp, col, chk, h)
+	next.NoRecount = noRecount
 	res := assemble(ctx, o, snap, col, chk, parts, counts)
-	finding.SortRows(v.resolved, res.Summary.InputOrder)
-	res.Resolved = v.resolved
+	finding.SortRows(resolved, res.Summary.InputOrder)
+	res.Resolved = resolved
 	step := &finding.Step{Number: next.Step, Baseline: cp == nil, BaselineAt: next.Baseline, Read: map[string]int64{},
-		KeysJudged: chk.keys, Resolved: int64(len(v.resolved))}
+		KeysJudged: chk.keys, Resolved: int64(len(resolved))}
 	if cp != nil {
 		step.Previous = cp.At
 	}
 	for x, in := range o.Inputs {
-		step.Read[string(engine.RoleInput)] += col.stats.TopicRecords(in.Topic)
-		step.Read[string(engine.RoleRepartition)] += col.stats.TopicRecords(in.RepartitionTopic)
-		step.Read[string(engine.RoleChangelog)] += col.stats.TopicRecords(snap.changelogs[x].Name)
+		step.Read[string(engine.RoleInput)] += read(in.Topic)
+		step.Read[string(engine.RoleRepartition)] += read(in.RepartitionTopic)
+		step.Read[string(engine.RoleChangelog)] += read(snap.changelogs[x].Name)
 	}
-	step.Read[string(engine.RoleOutput)] = col.stats.TopicRecords(o.Output)
-	for tp := range s.rebuild {
+	step.Read[string(engine.RoleOutput)] = read(o.Output)
+	for tp := range rebuild {
 		step.Rebuilt = append(step.Rebuilt, fmt.Sprintf("%s[%d]", tp.Topic, tp.Partition))
 	}
 	slices.Sort(step.Rebuilt)
 	res.Summary.Step = step
-	return res
+	return res, next
 }
 
 // planStep decides what the step reads of every partition, given the last
@@ -441,6 +451,9 @@ func (c *collector) readNext(ctx context.Context) error {
 		in := &c.o.Inputs[x]
 		t := c.snap.inputs[x]
 		for _, p := range t.Parts {
+			if c.shard != nil && !c.shard.inputs[kread.TP{Topic: t.Name, Partition: p}] {
+				continue // another map shard's
+			}
 			committed, ok := c.snap.group[kread.TP{Topic: t.Name, Partition: p}]
 			of := t.Offsets[p]
 			if !ok || committed >= of.LSO {

@@ -22,6 +22,8 @@ import (
 // reconciliation.
 func newReconcileCmd(g *globalFlags) *cobra.Command {
 	var quiet bool
+	var sf *shardFlags
+	var job string
 	cmd := &cobra.Command{
 		Use:   "reconcile",
 		Short: "One incremental step of a scheduled reconciliation",
@@ -33,10 +35,20 @@ func newReconcileCmd(g *globalFlags) *cobra.Command {
 			"On a comparison's configuration (compare.pairs) it compares what is new the same way: the\n" +
 			"sink records written since and the source records that became due, per record identity.\n" +
 			"Exit codes as for audit; run it from cron, a Kubernetes CronJob or a systemd timer, or use\n" +
-			"`lossaudit watch` (docs/reconcile.md).",
-		Example: "  lossaudit reconcile -c audit.yaml\n  lossaudit reconcile -c audit.yaml --metrics-file /var/lib/node_exporter/lossaudit.prom",
-		Args:    cobra.NoArgs,
+			"`lossaudit watch` (docs/reconcile.md). With --shards N, one index of a step sharded over N\n" +
+			"processes (a Kubernetes Indexed Job), each keeping its keys' state in store.dir/shard-<i>\n" +
+			"(docs/scale.md#sharded-reconcile-steps).",
+		Example: "  lossaudit reconcile -c audit.yaml\n  lossaudit reconcile -c audit.yaml --metrics-file /var/lib/node_exporter/lossaudit.prom\n" +
+			"  lossaudit reconcile -c audit.yaml --shards 4 --shard-dir /shared/recon --store-dir /shared/state --shard-job \"$JOB_UID\"",
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if sf.shards > 0 {
+				cfg, err := g.load(cmd)
+				if err != nil {
+					return err
+				}
+				return runShardStep(cmd, cfg, sf, job, quiet)
+			}
 			cfg, err := g.loadStep(cmd)
 			if err != nil {
 				return err
@@ -53,6 +65,8 @@ func newReconcileCmd(g *globalFlags) *cobra.Command {
 		},
 	}
 	cmd.Flags().BoolVarP(&quiet, "quiet", "q", false, "no progress output on stderr")
+	sf = addShardFlags(cmd)
+	cmd.Flags().StringVar(&job, "shard-job", "", "with --shards: what identifies this invocation of the step's indexes (a Kubernetes Job's uid): a step an earlier job left unmerged is completed, then this job's own is run")
 	return cmd
 }
 

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -120,4 +121,72 @@ func runShard(cmd *cobra.Command, cfg *config.Config, f *shardFlags, quiet bool)
 		w.writeMetrics(cfg, res, started)
 	}
 	return w.conclude()
+}
+
+// runShardStep runs one index's part of a sharded reconcile step
+// (docs/scale.md#sharded-reconcile-steps), with its own store
+// <store.dir>/shard-<index>: index 0 writes the step's reports, commits the
+// step and exits with the verdict, the others exit 0 once their part is
+// complete. A step an earlier job left unmerged is completed first (index
+// 0: reported and committed), then this job's own.
+func runShardStep(cmd *cobra.Command, cfg *config.Config, f *shardFlags, job string, quiet bool) error {
+	so, err := f.options()
+	if err != nil {
+		return err
+	}
+	so.Job = job
+	if err := checkStepConfig(cfg); err != nil {
+		return err
+	}
+	c := *cfg
+	c.Store.Dir = filepath.Join(cfg.Store.Dir, fmt.Sprintf("shard-%d", so.Index))
+	fp := failpointsFromEnv(cmd.Context())
+	so.Hook = func(point string) error {
+		fp.at("shard-" + point)
+		return nil
+	}
+	var after int64
+	for {
+		started := time.Now()
+		prog := newProgress(cmd.ErrOrStderr(), quiet)
+		so.Log = prog.Log()
+		step, st, err := app.ShardReconcile(cmd.Context(), &c, app.Options{Progress: prog, Warnings: prog.Log(), StateHook: fp.at}, so, after)
+		prog.Stop()
+		if err != nil {
+			var we *shard.WaitError
+			if errors.As(err, &we) {
+				return withCode(exitIncomplete, fmt.Errorf("the step could not complete: %w", we))
+			}
+			return auditError(err)
+		}
+		fmt.Fprintf(cmd.ErrOrStderr(), "lossaudit: shard %d of %d, step %d (run %s): read %d input, %d changelog and output records; shuffled %d entries, %d bytes; judged %d entries\n",
+			so.Index, so.Shards, step.Number, st.RunID, st.MapRecords, st.ReduceRecords, st.ShuffledEntries, st.ShuffledBytes, st.ReduceEntries)
+		if step.Result == nil {
+			if !step.Earlier {
+				return nil
+			}
+			after = step.Number
+			continue
+		}
+		// Index 0 has merged, its reports are not written: a kill here
+		// leaves the step uncommitted, and a rerun merges the same parts.
+		fp.at("shard-merged")
+		w := writeReports(cmd.OutOrStdout(), cmd.ErrOrStderr(), cfg, step.Result)
+		if len(w.failed) > 0 {
+			w.failed = append(w.failed, "the step was not committed: index 0 run again merges it again")
+			return w.conclude()
+		}
+		fp.at("shard-reported")
+		if err := step.Commit(cmd.Context()); err != nil {
+			return concluded(exitIncomplete, fmt.Errorf("the step's reports were written but it could not be committed (index 0 run again commits it): %w", err))
+		}
+		w.writeMetrics(cfg, step.Result, started)
+		if !step.Earlier {
+			return w.conclude()
+		}
+		// The earlier step's summary is printed; its verdict is not the
+		// exit code: this job's step, next, judges its findings again.
+		_ = w.conclude()
+		after = step.Number
+	}
 }

@@ -20,6 +20,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kfake"
 
+	"github.com/lossaudit/lossaudit/audit/app"
 	"github.com/lossaudit/lossaudit/audit/demo/sim"
 	"github.com/lossaudit/lossaudit/audit/shard/shardtest"
 	"github.com/lossaudit/lossaudit/testbed/testbedenv"
@@ -437,4 +438,162 @@ func TestShardedAuditProcessesS3(t *testing.T) {
 			t.Errorf("exit %d, want 2 and %q on stderr:\n%s", code, want, stderr)
 		}
 	})
+}
+
+// TestShardedReconcileCommand runs `lossaudit reconcile --shards 2` as the
+// two pods of an Indexed Job would, step after step of a growing lossy
+// pipeline: index 0 writes the reports the single-process step writes of
+// the same moment and exits with its verdict, index 1 exits 0, each
+// keeping its state in <store.dir>/shard-<i>; watch takes no --shards, and
+// what reconcile refuses stays refused (exit 2).
+func TestShardedReconcileCommand(t *testing.T) {
+	clearEnv(t)
+	f := newLiveFixture(t, lossyScenario(12, "shrec"))
+	single, sharded := f.store(t), f.store(t)
+	shards := filepath.Join(t.TempDir(), "shards")
+	findings := 0
+	for step := 1; step <= 3; step++ {
+		f.advance(t, 5)
+		var stdout, stderr bytes.Buffer
+		want := testRun([]string{"reconcile", "-q", "-c", single.yaml}, &stdout, &stderr)
+		if want != 0 && want != 1 {
+			t.Fatalf("step %d, single: exit %d\n%s", step, want, stderr.String())
+		}
+		findings += want
+		var wg sync.WaitGroup
+		codes := make([]int, 2)
+		outs, errs := make([]bytes.Buffer, 2), make([]bytes.Buffer, 2)
+		for i := range 2 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				codes[i] = testRun([]string{"reconcile", "-q", "-c", sharded.yaml, "--shards", "2", "--shard-index", strconv.Itoa(i), "--shard-dir", shards,
+					"--shard-poll", "20ms", "--shard-job", fmt.Sprintf("job-%d", step)}, &outs[i], &errs[i])
+			}()
+		}
+		wg.Wait()
+		if codes[0] != want || codes[1] != 0 {
+			t.Fatalf("step %d: exits %v, want %d (the single step's) and 0\nindex 0:\n%s%s\nindex 1:\n%s", step, codes, want, outs[0].String(), errs[0].String(), errs[1].String())
+		}
+		if !strings.Contains(errs[1].String(), fmt.Sprintf("shard 1 of 2, step %d (run ", step)) {
+			t.Errorf("step %d: index 1's stderr does not name the step:\n%s", step, errs[1].String())
+		}
+		sameStep(t, fmt.Sprintf("step %d", step), readReport(t, sharded), readReport(t, single))
+	}
+	if findings == 0 {
+		t.Errorf("no step found loss: the equality holds vacuously")
+	}
+	for i := range 2 {
+		if _, err := os.Stat(filepath.Join(filepath.Dir(sharded.csv), "store", fmt.Sprintf("shard-%d", i), app.StateDir)); err != nil {
+			t.Errorf("index %d's state: %v", i, err)
+		}
+	}
+	for _, tt := range []struct {
+		name   string
+		args   []string
+		stderr string
+	}{
+		{"watch", []string{"watch", "-c", sharded.yaml, "--shards", "2"}, "unknown flag: --shards"},
+		{"a windowed step", []string{"reconcile", "-q", "-c", sharded.yaml, "--shards", "2", "--shard-index", "0", "--shard-dir", filepath.Join(t.TempDir(), "w"), "--from", "-1h"},
+			"not sharded yet"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			if code := testRun(tt.args, &stdout, &stderr); code != 2 || !strings.Contains(stderr.String(), tt.stderr) {
+				t.Errorf("exit %d, want 2 and %q on stderr\nstdout:\n%s\nstderr:\n%s", code, tt.stderr, stdout.String(), stderr.String())
+			}
+		})
+	}
+}
+
+// TestShardedReconcileProcesses runs two sharded reconcile steps as three
+// lossaudit processes each (JOB_COMPLETION_INDEX), with SIGKILLs where a
+// step's state is at risk: at the baseline index 0 after its reports but
+// before the step's commit point, index 1 while its state's commit is
+// applied (after the state's commit point), index 2 mid-map; at the second
+// step index 1 after committing its state, before marking its reduce.
+// Each is run again; the CSV of every step equals the single-process
+// step's (first_seen aside).
+func TestShardedReconcileProcesses(t *testing.T) {
+	clearEnv(t)
+	f := fixture(t)
+	cfg := f.yaml(t, nil)
+	dir := t.TempDir()
+	bin, err := lossauditBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func(env []string, args ...string) (int, syscall.Signal, string) {
+		t.Helper()
+		cmd := exec.Command(bin, append([]string{"reconcile", "-q", "-c", cfg}, args...)...)
+		cmd.Env = append(testbedenv.Strip(os.Environ()), env...)
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		code, sig := processExit(t, cmd.Run())
+		return code, sig, stderr.String()
+	}
+	// The CSV without first_seen (its last column).
+	csvOf := func(name string) string {
+		b, err := os.ReadFile(filepath.Join(dir, name+".csv"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, l := range strings.Split(string(b), "\n") {
+			if i := strings.LastIndex(l, ","); i >= 0 {
+				l = l[:i]
+			}
+			out = append(out, l)
+		}
+		return strings.Join(out, "\n")
+	}
+	crashes := []map[int]string{{0: "shard-reported", 1: "applying", 2: "shard-map-entry"}, {1: "shard-reduce-committed"}}
+	for step, crash := range crashes {
+		if code, sig, stderr := run(nil, "--csv", filepath.Join(dir, "single.csv"), "--json", filepath.Join(dir, "single.json"), "--store-dir", filepath.Join(dir, "single")); code != 0 || sig != 0 {
+			t.Fatalf("step %d, single: exit %d signal %v\n%s", step+1, code, sig, stderr)
+		}
+		var wg sync.WaitGroup
+		msgs := make([]string, 3)
+		for i := range 3 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				env := []string{fmt.Sprintf("JOB_COMPLETION_INDEX=%d", i)}
+				args := []string{"--csv", filepath.Join(dir, "sharded.csv"), "--json", filepath.Join(dir, "sharded.json"), "--shards", "3", "--shard-dir", filepath.Join(dir, "shards"),
+					"--store-dir", filepath.Join(dir, "states"), "--shard-poll", "50ms", "--shard-job", fmt.Sprintf("job-%d", step)}
+				if at := crash[i]; at != "" {
+					if code, sig, stderr := run(append(env, "LOSSAUDIT_TESTBED_CRASH_AT="+at), args...); sig != syscall.SIGKILL {
+						msgs[i] = fmt.Sprintf("step %d, index %d with a crash at %s: exit %d signal %v, want SIGKILL\n%s", step+1, i, at, code, sig, stderr)
+						return
+					}
+				}
+				if code, sig, stderr := run(env, args...); code != 0 || sig != 0 {
+					msgs[i] = fmt.Sprintf("step %d, index %d: exit %d signal %v\n%s", step+1, i, code, sig, stderr)
+				}
+			}()
+		}
+		wg.Wait()
+		for _, m := range msgs {
+			if m != "" {
+				t.Fatal(m)
+			}
+		}
+		if g, w := csvOf("sharded"), csvOf("single"); g != w {
+			t.Errorf("step %d: the sharded CSV differs from the single step's:\n got %s\nwant %s", step+1, g, w)
+		}
+		// The JSON: counters, what the step read, keys judged (first_seen,
+		// baseline_at and previous aside).
+		g, w := readReport(t, store{json: filepath.Join(dir, "sharded.json")}), readReport(t, store{json: filepath.Join(dir, "single.json")})
+		for _, k := range []string{"baseline_at", "previous"} {
+			delete(g.Step, k)
+			delete(w.Step, k)
+		}
+		sameStep(t, fmt.Sprintf("step %d", step+1), g, w)
+		if gs, ws := fmt.Sprint(g.Step), fmt.Sprint(w.Step); gs != ws {
+			t.Errorf("step %d: the sharded step block %s, the single step's %s", step+1, gs, ws)
+		}
+		if _, err := os.Stat(filepath.Join(dir, "shards", fmt.Sprintf("step-%d", step+1), "merged")); err != nil {
+			t.Errorf("step %d is not committed: %v", step+1, err)
+		}
+	}
 }

@@ -16,13 +16,18 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
 	"github.com/lossaudit/lossaudit/audit/app"
 	"github.com/lossaudit/lossaudit/audit/finding"
 	"github.com/lossaudit/lossaudit/audit/report"
+	"github.com/lossaudit/lossaudit/audit/shard/shardtest"
 	"github.com/lossaudit/lossaudit/config"
 	"github.com/lossaudit/lossaudit/testbed/e2e"
 	"github.com/lossaudit/lossaudit/testbed/kafka"
 	"github.com/lossaudit/lossaudit/testbed/loadgen"
+	"github.com/lossaudit/lossaudit/testbed/poll"
 	"github.com/lossaudit/lossaudit/testbed/streamsapp"
 	"github.com/lossaudit/lossaudit/testbed/testbedenv"
 )
@@ -72,6 +77,11 @@ func shardScenario(ctx context.Context, t *testing.T, c *kafka.Cluster, adm *kaf
 	phase := func(name string) { phases += fmt.Sprintf(" %s %.1fs", name, time.Since(t0).Seconds()) }
 	p := leftJoinPipeline(ctx, t, c, adm, group, 0, dbs, dbo, loadgen.Config{Customers: 30, Records: 300, Rate: 150})
 	cfg := p.cfg
+	// Kafka Streams does not leave its group on close: the member stays
+	// until its session times out. Until then an audit describes the group
+	// Stable with one member, and one after it Empty: every run of this
+	// phase is compared with every other, so they all start after it.
+	waitGroupLeft(ctx, t, adm, group)
 	phase("stopped")
 	single, _, err := app.Run(ctx, cfg, app.Options{})
 	if err != nil {
@@ -114,7 +124,128 @@ func shardScenario(ctx context.Context, t *testing.T, c *kafka.Cluster, adm *kaf
 		}
 		phase(fmt.Sprintf("%d shards", n))
 	}
+	shardSteps(ctx, t, c, p, 3)
+	phase("reconcile steps")
 	t.Logf("%s: %d rows (%s), verdict %s; phases:%s", group, len(single.Rows), discrepancies(want), report.Verdict(single), phases)
+}
+
+// shardSteps takes three reconcile steps of the stopped application, each
+// in one process and as n indexes at once (docs/scale.md#sharded-reconcile-steps),
+// and compares their reports (when they ran aside): the baseline; a step
+// after more input records were written that the stopped application
+// does not process (lag, pending); and a step with nothing new (the
+// findings judged again from each index's state). At the second step,
+// index 1 is killed after judging its keys, before committing its state,
+// and index 0 after committing, before marking its reduce; both run again.
+func shardSteps(ctx context.Context, t *testing.T, c *kafka.Cluster, p *leftJoin, n int) {
+	t.Helper()
+	single := *p.cfg
+	single.Store.Dir = filepath.Join(p.dir, "reconcile-single")
+	dir := filepath.Join(p.dir, fmt.Sprintf("reconcile-n%d", n))
+	for step := 1; step <= 3; step++ {
+		if step == 2 {
+			gen, err := loadgen.New(ctx, loadgen.Config{Brokers: c.Bootstrap(), Topics: [3]string{p.cfg.Pipeline.Inputs[0].Topic, p.cfg.Pipeline.Inputs[1].Topic, p.cfg.Pipeline.Inputs[2].Topic},
+				SchemasTopic: p.cfg.Schema.SchemasTopic, Customers: 30, Records: 40, Rate: -1, Seed: 2})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := gen.Run(ctx); err != nil {
+				t.Fatalf("more load: %v", err)
+			}
+		}
+		st, err := app.Reconcile(ctx, &single, app.Options{})
+		if err != nil {
+			t.Fatalf("step %d, one process: %v", step, err)
+		}
+		want := st.Result
+		if err := st.Commit(); err != nil {
+			t.Fatal(err)
+		}
+		st.Close()
+		kills := map[int]string{}
+		if step == 2 {
+			kills = map[int]string{0: "reduce-committed", 1: "reduce-judged"}
+		}
+		got := shardStepIndexes(ctx, t, p.cfg, dir, n, kills)
+		wantCSV, wantJSON := normalStep(t, want)
+		gotCSV, gotJSON := normalStep(t, got)
+		if gotCSV != wantCSV {
+			t.Errorf("step %d, %d indexes: the CSV differs from the single step's:\n got %s\nwant %s", step, n, gotCSV, wantCSV)
+		}
+		if gotJSON != wantJSON {
+			t.Errorf("step %d, %d indexes: the JSON differs from the single step's:\n got %s\nwant %s", step, n, gotJSON, wantJSON)
+		}
+		var pending int64
+		for _, in := range want.Summary.Inputs {
+			pending += in.Pending
+		}
+		if step == 2 && pending < 3*40 {
+			t.Errorf("step 2: %d records pending, want at least the %d written while the application is stopped", pending, 3*40)
+		}
+		t.Logf("step %d: %d rows, %d resolved, %d pending, verdict %s: %d indexes equal", step, len(want.Rows), len(want.Resolved), pending, report.Verdict(want), n)
+	}
+}
+
+// shardStepIndexes runs the n indexes of a sharded reconcile step of cfg
+// at once, each with its own store dir/store-<i> (kept from step to
+// step), the shard directory dir/shards; the first attempt of each index
+// of kills is stopped at its hook point and run again. Index 0's step is
+// committed and returned.
+func shardStepIndexes(ctx context.Context, t *testing.T, cfg *config.Config, dir string, n int, kills map[int]string) *finding.Result {
+	t.Helper()
+	var wg sync.WaitGroup
+	var res *finding.Result
+	errs := make([]error, n)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c := *cfg
+			c.Store.Dir = filepath.Join(dir, fmt.Sprintf("store-%d", i))
+			so := app.ShardOptions{Dir: filepath.Join(dir, "shards"), Shards: n, Index: i, Poll: 50 * time.Millisecond, Wait: 2 * time.Minute}
+			if at, ok := kills[i]; ok {
+				so.Hook = func(point string) error {
+					if point == at {
+						return errKilled
+					}
+					return nil
+				}
+				if _, _, err := app.ShardReconcile(ctx, &c, app.Options{}, so, 0); !errors.Is(err, errKilled) {
+					errs[i] = fmt.Errorf("index %d of %d, killed at %s: %v, want it killed there", i, n, at, err)
+					return
+				}
+				so.Hook = nil
+			}
+			st, _, err := app.ShardReconcile(ctx, &c, app.Options{}, so, 0)
+			switch {
+			case err != nil:
+				errs[i] = fmt.Errorf("index %d of %d: %w", i, n, err)
+			case (st.Result != nil) != (i == 0):
+				errs[i] = fmt.Errorf("index %d of %d: a result %t, want one from index 0 only", i, n, st.Result != nil)
+			case i == 0:
+				res = st.Result
+				errs[i] = st.Commit(ctx)
+			}
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return res
+}
+
+// normalStep renders a reconcile step's reports without what depends on
+// when it ran (shardtest.StepReports).
+func normalStep(t *testing.T, res *finding.Result) (csv, js string) {
+	t.Helper()
+	csv, js, err := shardtest.StepReports(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return csv, js
 }
 
 // leftJoin is a run of the left-join application, stopped once it
@@ -430,5 +561,35 @@ func peakRSS(pid int) func() int64 {
 		close(done)
 		<-stopped
 		return hwm.Load()
+	}
+}
+
+// waitGroupLeft waits until the group has no member (the stopped
+// application's session timed out).
+func waitGroupLeft(ctx context.Context, t *testing.T, adm *kafka.Admin, group string) {
+	t.Helper()
+	var last string
+	err := poll.Until(ctx, 2*time.Minute, 200*time.Millisecond, "the stopped application's member to leave group "+group, func() bool {
+		req := kmsg.NewPtrDescribeGroupsRequest()
+		req.Groups = []string{group}
+		resp, err := req.RequestWith(ctx, adm.Client())
+		if err != nil {
+			last = err.Error()
+			return false
+		}
+		for _, g := range resp.Groups {
+			if err := kerr.ErrorForCode(g.ErrorCode); err != nil {
+				last = err.Error()
+				return false
+			}
+			if len(g.Members) > 0 {
+				last = fmt.Sprintf("%s with %d members", g.State, len(g.Members))
+				return false
+			}
+		}
+		return true
+	})
+	if err != nil {
+		t.Fatalf("%v (last: %s)", err, last)
 	}
 }
