@@ -195,7 +195,7 @@ func CheckShardable(o Options) error {
 			return &UnsupportedShardingError{Reason: fmt.Sprintf("input %s is a windowed aggregation: not sharded yet", in.Name)}
 		}
 		if in.GroupBy {
-			return &UnsupportedShardingError{Reason: fmt.Sprintf("input %s is a table groupBy's count (each input key's last record by offset): not sharded yet", in.Name)}
+			return &UnsupportedShardingError{Reason: fmt.Sprintf("input %s is read by a table whose groupBy feeds a count, reduce or aggregate (each input key's last record by offset): not sharded yet", in.Name)}
 		}
 		if in.Table {
 			return &UnsupportedShardingError{Reason: fmt.Sprintf("input %s is read by a table source (its last record by offset per key, per input partition): not sharded yet", in.Name)}

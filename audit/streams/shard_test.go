@@ -92,7 +92,7 @@ func TestShardViewRestrictsAndRefuses(t *testing.T) {
 		{func(o *Options) { o.OutputKey = func(b []byte) []byte { return b } }, "Avro-framed keys"},
 		{func(o *Options) { o.Inputs[0].DownstreamKey = func(b []byte) []byte { return b } }, "input a: keys normalized"},
 		{func(o *Options) { o.Inputs[0].Table = true }, "input a is read by a table source"},
-		{func(o *Options) { o.Inputs[0].GroupBy = true }, "input a is a table groupBy's count"},
+		{func(o *Options) { o.Inputs[0].GroupBy = true }, "input a is read by a table whose groupBy feeds a count, reduce or aggregate"},
 		{func(o *Options) { o.Inputs[0].BufferTopic = "app-buf-changelog" }, "input a reaches the output through a suppress buffer"},
 		{func(o *Options) { o.Output = "" }, "ending in its changelog"},
 		{func(o *Options) { o.Cogroup = true }, "a cogroup (one store fed by several inputs) is not sharded yet"},
