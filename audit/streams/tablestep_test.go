@@ -50,7 +50,8 @@ func (m *tableModel) process(p int32, lost string) {
 // input grows between steps (random keys, out-of-order timestamps,
 // tombstones, undecodable values, keys in both partitions at times), with
 // lag, lost changelog
-// writes (missing and stale), purges of the input and of the changelog,
+// writes (missing and stale), application resets (the committed offset
+// moving back), purges of the input and of the changelog,
 // changelog-only records
 // (a put of an earlier record's timestamp: stale with a witness; of no
 // record's: not judged), every step's open findings, partition findings
@@ -102,6 +103,12 @@ func TestStepEqualsFullAuditOnAGrowingTableSource(t *testing.T) {
 							}
 							tp.f.add(in.ChangelogTopic, p, r.Key, r.Value, cts, kread.Committed)
 						}
+					}
+					if rng.IntN(10) == 0 {
+						// An application reset: the committed offset moves
+						// back, and those records are processed again.
+						g := kread.TP{Topic: in.Topic, Partition: p}
+						tp.f.group[g] = max(0, tp.f.group[g]-int64(rng.IntN(5)))
 					}
 					for _, topic := range []string{in.Topic, in.ChangelogTopic} {
 						if rng.IntN(6) == 0 {
