@@ -397,7 +397,7 @@ func Reconcile(ctx context.Context, cfg *config.Config, o Options) (*Step, error
 		p.close()
 		return nil, &config.Error{Key: "pipeline.topology_file", Msg: "describes a per-record stream stage, which reconcile and watch do not check yet: run lossaudit audit"}
 	}
-	if err := stepRefusesTables(p.model); err != nil {
+	if err := stepRefusesTables(p.model, false); err != nil {
 		p.close()
 		return nil, err
 	}

@@ -139,7 +139,7 @@ func ShardReconcile(ctx context.Context, cfg *config.Config, o Options, so Shard
 	if p.stream != nil {
 		return nil, nil, &config.Error{Key: "pipeline.topology_file", Msg: "describes a per-record stream stage, which reconcile and watch do not check yet: run lossaudit audit"}
 	}
-	if err := stepRefusesTables(p.model); err != nil {
+	if err := stepRefusesTables(p.model, true); err != nil {
 		return nil, nil, err
 	}
 	if err := stepRefusesWindows(p.model); err != nil {

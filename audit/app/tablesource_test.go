@@ -31,11 +31,15 @@ func TestTableSourceConfig(t *testing.T) {
 	if err := tableInput("pipeline.inputs[1]", config.Input{Name: "clicks", TimestampField: "ts"}, reduce); err != nil {
 		t.Errorf("timestamp_field on a reduce: %v", err)
 	}
-	if err := stepRefusesTables(m); key(err) != "pipeline.inputs[0]" || !strings.Contains(err.Error(), "run lossaudit audit") {
+	if err := stepRefusesTables(m, false); err != nil {
 		t.Errorf("a step of a pipeline with a table source: %v", err)
 	}
-	if err := stepRefusesTables(&topology.Model{Stages: []topology.Stage{reduce}}); err != nil {
-		t.Errorf("a step without a table source: %v", err)
+	var ce *config.Error
+	if err := stepRefusesTables(m, true); !errors.As(err, &ce) || ce.Flag != "shards" || !strings.Contains(err.Error(), "without --shards") {
+		t.Errorf("a sharded step of a pipeline with a table source: %v", err)
+	}
+	if err := stepRefusesTables(&topology.Model{Stages: []topology.Stage{reduce}}, true); err != nil {
+		t.Errorf("a sharded step without a table source: %v", err)
 	}
 	err := runError(m, &engine.MissingTopicError{Topic: table.ChangelogTopic, Role: engine.RoleChangelog, Index: 0})
 	if key(err) != "pipeline.inputs[0].changelog_topic" || !strings.Contains(err.Error(), `set this key to the input topic, "profiles"`) {
@@ -63,7 +67,7 @@ func TestTableGroupByConfig(t *testing.T) {
 		if err := tableInput("pipeline.inputs[0]", config.Input{Name: "profiles", TimestampField: "ts"}, st); key(err) != "pipeline.inputs[0].timestamp_field" {
 			t.Errorf("%s: timestamp_field on a table groupBy: %v", op, err)
 		}
-		err := stepRefusesTables(&topology.Model{Stages: []topology.Stage{st}})
+		err := stepRefusesTables(&topology.Model{Stages: []topology.Stage{st}}, false)
 		if key(err) != "pipeline.inputs[0]" || !strings.Contains(err.Error(), "KTABLE-SELECT-0000000002") || !strings.Contains(err.Error(), string(op)) || !strings.Contains(err.Error(), "run lossaudit audit") {
 			t.Errorf("%s: a step of a table groupBy: %v", op, err)
 		}

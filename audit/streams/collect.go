@@ -91,6 +91,11 @@ type collector struct {
 	// windowFrom holds, per input partition, the window start offset the
 	// read began at (windowed runs).
 	windowFrom map[kread.TP]int64
+	// tableFrom holds, per partition of a table source's changelog, the
+	// window start offset its read began at (windowed runs): a step drops
+	// the changelog records its state holds below it, which an audit of
+	// the window does not read.
+	tableFrom map[kread.TP]int64
 	// win2 counts what a windowed aggregation's reads gave (windowagg.go).
 	win2 windowCounters
 

@@ -213,13 +213,16 @@ func (q *deadLetterQueue) add(c *collector, reparts map[string]int, dl detect.De
 }
 
 // resume makes q a reconcile step's, after the checkpoint cp of the last
-// step (nil for the baseline).
-func (q *deadLetterQueue) resume(cp *checkpoint) {
+// step (nil for the baseline). With whole (a pipeline with a table source,
+// whose input a step reads whole), the step reads the queue whole too, as
+// an audit does: a record read again may have been dead-lettered in a
+// record an earlier step read.
+func (q *deadLetterQueue) resume(cp *checkpoint, whole bool) {
 	if q == nil {
 		return
 	}
 	q.step = true
-	if cp != nil {
+	if cp != nil && !whole {
 		q.prev = cp.DeadLetters
 	}
 }

@@ -25,6 +25,11 @@ type known struct {
 	// buffers are, per input, the last record of the key in its suppress
 	// buffer's changelog (zero for an input without one).
 	buffers []detect.BufferState
+	// tables are, per input read by a table source (Input.Table), the
+	// key's last committed record by offset in each partition of the
+	// table's changelog (nil for other inputs): a step reads the table's
+	// input whole, but its changelog only from where the last step stopped.
+	tables [][]detect.TableRecord
 }
 
 // knownInput is what is known of one input for the key.
@@ -85,6 +90,11 @@ func (k *known) empty() bool {
 			return false
 		}
 	}
+	for _, t := range k.tables {
+		if len(t) > 0 {
+			return false
+		}
+	}
 	return !k.output.Has && !k.output.HasAborted && len(k.open) == 0
 }
 
@@ -95,6 +105,13 @@ func (k *known) reset(n int) {
 	}
 	k.inputs, k.changelogs, k.buffers = k.inputs[:n], k.changelogs[:n], k.buffers[:n]
 	clear(k.buffers)
+	if cap(k.tables) < n {
+		k.tables = make([][]detect.TableRecord, n)
+	}
+	k.tables = k.tables[:n]
+	for i := range k.tables {
+		k.tables[i] = k.tables[i][:0]
+	}
 	for i := range k.inputs {
 		k.inputs[i] = knownInput{pending: k.inputs[i].pending[:0]}
 	}
@@ -108,7 +125,9 @@ func (k *known) reset(n int) {
 // output) its flags and fields, then the open findings, then, for each
 // input with a suppress buffer (Input.BufferTopic) and only for those, its
 // buffer state's flags and fields (so the states of pipelines without a
-// buffer are encoded as before). Integers are varints; fingerprints fixed
+// buffer are encoded as before), then, for each input read by a table
+// source (Input.Table) and only for those, the number of its changelog
+// records and each one's partition, offset, timestamp and tombstone flag. Integers are varints; fingerprints fixed
 // 8 bytes.
 const knownVersion = 1
 
@@ -283,6 +302,26 @@ func (k *known) encode(b []byte, ins []Input) []byte {
 			b = binary.AppendVarint(b, s.Offset)
 		}
 	}
+	for x, in := range ins {
+		if !in.Table {
+			continue
+		}
+		var t []detect.TableRecord
+		if x < len(k.tables) {
+			t = k.tables[x]
+		}
+		b = binary.AppendUvarint(b, uint64(len(t)))
+		for _, r := range t {
+			b = binary.AppendUvarint(b, uint64(r.Partition))
+			b = binary.AppendVarint(b, r.Offset)
+			b = binary.AppendVarint(b, r.TS)
+			var f byte
+			if r.Tombstone {
+				f = stTombstone
+			}
+			b = append(b, f)
+		}
+	}
 	return b
 }
 
@@ -447,6 +486,20 @@ func (k *known) decode(b []byte, ins []Input) error {
 		s.Has, s.Tombstone = f&stHas != 0, f&stTombstone != 0
 		if s.Has {
 			s.Partition, s.Offset = int32(d.uvarint()), d.varint()
+		}
+	}
+	for x, in := range ins {
+		if !in.Table {
+			continue
+		}
+		nt := d.uvarint()
+		if nt > uint64(len(d.b)) {
+			return errShortState
+		}
+		for range nt {
+			r := detect.TableRecord{Partition: int32(d.uvarint()), Offset: d.varint(), TS: d.varint()}
+			r.Tombstone = d.byte()&stTombstone != 0
+			k.tables[x] = append(k.tables[x], r)
 		}
 	}
 	if d.err != nil {

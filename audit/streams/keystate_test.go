@@ -9,7 +9,7 @@ import (
 )
 
 func TestKnownEncodingRoundTrips(t *testing.T) {
-	ins := []Input{{Name: "a", Topic: "inA", RepartitionTopic: "repA"}, {Name: "b", Topic: "inB", RepartitionTopic: "repB", ChangelogTopic: "clB", BufferTopic: "bufB"}}
+	ins := []Input{{Name: "a", Topic: "inA", RepartitionTopic: "repA", Table: true}, {Name: "b", Topic: "inB", RepartitionTopic: "repB", ChangelogTopic: "clB", BufferTopic: "bufB"}}
 	full := known{
 		inputs: []knownInput{
 			{has: true, ev: detect.InputRecord{TS: 1795946400123, Partition: 3, Offset: 1 << 40, FP: 0xfeedfacecafebeef},
@@ -20,6 +20,7 @@ func TestKnownEncodingRoundTrips(t *testing.T) {
 		changelogs: []detect.StageState{{Has: true, TS: 10, Offset: 4, Partition: 2, HasCount: true, Count: 41}, {HasAborted: true, AbortedTS: 99, Partition: 1}},
 		output:     detect.StageState{Has: true, TS: 11, Offset: 5, HasAborted: true, AbortedTS: 12},
 		buffers:    []detect.BufferState{{}, {Has: true, Partition: 1, Offset: 1 << 33, Tombstone: true}},
+		tables:     [][]detect.TableRecord{{{Partition: 0, Offset: 1 << 41, TS: -7}, {Partition: 2, Offset: 3, TS: 1795946400123, Tombstone: true}}, nil},
 		open: []openFinding{
 			{x: 0, firstSeen: 1795946401000, row: finding.Row{Kind: finding.Stale, Stage: finding.StageChangelog, Input: "a", Topic: "inA",
 				Partition: 3, Offset: 1 << 40, Timestamp: 100, ExpectedTS: 100, HasObserved: true, ObservedTS: 90,
@@ -49,6 +50,16 @@ func TestKnownEncodingRoundTrips(t *testing.T) {
 				if len(k.open) == 0 {
 					k.open = nil
 				}
+				some := false
+				for i := range k.tables {
+					if len(k.tables[i]) == 0 {
+						k.tables[i] = nil
+					}
+					some = some || k.tables[i] != nil
+				}
+				if !some {
+					k.tables = nil
+				}
 			}
 			norm(&got)
 			norm(&k)
@@ -65,13 +76,13 @@ func TestKnownEncodingRoundTrips(t *testing.T) {
 			}
 		})
 	}
-	// A pipeline without a buffer encodes no buffer state: its states
-	// read as they did before buffers were kept.
-	noBuf := []Input{ins[0], {Name: "b", Topic: "inB", RepartitionTopic: "repB"}}
+	// A pipeline without a buffer or a table source encodes no buffer or
+	// table state: its states read as they did before these were kept.
+	noBuf := []Input{{Name: "a", Topic: "inA", RepartitionTopic: "repA"}, {Name: "b", Topic: "inB", RepartitionTopic: "repB"}}
 	k := full
-	k.buffers = nil
+	k.buffers, k.tables = nil, nil
 	withBuf, without := full.encode(nil, ins), k.encode(nil, noBuf)
 	if len(withBuf) <= len(without) || string(withBuf[:len(without)]) != string(without) {
-		t.Errorf("the buffer state is not a suffix: %x vs %x", withBuf, without)
+		t.Errorf("the buffer and table states are not a suffix: %x vs %x", withBuf, without)
 	}
 }

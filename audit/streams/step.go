@@ -184,7 +184,7 @@ func (s *stepRun) plan(complete bool) *readPlan {
 	if complete {
 		s.readPlan, s.rebuild = plan, rebuild
 		s.noRecount = s.cp != nil && (s.cp.NoRecount || recountVoided(s.p.o, s.p.snap, s.cp, rebuild))
-		s.p.col.dlq.resume(s.cp) // read after the plan is complete
+		s.p.col.dlq.resume(s.cp, s.p.o.hasTable()) // read after the plan is complete
 	}
 	return plan
 }
@@ -201,7 +201,8 @@ func (s *stepRun) touch() error { return touchKeys(s.p.o, s.keys, s.p.w, s.rebui
 func (s *stepRun) visitor() keyVisitor {
 	o := s.p.o
 	s.v = &stepVisitor{o: o, snap: s.p.snap, keys: s.keys, now: s.p.started.UnixMilli(), dlq: s.p.col.dlq,
-		rebuild: s.rebuild, windowed: !o.From.IsZero(), noRecount: s.noRecount}
+		rebuild: s.rebuild, windowed: !o.From.IsZero(), noRecount: s.noRecount,
+		tableFrom: s.p.col.tableFrom}
 	return s.v
 }
 
@@ -326,6 +327,13 @@ func touchKeys(o Options, keys *incremental.Keys[known], ew entryWriter, rebuild
 		if rebuilt(rebuild, o.Output, k.output) {
 			return ew.touch(key)
 		}
+		for x, t := range k.tables {
+			for _, r := range t {
+				if rebuild[kread.TP{Topic: o.Inputs[x].ChangelogTopic, Partition: r.Partition}] {
+					return ew.touch(key)
+				}
+			}
+		}
 		for x := range k.buffers {
 			if bufferRebuilt(rebuild, o.Inputs[x].BufferTopic, k.buffers[x]) {
 				return ew.touch(key)
@@ -414,6 +422,17 @@ func nextCheckpoint(o Options, snap *pipelineSnapshot, plan *readPlan, cp *check
 		add(engine.RoleChangelog, snap.changelogs[x], func(_ int32, of kread.Offsets) int64 { return of.LSO })
 		if x < len(snap.buffers) && snap.buffers[x].Name != "" {
 			add(engine.RoleBuffer, snap.buffers[x], func(_ int32, of kread.Offsets) int64 { return of.LSO })
+		}
+		if o.Inputs[x].Table {
+			// A step reads a table source's input whole, as an audit
+			// does (readTableInput): its counters are this step's.
+			c := col.counts[x].counts()
+			next.Inputs = append(next.Inputs, cpInput{Read: c.Scanned, Candidates: c.Audited, OutsideWindow: c.OutsideWindow,
+				NullValue: c.NullValue, DecodeErrors: c.DecodeErrors, NullKey: c.NullKey})
+			c.Pending += chk.pending[x]
+			c.Audited -= chk.pending[x]
+			counts[x] = c
+			continue
 		}
 		var ci cpInput
 		if cp != nil && x < len(cp.Inputs) {

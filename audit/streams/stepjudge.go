@@ -3,6 +3,7 @@ package streams
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/lossaudit/lossaudit/audit/finding"
@@ -28,6 +29,9 @@ type stepVisitor struct {
 	// dlq is the dead-letter queue (nil without one): it exempts the
 	// records pending in the state that were dead-lettered since.
 	dlq *deadLetterQueue
+	// tableFrom is, per partition of a table source's changelog, the
+	// window start offset this step read it from (collector.tableFrom).
+	tableFrom map[kread.TP]int64
 
 	// The key being judged: its state before the step, whether it was
 	// marked and its encoded value.
@@ -98,7 +102,17 @@ func (v *stepVisitor) known(key []byte, ev *detect.KeyEvidence) error {
 			ev.AddProcessedBefore(x, -1) // a state from before counts were kept
 		}
 	}
+	for x, t := range v.cur.tables {
+		for _, r := range t {
+			if v.tableRecordHeld(x, r) {
+				ev.Tables[x].AddChangelog(r)
+			}
+		}
+	}
 	for x, s := range v.cur.changelogs {
+		if v.o.Inputs[x].Table {
+			continue // resolved from the table's records (detect.KeyEvidence.resolveTable)
+		}
 		if !rebuilt(v.rebuild, v.o.Inputs[x].ChangelogTopic, s) {
 			ev.Changelogs[x].Add(s)
 		}
@@ -112,6 +126,24 @@ func (v *stepVisitor) known(key []byte, ev *detect.KeyEvidence) error {
 		}
 	}
 	return nil
+}
+
+// tableRecordHeld reports whether record r of input x's table changelog,
+// kept by an earlier step, is one an audit now would read: its partition
+// is not being rebuilt, and r lies at or after the log start (a purge, or
+// a compaction that removed a tombstone) and the window start.
+func (v *stepVisitor) tableRecordHeld(x int, r detect.TableRecord) bool {
+	tp := kread.TP{Topic: v.o.Inputs[x].ChangelogTopic, Partition: r.Partition}
+	if v.rebuild[tp] {
+		return false
+	}
+	if of, ok := v.snap.changelogs[x].Offsets[r.Partition]; ok && r.Offset < of.LogStart {
+		return false
+	}
+	if from, ok := v.tableFrom[tp]; ok && r.Offset < from {
+		return false
+	}
+	return true
 }
 
 // deadLettered reports whether input x's record r, pending at the second
@@ -147,6 +179,19 @@ func (v *stepVisitor) judged(ev *detect.KeyEvidence, rows []finding.Row, held []
 	copy(next.changelogs, ev.Changelogs)
 	next.output = ev.Output
 	copy(next.buffers, ev.Buffers)
+	for x := range v.o.Inputs {
+		if !v.o.Inputs[x].Table {
+			continue
+		}
+		// The step reads the table's input whole: only its changelog's
+		// last records are kept.
+		next.inputs[x] = knownInput{pending: next.inputs[x].pending[:0]}
+		next.changelogs[x] = detect.StageState{}
+		for _, r := range ev.Tables[x].Changelog {
+			next.tables[x] = append(next.tables[x], r)
+		}
+		slices.SortFunc(next.tables[x], func(a, b detect.TableRecord) int { return int(a.Partition - b.Partition) })
+	}
 
 	lookup := false
 	for i := range rows {
@@ -284,5 +329,8 @@ func (k *known) copyFrom(src *known) {
 	copy(k.changelogs, src.changelogs)
 	k.output = src.output
 	copy(k.buffers, src.buffers)
+	for x := range src.tables {
+		k.tables[x] = append(k.tables[x][:0], src.tables[x]...)
+	}
 	k.open = append(k.open[:0], src.open...)
 }

@@ -21,6 +21,16 @@ const (
 	tagTableChangelog byte = 0x70 // x | partition u32 | ^offset u64 -> ts u64 | flags u8: the changelog's last committed record, per partition
 )
 
+// hasTable reports whether an input is read by a table source.
+func (o Options) hasTable() bool {
+	for _, in := range o.Inputs {
+		if in.Table {
+			return true
+		}
+	}
+	return false
+}
+
 // tableEntry writes one entry of the table-source tags; with first, only
 // the last by offset per partition is kept.
 func (e entryWriter) tableEntry(tag, x uint8, key []byte, partition int32, offset, ts int64, tombstone, first bool) error {
@@ -183,6 +193,12 @@ func (c *collector) readTableChangelog(ctx context.Context, x int) error {
 	start, err := c.windowStart(ctx, in.ChangelogTopic)
 	if err != nil {
 		return err
+	}
+	for p, off := range start {
+		if c.tableFrom == nil {
+			c.tableFrom = map[kread.TP]int64{}
+		}
+		c.tableFrom[kread.TP{Topic: in.ChangelogTopic, Partition: p}] = off
 	}
 	rs, total := c.ranges(c.snap.changelogs[x], start)
 	err = collect.Read(ctx, c.o.Kafka, collect.Spec{Name: "changelog " + in.ChangelogTopic, Ranges: rs, Total: total, Progress: c.o.Progress, Stats: &c.stats}, func(recs []kread.Record) error {

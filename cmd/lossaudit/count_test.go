@@ -40,26 +40,7 @@ func countApp(t *testing.T, brokers []string, keys, perKey int, lose map[int]boo
 	}
 	defer cl.Close()
 	rep, chl := "app-"+countStore+"-repartition", "app-"+countStore+"-changelog"
-	create := kmsg.NewPtrCreateTopicsRequest()
-	for _, name := range []string{"topicA", rep, chl, "joined"} {
-		ct := kmsg.NewCreateTopicsRequestTopic()
-		ct.Topic, ct.NumPartitions, ct.ReplicationFactor = name, 2, 1
-		if name == chl {
-			c := kmsg.NewCreateTopicsRequestTopicConfig()
-			c.Name, c.Value = "cleanup.policy", kmsg.StringPtr("compact")
-			ct.Configs = append(ct.Configs, c)
-		}
-		create.Topics = append(create.Topics, ct)
-	}
-	resp, err := create.RequestWith(ctx, cl)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, ct := range resp.Topics {
-		if err := kerr.ErrorForCode(ct.ErrorCode); err != nil {
-			t.Fatalf("creating %s: %v", ct.Topic, err)
-		}
-	}
+	createTopics(t, cl, chl, "topicA", rep, chl, "joined")
 	counts := map[string]int64{}
 	var recs []*kgo.Record
 	base := time.UnixMilli(1_700_000_000_000)
@@ -92,8 +73,55 @@ func countApp(t *testing.T, brokers []string, keys, perKey int, lose map[int]boo
 			ends[r.Topic][r.Partition] = max(ends[r.Topic][r.Partition], r.Offset+1)
 		}
 	}
+	commitGroup(t, cl, "app", ends)
+}
+
+// readCSVFile reads the CSV file at path whole.
+func readCSVFile(t *testing.T, path string) [][]string {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	recs, err := csv.NewReader(f).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return recs
+}
+
+// createTopics creates topics of 2 partitions; compacted is the one whose
+// cleanup.policy is compact ("" for none).
+func createTopics(t *testing.T, cl *kgo.Client, compacted string, topics ...string) {
+	t.Helper()
+	create := kmsg.NewPtrCreateTopicsRequest()
+	for _, name := range topics {
+		ct := kmsg.NewCreateTopicsRequestTopic()
+		ct.Topic, ct.NumPartitions, ct.ReplicationFactor = name, 2, 1
+		if name == compacted {
+			c := kmsg.NewCreateTopicsRequestTopicConfig()
+			c.Name, c.Value = "cleanup.policy", kmsg.StringPtr("compact")
+			ct.Configs = append(ct.Configs, c)
+		}
+		create.Topics = append(create.Topics, ct)
+	}
+	resp, err := create.RequestWith(context.Background(), cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ct := range resp.Topics {
+		if err := kerr.ErrorForCode(ct.ErrorCode); err != nil {
+			t.Fatalf("creating %s: %v", ct.Topic, err)
+		}
+	}
+}
+
+// commitGroup commits group's offsets ends (per topic, per partition).
+func commitGroup(t *testing.T, cl *kgo.Client, group string, ends map[string]map[int32]int64) {
+	t.Helper()
 	commit := kmsg.NewPtrOffsetCommitRequest()
-	commit.Group, commit.Generation = "app", -1
+	commit.Group, commit.Generation = group, -1
 	for topic, parts := range ends {
 		ct := kmsg.NewOffsetCommitRequestTopic()
 		ct.Topic = topic
@@ -104,7 +132,7 @@ func countApp(t *testing.T, brokers []string, keys, perKey int, lose map[int]boo
 		}
 		commit.Topics = append(commit.Topics, ct)
 	}
-	cr, err := commit.RequestWith(ctx, cl)
+	cr, err := commit.RequestWith(context.Background(), cl)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,15 +199,7 @@ report:
 			if code := testRun([]string{"audit", "-q", "-c", cfg}, &stdout, &stderr); code != tc.code {
 				t.Fatalf("exit %d, want %d\n%s\n%s", code, tc.code, stdout.String(), stderr.String())
 			}
-			f, err := os.Open(filepath.Join(dir, "loss.csv"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer f.Close()
-			recs, err := csv.NewReader(f).ReadAll()
-			if err != nil {
-				t.Fatal(err)
-			}
+			recs := readCSVFile(t, filepath.Join(dir, "loss.csv"))
 			var got []string
 			for _, r := range recs[1:] {
 				if r[0] != "undercount" || r[1] != "count" {

@@ -43,7 +43,8 @@ var (
 // stopped, the truth is read from the topics with franz-go (a key is lost
 // at the table when the changelog's last record of it is not the input's
 // last by timestamp), and lossaudit audit must report exactly the injected
-// records: none for the clean and outage runs.
+// records: none for the clean and outage runs; two reconcile steps report
+// the audit's rows.
 func tableSource(t *testing.T, c *kafka.Cluster, adm *kafka.Admin) {
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	t.Cleanup(cancel)
@@ -207,6 +208,23 @@ func tableScenario(ctx context.Context, t *testing.T, c *kafka.Cluster, adm *kaf
 		t.Errorf("partitions %+v, inconclusive %+v; want none", res.Summary.Partitions, res.Summary.Inconclusive)
 	}
 	t.Logf("%s: %d profile records audited, %d clicks, rows %q", group, res.Summary.Inputs["profiles"].Audited, res.Summary.Inputs["clicks"].Audited, got)
+	// Two reconcile steps (the baseline, then one that reads the table's
+	// input again and its changelog from the state): the audit's rows
+	// exactly, each time.
+	for n := 1; n <= 2; n++ {
+		step, err := app.Reconcile(ctx, cfg, app.Options{})
+		if err != nil {
+			t.Fatalf("reconcile step %d of the table source: %v", n, err)
+		}
+		if g, w := rowsOf(step.Result.Rows), rowsOf(res.Rows); strings.Join(g, "; ") != strings.Join(w, "; ") || len(step.Result.Summary.Partitions) != 0 {
+			t.Errorf("reconcile step %d rows %q, partitions %+v; the audit's %q, none", n, g, step.Result.Summary.Partitions, w)
+		}
+		err = step.Commit()
+		step.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 // tableTruth reads the table source's input and its changelog with
