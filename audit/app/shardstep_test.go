@@ -18,6 +18,7 @@ import (
 	"github.com/lossaudit/lossaudit/audit/shard"
 	"github.com/lossaudit/lossaudit/audit/shard/shardtest"
 	"github.com/lossaudit/lossaudit/config"
+	"github.com/lossaudit/lossaudit/testbed/poll"
 )
 
 // stepReports renders a step's reports without what depends on when it
@@ -298,13 +299,11 @@ func TestShardedReconcileJobs(t *testing.T) {
 		done <- err
 	}()
 	merged := filepath.Join(dir, "shards", "step-2", "merged")
-	for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
-		if _, err := os.Stat(merged); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("index 0 of job b never committed step 2 (%s)", merged)
-		}
+	if err := poll.Until(ctx, time.Minute, 20*time.Millisecond, "index 0 of job b committing step 2 ("+merged+")", func() bool {
+		_, err := os.Stat(merged)
+		return err == nil
+	}); err != nil {
+		t.Fatal(err)
 	}
 	if _, err := job(1, "b"); err != nil {
 		t.Fatalf("job b, index 1: %v", err)
