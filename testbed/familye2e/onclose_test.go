@@ -13,10 +13,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/lossaudit/lossaudit/audit/app"
-	"github.com/lossaudit/lossaudit/audit/streams"
 	"github.com/lossaudit/lossaudit/config"
 	"github.com/lossaudit/lossaudit/testbed/kafka"
 	"github.com/lossaudit/lossaudit/testbed/streamsapp"
+	"github.com/lossaudit/lossaudit/testbed/streamsmeta"
 )
 
 // windowOnClose shows on real brokers why a time-windowed count emitted
@@ -184,7 +184,7 @@ func committedCloseTime(ctx context.Context, t *testing.T, c *kafka.Cluster, gro
 	if p.Metadata == nil {
 		t.Fatalf("group %s committed no metadata on %s[0] (offset %d)", group, topic, p.Offset)
 	}
-	m, err := streams.DecodeOffsetMeta(*p.Metadata)
+	m, err := streamsmeta.DecodeOffsetMeta(*p.Metadata)
 	if err != nil {
 		t.Fatalf("group %s's metadata on %s[0] %q: %v", group, topic, *p.Metadata, err)
 	}

@@ -1,4 +1,7 @@
-package streams
+// Package streamsmeta decodes what Kafka Streams commits in its offsets' metadata string, for the
+// test bed's evidence that emitStrategy(onWindowClose) cannot be audited soundly: the auditor
+// itself never reads it (docs/topology.md, "emitStrategy(onWindowClose)").
+package streamsmeta
 
 import (
 	"encoding/base64"
