@@ -32,23 +32,23 @@ func missingTableChangelog(i int, topic string, st topology.Stage) error {
 		st.Input.Name, st.Store, topic, st.Input.Topic)}
 }
 
-// stepRefusesTables refuses a reconcile or watch step of a pipeline with a
-// table groupBy's aggregation: the groups earlier steps owed would stay
-// owed in the state, which holds while the count store lives, but an
-// application reset or a rebuilt count reprocesses the table with its
-// updates coalesced anew, and a group only an earlier last record reached
-// may then never be written again. A table source (builder.table,
-// toTable) is checked by a step, which reads its input whole
-// (docs/reconcile.md), but not by a sharded one (sharded): the sharded
-// audit splits its inputs by partition, not the keys a table's check
-// needs whole.
+// stepRefusesTables refuses a sharded reconcile step (sharded) of a
+// pipeline with a table source (builder.table, toTable) or a table
+// groupBy's aggregation (table-count, table-reduce, table-aggregate): the
+// sharded audit splits its inputs by partition, not the keys a table's
+// check needs whole. A single step checks both: it reads a table source's
+// input whole, and every topic of a table groupBy whole
+// (docs/reconcile.md).
 func stepRefusesTables(m *topology.Model, sharded bool) error {
+	if !sharded {
+		return nil
+	}
 	for _, st := range m.Stages {
 		if topology.IsTableGroupBy(st.Operator) {
-			return &config.Error{Key: fmt.Sprintf("pipeline.inputs[%d]", st.Index), Msg: fmt.Sprintf("input %s is read by a table whose groupBy (%s) feeds an aggregation (%s, store %s): reconcile and watch do not audit it yet (a step reads only new records, and the check needs each input key's last record by offset); run lossaudit audit",
+			return &config.Error{Flag: "shards", Msg: fmt.Sprintf("input %s is read by a table whose groupBy (%s) feeds an aggregation (%s, store %s): a sharded reconciliation does not audit it yet (its check needs each input key's last record by offset, whichever shard reads it); run lossaudit reconcile without --shards",
 				st.Input.Name, st.GroupBy, st.Operator, st.Store)}
 		}
-		if sharded && topology.IsTableSource(st.Operator) {
+		if topology.IsTableSource(st.Operator) {
 			return &config.Error{Flag: "shards", Msg: fmt.Sprintf("input %s is read by a table source (%s, store %s): a sharded reconciliation does not audit table sources yet; run lossaudit reconcile without --shards",
 				st.Input.Name, st.Operator, st.Store)}
 		}

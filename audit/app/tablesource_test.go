@@ -51,8 +51,8 @@ func TestTableSourceConfig(t *testing.T) {
 }
 
 // TestTableGroupByConfig: an input grouped by a table groupBy into a count,
-// reduce or aggregate refuses timestamp_field, and reconcile and watch
-// refuse it.
+// reduce or aggregate refuses timestamp_field; reconcile and watch check
+// it, a sharded reconciliation refuses it.
 func TestTableGroupByConfig(t *testing.T) {
 	key := func(err error) string {
 		var ce *config.Error
@@ -67,9 +67,15 @@ func TestTableGroupByConfig(t *testing.T) {
 		if err := tableInput("pipeline.inputs[0]", config.Input{Name: "profiles", TimestampField: "ts"}, st); key(err) != "pipeline.inputs[0].timestamp_field" {
 			t.Errorf("%s: timestamp_field on a table groupBy: %v", op, err)
 		}
-		err := stepRefusesTables(&topology.Model{Stages: []topology.Stage{st}}, false)
-		if key(err) != "pipeline.inputs[0]" || !strings.Contains(err.Error(), "KTABLE-SELECT-0000000002") || !strings.Contains(err.Error(), string(op)) || !strings.Contains(err.Error(), "run lossaudit audit") {
+		m := &topology.Model{Stages: []topology.Stage{st}}
+		if err := stepRefusesTables(m, false); err != nil {
 			t.Errorf("%s: a step of a table groupBy: %v", op, err)
+		}
+		var ce *config.Error
+		err := stepRefusesTables(m, true)
+		if !errors.As(err, &ce) || ce.Flag != "shards" || !strings.Contains(err.Error(), "KTABLE-SELECT-0000000002") || !strings.Contains(err.Error(), string(op)) ||
+			!strings.Contains(err.Error(), "store counts") || !strings.Contains(err.Error(), "without --shards") {
+			t.Errorf("%s: a sharded step of a table groupBy: %v", op, err)
 		}
 	}
 }

@@ -181,12 +181,22 @@ type stepRun struct {
 // once the snapshot is complete, the downstream part too.
 func (s *stepRun) plan(complete bool) *readPlan {
 	plan, rebuild := planStep(s.p.o, s.p.snap, s.cp)
+	read := plan
+	if s.p.o.groupByInput() >= 0 {
+		// A table groupBy's check is not a maximum a step can merge (an
+		// input key's last record by offset moves it between groups, a
+		// group's changelog timestamp starts again older once it is
+		// emptied, compaction removes what an earlier step saw): the step
+		// reads every topic whole, as an audit does, and keeps only the
+		// open findings, so nothing kept is rebuilt.
+		read, rebuild = &readPlan{}, nil
+	}
 	if complete {
 		s.readPlan, s.rebuild = plan, rebuild
 		s.noRecount = s.cp != nil && (s.cp.NoRecount || recountVoided(s.p.o, s.p.snap, s.cp, rebuild))
 		s.p.col.dlq.resume(s.cp, s.p.o.hasTable()) // read after the plan is complete
 	}
-	return plan
+	return read
 }
 
 func (s *stepRun) history() map[kread.TP]history.Entry {
@@ -202,7 +212,7 @@ func (s *stepRun) visitor() keyVisitor {
 	o := s.p.o
 	s.v = &stepVisitor{o: o, snap: s.p.snap, keys: s.keys, now: s.p.started.UnixMilli(), dlq: s.p.col.dlq,
 		rebuild: s.rebuild, windowed: !o.From.IsZero(), noRecount: s.noRecount,
-		tableFrom: s.p.col.tableFrom}
+		tableFrom: s.p.col.tableFrom, whole: o.groupByInput() >= 0}
 	return s.v
 }
 
@@ -423,9 +433,10 @@ func nextCheckpoint(o Options, snap *pipelineSnapshot, plan *readPlan, cp *check
 		if x < len(snap.buffers) && snap.buffers[x].Name != "" {
 			add(engine.RoleBuffer, snap.buffers[x], func(_ int32, of kread.Offsets) int64 { return of.LSO })
 		}
-		if o.Inputs[x].Table {
+		if o.Inputs[x].Table || o.Inputs[x].GroupBy {
 			// A step reads a table source's input whole, as an audit
-			// does (readTableInput): its counters are this step's.
+			// does (readTableInput, readGroupByInput): its counters are
+			// this step's.
 			c := col.counts[x].counts()
 			next.Inputs = append(next.Inputs, cpInput{Read: c.Scanned, Candidates: c.Audited, OutsideWindow: c.OutsideWindow,
 				NullValue: c.NullValue, DecodeErrors: c.DecodeErrors, NullKey: c.NullKey})

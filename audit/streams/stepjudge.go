@@ -32,6 +32,10 @@ type stepVisitor struct {
 	// tableFrom is, per partition of a table source's changelog, the
 	// window start offset this step read it from (collector.tableFrom).
 	tableFrom map[kread.TP]int64
+	// whole: the step read every topic whole, as an audit does (a table
+	// groupBy, stepRun.plan): the evidence is the audit's, and a key's
+	// state keeps only its open findings.
+	whole bool
 
 	// The key being judged: its state before the step, whether it was
 	// marked and its encoded value.
@@ -75,6 +79,9 @@ func (v *stepVisitor) known(key []byte, ev *detect.KeyEvidence) error {
 		return err
 	}
 	v.curMarked, v.curVal = marked, val
+	if v.whole {
+		return nil // the open findings only: judged for first_seen and resolved
+	}
 	for x := range v.cur.inputs {
 		in := &v.cur.inputs[x]
 		if in.copied {
@@ -191,6 +198,10 @@ func (v *stepVisitor) judged(ev *detect.KeyEvidence, rows []finding.Row, held []
 			next.tables[x] = append(next.tables[x], r)
 		}
 		slices.SortFunc(next.tables[x], func(a, b detect.TableRecord) int { return int(a.Partition - b.Partition) })
+	}
+	if v.whole {
+		next.reset(n)
+		pending = false
 	}
 
 	lookup := false
