@@ -115,8 +115,11 @@ func describePipeline(o Options, extra string) string {
 // changelogs and the output from where the last step stopped; they judge
 // again exactly the keys those records touch, the keys pending at the
 // second hop and the keys with open findings, so the open findings are
-// those a full audit would report now. The state of the step is staged:
-// the caller writes the reports, then commits it.
+// those a full audit would report now. A table source's input, and every
+// topic of a table groupBy's aggregation, are read whole at each step
+// instead, as an audit reads them (stepRun.plan, docs/reconcile.md). The
+// state of the step is staged: the caller writes the reports, then
+// commits it.
 func Step(ctx context.Context, o Options, so StepOptions) (*incremental.Stepped, error) {
 	o, err := o.withDefaults()
 	if err != nil {
