@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -53,7 +54,8 @@ type groupByOp struct{ name, op, kind string }
 // older than it: lost), and lossaudit audit, the aggregation declared
 // (table-count, table-aggregate; the reduce by its name) and the group key
 // rekey: region, must name exactly those records: none for the clean and
-// outage runs.
+// outage runs. The aggregate's runs are reconciled too: a baseline
+// mid-run and two steps at the end, each with the audit's rows.
 func tableGroupBy(t *testing.T, c *kafka.Cluster, adm *kafka.Admin) {
 	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
 	t.Cleanup(cancel)
@@ -157,6 +159,66 @@ func groupByScenario(ctx context.Context, t *testing.T, c *kafka.Cluster, adm *k
 	}
 	node, changelog := string(cm[1]), group+"-"+string(cm[2])+"-changelog"
 	hops := []string{in, group + "-" + string(rp[1])}
+	cfg := &config.Config{
+		Kafka:  config.Kafka{Brokers: c.Bootstrap(), FetchMaxBytes: 52428800, PartitionMaxBytes: 1048576, Concurrency: 8, Timeout: 30 * time.Second},
+		Store:  config.Store{Dir: filepath.Join(dir, "index")},
+		Audit:  config.Audit{SettleTimeout: 30 * time.Second},
+		Schema: config.Schema{AvscDir: avsc},
+		Pipeline: config.Pipeline{ApplicationID: group, TopologyFile: sa.TopologyFile(), Output: out,
+			Inputs: []config.Input{{Name: "profiles", Topic: in, KeyFormat: config.KeyFormatString, Rekey: "region"}},
+		},
+	}
+	if op.kind != "" {
+		cfg.Pipeline.Nodes = []config.Node{{Name: node, Kind: op.kind}}
+	}
+	if err := cfg.ValidatePipeline(); err != nil {
+		t.Fatal(err)
+	}
+	if err := app.CheckTopology(cfg); err != nil {
+		t.Fatalf("the table groupBy's %s (%s) is refused: %v", op.name, node, err)
+	}
+	// The aggregate's runs are also reconciled (reconcile and watch read
+	// every topic of a table groupBy whole at each step): a baseline
+	// while the application runs, once rounds 1 and 2 are committed, and
+	// two steps once it has stopped, each with the audit's rows. The state
+	// has a store.dir of its own, apart from the audit's history.
+	rcfg := *cfg
+	rcfg.Store.Dir = filepath.Join(dir, "reconcile")
+	var open []string // the rows open after the last step: stage and group key
+	reconcile := func(n int) *app.Step {
+		start := time.Now()
+		step, err := app.Reconcile(ctx, &rcfg, app.Options{})
+		if err != nil {
+			t.Fatalf("reconcile step %d of the %s: %v", n, op.name, err)
+		}
+		if err := step.Commit(); err != nil {
+			step.Close()
+			t.Fatalf("committing reconcile step %d: %v", n, err)
+		}
+		step.Close()
+		// The findings gone since the last step are exactly its resolved.
+		now, gone, resolved := map[string]bool{}, []string(nil), []string(nil)
+		for _, r := range step.Result.Rows {
+			now[fmt.Sprintf("%s %s", r.Stage, r.Key)] = true
+		}
+		for _, k := range open {
+			if !now[k] {
+				gone = append(gone, k)
+			}
+		}
+		for _, r := range step.Result.Resolved {
+			resolved = append(resolved, fmt.Sprintf("%s %s", r.Stage, r.Key))
+		}
+		slices.Sort(gone)
+		slices.Sort(resolved)
+		if !slices.Equal(gone, resolved) {
+			t.Errorf("reconcile step %d resolved %q, want the findings gone since the last step %q", n, resolved, gone)
+		}
+		open = slices.Sorted(maps.Keys(now))
+		t.Logf("%s: reconcile step %d in %v: %d rows, %d resolved, %d records read", group, n, time.Since(start).Round(time.Millisecond),
+			len(step.Result.Rows), len(step.Result.Resolved), step.Result.Summary.Inputs["profiles"].Scanned)
+		return step
+	}
 	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Bootstrap()...), kgo.DefaultProduceTopic(in))
 	if err != nil {
 		t.Fatal(err)
@@ -169,6 +231,9 @@ func groupByScenario(ctx context.Context, t *testing.T, c *kafka.Cluster, adm *k
 			}
 			if from+j == 1 || from+j == 2 {
 				waitAllCommitted(ctx, t, adm, group, hops, sa.Running) // r-solo taken, then emptied, in flushes of their own
+			}
+			if from+j == 2 && op.op == "aggregate" {
+				reconcile(1) // the baseline, mid-run: its rows are not the final audit's
 			}
 		}
 		return nil
@@ -208,24 +273,6 @@ func groupByScenario(ctx context.Context, t *testing.T, c *kafka.Cluster, adm *k
 		t.Fatalf("the topics show %q lost at the %s, want the injected %q", truth, op.name, want)
 	}
 
-	cfg := &config.Config{
-		Kafka:  config.Kafka{Brokers: c.Bootstrap(), FetchMaxBytes: 52428800, PartitionMaxBytes: 1048576, Concurrency: 8, Timeout: 30 * time.Second},
-		Store:  config.Store{Dir: filepath.Join(dir, "index")},
-		Audit:  config.Audit{SettleTimeout: 30 * time.Second},
-		Schema: config.Schema{AvscDir: avsc},
-		Pipeline: config.Pipeline{ApplicationID: group, TopologyFile: sa.TopologyFile(), Output: out,
-			Inputs: []config.Input{{Name: "profiles", Topic: in, KeyFormat: config.KeyFormatString, Rekey: "region"}},
-		},
-	}
-	if op.kind != "" {
-		cfg.Pipeline.Nodes = []config.Node{{Name: node, Kind: op.kind}}
-	}
-	if err := cfg.ValidatePipeline(); err != nil {
-		t.Fatal(err)
-	}
-	if err := app.CheckTopology(cfg); err != nil {
-		t.Fatalf("the table groupBy's %s (%s) is refused: %v", op.name, node, err)
-	}
 	res, _, err := app.Run(ctx, cfg, app.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -245,6 +292,14 @@ func groupByScenario(ctx context.Context, t *testing.T, c *kafka.Cluster, adm *k
 	}
 	if res.Summary.Partial || len(res.Summary.Partitions) != 0 || len(res.Summary.Inconclusive) != 0 {
 		t.Errorf("partial %v, partitions %+v, inconclusive %+v; want a complete audit", res.Summary.Partial, res.Summary.Partitions, res.Summary.Inconclusive)
+	}
+	if op.op == "aggregate" {
+		for n := 2; n <= 3; n++ {
+			step := reconcile(n)
+			if g, w := rowsOf(step.Result.Rows), rowsOf(res.Rows); strings.Join(g, "; ") != strings.Join(w, "; ") || len(step.Result.Summary.Partitions) != 0 {
+				t.Errorf("reconcile step %d rows %q, partitions %+v; the audit's %q, none", n, g, step.Result.Summary.Partitions, w)
+			}
+		}
 	}
 	t.Logf("%s: %d last records audited, %d records read, rows %q", group, res.Summary.Inputs["profiles"].Audited, res.Summary.Inputs["profiles"].Scanned, got)
 }
