@@ -153,7 +153,8 @@ func (a *tableGroupByApp) process(updates ...groupByUpdate) {
 // (stale) and a key's first add lost (missing); the moved key updated
 // again and the other deleted (both resolved, as the step's JSON report
 // says), emptying a region; the
-// emptied region taken again older, and an add into it lost (stale).
+// emptied region taken again older, and an add into it lost (stale). A
+// sharded reconciliation refuses it (exit 2).
 func TestReconcileTableGroupBy(t *testing.T) {
 	clearEnv(t)
 	cluster, err := kfake.NewCluster(kfake.NumBrokers(1))
@@ -271,5 +272,13 @@ report:
 		if strings.Join(resolved, ",") != strings.Join(st.resolved, ",") {
 			t.Errorf("step %d: resolved %q, want %q", i+1, resolved, st.resolved)
 		}
+	}
+	// A sharded reconciliation still refuses it, naming what.
+	shd := config("sharded", filepath.Join(dir, "sharded-store"))
+	var stdout, stderr bytes.Buffer
+	code := testRun([]string{"reconcile", "-q", "-c", shd, "--shards", "2", "--shard-index", "0", "--shard-dir", filepath.Join(dir, "shards"),
+		"--shard-poll", "20ms", "--shard-job", "job-1"}, &stdout, &stderr)
+	if want := "input a is read by a table whose groupBy (KTABLE-SELECT-0000000002) feeds an aggregation (table-reduce, store KTABLE-AGGREGATE-STATE-STORE-0000000003)"; code != exitUsage || !strings.Contains(stderr.String(), want) {
+		t.Errorf("reconcile --shards: exit %d, want %d naming %q\n%s", code, exitUsage, want, stderr.String())
 	}
 }
