@@ -146,7 +146,8 @@ func (m *groupByStepModel) hop2(rp int32, lostAgg, lostOut string) {
 // KAFKA-17635), and application resets (the input's committed offset
 // moving back), every step's open findings, partition findings and
 // counters equal a full audit's at the same moment, and the findings that
-// disappear between two steps are exactly the step's resolved ones. Seeds
+// disappear between two steps are exactly the step's resolved ones; the
+// state holds the groups with open findings and nothing else. Seeds
 // cycle through count, reduce and aggregate; odd ones end in the
 // changelog alone.
 func TestStepEqualsFullAuditOnAGrowingTableGroupBy(t *testing.T) {
@@ -230,6 +231,18 @@ func TestStepEqualsFullAuditOnAGrowingTableGroupBy(t *testing.T) {
 				}
 				res := s.stepLikeAudit(t)
 				resolved += s.checkResolved(t, prev, res)
+				// The state keeps the groups with open findings, and
+				// nothing else.
+				groups, stored := map[string]bool{}, 0
+				for _, r := range res.Rows {
+					groups[string(r.Key)] = true
+				}
+				rd := s.st.NewReader()
+				err := rd.Values(func(_, _ []byte) error { stored++; return nil })
+				rd.Close()
+				if err != nil || stored != len(groups) {
+					t.Errorf("step %d: the state holds %d keys (%v), want the %d groups with open findings", s.n, stored, err, len(groups))
+				}
 				prev = res.Rows
 				steps++
 				for _, r := range res.Rows {
