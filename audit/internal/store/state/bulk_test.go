@@ -57,6 +57,7 @@ func TestBaselineSortedRuns(t *testing.T) {
 		{"one chunk", 1 << 20, 300, 2000},
 		{"many runs", 512, 300, 2000},
 		{"a run per change", 1, 50, 300},
+		{"nothing staged", 1 << 20, 1, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()

@@ -27,6 +27,10 @@
 // process killed while applying, or while replaying at Open, just replays
 // again. State is therefore always either the old checkpoint with the old
 // values or the new checkpoint with the new values.
+//
+// The baseline (a step on a state without a checkpoint) is staged sorted
+// and loaded before its checkpoint is written instead (bulk.go): values
+// without a checkpoint are not state, and Open drops them.
 package state
 
 import (
