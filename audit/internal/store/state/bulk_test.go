@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	badger "github.com/dgraph-io/badger/v4"
 )
 
 // TestBaselineKilledAtEveryPoint kills the process staging and loading a
@@ -159,4 +161,32 @@ func TestOpenDropsAnUncommittedBaseline(t *testing.T) {
 	if _, err := os.Stat(dir); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestBaselineLoadedThroughBatchesWhenAStreamCannotStart: a database
+// with unflushed writes cannot take a StreamWriter; the baseline is then
+// loaded through write batches, with the same result.
+func TestBaselineLoadedThroughBatchesWhenAStreamCannotStart(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(dir, Options{ApplyBatch: 7})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.db.Update(func(txn *badger.Txn) error { return txn.Set([]byte("x-unflushed"), []byte("1")) }); err != nil {
+		t.Fatal(err)
+	}
+	var hooks []string
+	s.o.Hook = func(p string) { hooks = append(hooks, p) }
+	if err := stepN(t, s, 1, 50).Commit([]byte("checkpoint 1")); err != nil {
+		t.Fatal(err)
+	}
+	equalState(t, s, 1, 50)
+	if want := []string{"staged", "applying", "committed", "applied"}; !slices.Equal(hooks, want) {
+		t.Errorf("hooks %v, want %v", hooks, want)
+	}
+	if err := stepN(t, s, 2, 50).Commit([]byte("checkpoint 2")); err != nil {
+		t.Fatal(err)
+	}
+	equalState(t, s, 2, 50)
 }
