@@ -190,3 +190,19 @@ func TestBaselineLoadedThroughBatchesWhenAStreamCannotStart(t *testing.T) {
 	}
 	equalState(t, s, 2, 50)
 }
+
+// TestEmptyCheckpointIsRefused: read back, an empty checkpoint would be
+// none, and the state empty.
+func TestEmptyCheckpointIsRefused(t *testing.T) {
+	s, err := Open(t.TempDir(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	tx := stepN(t, s, 1, 10)
+	if err := tx.Commit(nil); err == nil {
+		t.Fatal("an empty checkpoint was committed")
+	}
+	tx.Abort()
+	equalState(t, s, -1, 0)
+}

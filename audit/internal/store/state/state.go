@@ -469,10 +469,15 @@ func (t *Txn) Abort() {
 }
 
 // Commit makes the staged changes and checkpoint the store's state in one
-// atomic step (see the package documentation), then applies them.
+// atomic step (see the package documentation), then applies them. The
+// checkpoint must not be empty.
 func (t *Txn) Commit(checkpoint []byte) error {
 	if t.done {
 		return errors.New("state: the step was already committed or aborted")
+	}
+	if len(checkpoint) == 0 {
+		// Read back it would be no checkpoint: an empty state.
+		return errors.New("state: a step cannot commit an empty checkpoint")
 	}
 	t.done = true
 	t.s.open = nil
