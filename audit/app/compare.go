@@ -171,7 +171,7 @@ func reconcileCompare(ctx context.Context, cfg *config.Config, o Options) (*Step
 		return nil, compareRunError(cfg, err)
 	}
 	fixed.add(sp.Result)
-	return &Step{Result: sp.Result, release: release, st: st, step: sp}, nil
+	return &Step{Result: sp.Result, release: release, st: st, step: sp, spills: opts.Store}, nil
 }
 
 // describeSink is the configuration besides the pairs that changes what a

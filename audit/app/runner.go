@@ -360,6 +360,10 @@ type Step struct {
 	st      *state.Store
 	step    *incremental.Stepped
 	done    bool
+	// spills is the step's index store: its spill files are removed when
+	// the step closes, so that the next step does not pay for removing
+	// them (a baseline's are gigabytes).
+	spills *index.Store
 }
 
 // Commit commits the step's state and checkpoint.
@@ -375,6 +379,9 @@ func (s *Step) Close() {
 		s.step.Abort()
 	}
 	s.st.Close()
+	if s.spills != nil {
+		_ = s.spills.Reset() // stale anyway: the next run's Open removes what is left
+	}
 	s.release()
 }
 
@@ -424,7 +431,7 @@ func Reconcile(ctx context.Context, cfg *config.Config, o Options) (*Step, error
 	}
 	p.schemaSources(sp.Result)
 	fixed.add(sp.Result)
-	return &Step{Result: sp.Result, Model: p.model, release: p.close, st: st, step: sp}, nil
+	return &Step{Result: sp.Result, Model: p.model, release: p.close, st: st, step: sp, spills: p.opts.Store}, nil
 }
 
 // describeInputs is the configuration of the inputs that changes what a

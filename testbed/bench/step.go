@@ -26,8 +26,10 @@ type stepCost struct {
 	Findings []int
 	// Phases are the step's timings: those of its JSON report, then
 	// those its summary adds (reports, commit, close).
-	Phases     [][2]string
-	lastPhases [][2]string
+	Phases [][2]string
+	// BaselinePhases are the baseline's, likewise.
+	BaselinePhases [][2]string
+	lastPhases     [][2]string
 }
 
 // newRecords is the sum of New.
@@ -64,6 +66,7 @@ func measureStep(ctx context.Context, o benchOptions, bin, cfgPath string, broke
 		return nil, err
 	}
 	s.Baseline.Name = "lossaudit reconcile (baseline)"
+	s.BaselinePhases = s.lastPhases
 	extra := int64(float64(o.Records) * o.StepShare)
 	logf("appending %d input records and their downstream writes", extra)
 	added, err := appendData(ctx, brokers, man, extra, logf)
@@ -109,8 +112,8 @@ func runReconcile(ctx context.Context, bin, cfgPath, dir, store string, m *manif
 	n := pipelineNames()
 	res.Records, res.Bytes = m.total(n.audited()).Records, m.total(n.audited()).Bytes
 	var out bytes.Buffer
-	wall, rss, err := timed(ctx, &out, env, bin, args...)
-	res.Wall, res.MaxRSS = wall, rss
+	wall, rss, cpu, err := timedCPU(ctx, &out, env, bin, args...)
+	res.Wall, res.MaxRSS, res.CPU = wall, rss, cpu
 	if err != nil {
 		return res, nil, fmt.Errorf("%w\n%s", err, out.String())
 	}
@@ -191,6 +194,13 @@ func (s *stepCost) markdown(full time.Duration) string {
 		}
 		fmt.Fprintf(&b, "\nThe step's phases (its JSON report's `timings`; reports, commit and close from its summary): %s; %.2f s wall in all.\n",
 			strings.Join(parts, ", "), s.Step.Wall.Seconds())
+	}
+	if len(s.BaselinePhases) > 0 {
+		var parts []string
+		for _, p := range s.BaselinePhases {
+			parts = append(parts, p[0]+" "+p[1])
+		}
+		fmt.Fprintf(&b, "\nThe baseline's phases, likewise: %s; %.2f s wall in all.\n", strings.Join(parts, ", "), s.Baseline.Wall.Seconds())
 	}
 	return b.String()
 }

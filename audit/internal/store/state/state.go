@@ -27,6 +27,10 @@
 // process killed while applying, or while replaying at Open, just replays
 // again. State is therefore always either the old checkpoint with the old
 // values or the new checkpoint with the new values.
+//
+// The baseline (a step on a state without a checkpoint) is staged sorted
+// and loaded before its checkpoint is written instead (bulk.go): values
+// without a checkpoint are not state, and Open drops them.
 package state
 
 import (
@@ -76,6 +80,9 @@ type Options struct {
 	// ApplyBatch is the number of log entries applied per batch (default
 	// 50000).
 	ApplyBatch int
+	// SortBytes is the size of the chunks in which a baseline's changes
+	// are sorted in memory (default 32 MiB; see bulk.go).
+	SortBytes int
 }
 
 // Store is an open state database. Close must be called exactly once.
@@ -96,6 +103,9 @@ var ErrInUse = errors.New("in use by another lossaudit run")
 func Open(dir string, o Options) (*Store, error) {
 	if o.ApplyBatch <= 0 {
 		o.ApplyBatch = 50000
+	}
+	if o.SortBytes <= 0 {
+		o.SortBytes = 32 << 20
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("state: creating %s: %w", dir, err)
@@ -128,6 +138,15 @@ func Open(dir string, o Options) (*Store, error) {
 	if err := s.recover(); err != nil {
 		db.Close()
 		return nil, err
+	}
+	if cp, err := s.Checkpoint(); err != nil || cp == nil {
+		if err == nil {
+			err = s.dropUncommitted()
+		}
+		if err != nil {
+			db.Close()
+			return nil, err
+		}
 	}
 	return s, nil
 }
@@ -339,6 +358,15 @@ func (s *Store) Begin() (*Txn, error) {
 	if err := s.removeStaleLogs(""); err != nil {
 		return nil, err
 	}
+	cp, err := s.Checkpoint()
+	if err != nil {
+		return nil, err
+	}
+	if cp == nil {
+		// The baseline: loaded sorted (bulk.go).
+		s.open = &Txn{s: s, bulk: newBulk(s.dir, s.o.SortBytes)}
+		return s.open, nil
+	}
 	l, err := createLog(s.dir)
 	if err != nil {
 		return nil, err
@@ -350,10 +378,50 @@ func (s *Store) Begin() (*Txn, error) {
 // Txn stages the changes of one step. Its methods are not safe for
 // concurrent use.
 type Txn struct {
-	s    *Store
-	log  *logWriter
+	s   *Store
+	log *logWriter
+	// bulk stages the changes instead of log when the step is the
+	// baseline.
+	bulk *bulk
 	done bool
 	buf  []byte
+	kb   []byte
+}
+
+// add stages one change.
+func (t *Txn) add(op byte, key, val []byte) error {
+	if t.bulk == nil {
+		return t.log.add(op, key, val)
+	}
+	var k, v []byte
+	var del bool
+	k, v, del, t.kb = entry(op, key, val, t.kb)
+	return t.bulk.add(k, v, del)
+}
+
+// entry returns the database key and value that the change op of key
+// sets (del: deletes), the key built in kb.
+func entry(op byte, key, val, kb []byte) (k, v []byte, del bool, _ []byte) {
+	p := byte(prefixValue)
+	if op == opMark || op == opUnmark {
+		p = prefixMark
+	}
+	var long bool
+	kb, long = dbKey(kb, p, key)
+	switch op {
+	case opPut:
+		v = val
+		if long {
+			v = longValue(key, val)
+		}
+	case opMark:
+		if long {
+			v = longValue(key, nil)
+		}
+	case opDelete, opUnmark:
+		del = true
+	}
+	return kb, v, del, kb
 }
 
 // Put stages key's new value (a nil value deletes it) and records with it
@@ -361,25 +429,30 @@ type Txn struct {
 // lookup; a change of the mark must also be staged with Mark.
 func (t *Txn) Put(key, val []byte, marked bool) error {
 	if val == nil {
-		return t.log.add(opDelete, key, nil)
+		return t.add(opDelete, key, nil)
 	}
 	t.buf = append(append(t.buf[:0], 0), val...)
 	if marked {
 		t.buf[0] = 1
 	}
-	return t.log.add(opPut, key, t.buf)
+	return t.add(opPut, key, t.buf)
 }
 
 // Mark stages marking (on) or unmarking key.
 func (t *Txn) Mark(key []byte, on bool) error {
 	if on {
-		return t.log.add(opMark, key, nil)
+		return t.add(opMark, key, nil)
 	}
-	return t.log.add(opUnmark, key, nil)
+	return t.add(opUnmark, key, nil)
 }
 
 // Staged returns the number of changes staged so far.
-func (t *Txn) Staged() int64 { return t.log.count }
+func (t *Txn) Staged() int64 {
+	if t.bulk != nil {
+		return t.bulk.count
+	}
+	return t.log.count
+}
 
 // Abort abandons the staged changes.
 func (t *Txn) Abort() {
@@ -388,18 +461,30 @@ func (t *Txn) Abort() {
 	}
 	t.done = true
 	t.s.open = nil
+	if t.bulk != nil {
+		t.bulk.discard()
+		return
+	}
 	t.log.discard()
 }
 
 // Commit makes the staged changes and checkpoint the store's state in one
-// atomic step (see the package documentation), then applies them.
+// atomic step (see the package documentation), then applies them. The
+// checkpoint must not be empty.
 func (t *Txn) Commit(checkpoint []byte) error {
 	if t.done {
 		return errors.New("state: the step was already committed or aborted")
 	}
+	if len(checkpoint) == 0 {
+		// Read back it would be no checkpoint: an empty state.
+		return errors.New("state: a step cannot commit an empty checkpoint")
+	}
 	t.done = true
 	t.s.open = nil
 	s := t.s
+	if t.bulk != nil {
+		return s.commitBulk(t.bulk, checkpoint)
+	}
 	ref, err := t.log.finish()
 	if err != nil {
 		t.log.discard()
@@ -479,28 +564,17 @@ func (s *Store) apply(ref *logRef) error {
 	var kb []byte
 	err := readLog(path, ref, func(op byte, key, val []byte) error {
 		var err error
-		p := byte(prefixValue)
-		if op == opMark || op == opUnmark {
-			p = prefixMark
-		}
-		var long bool
-		kb, long = dbKey(kb, p, key)
-		k := append([]byte(nil), kb...)
-		switch op {
-		case opPut:
-			v := append([]byte(nil), val...)
-			if long {
-				v = longValue(key, val)
-			}
-			err = wb.Set(k, v)
-		case opMark:
-			var v []byte
-			if long {
-				v = longValue(key, nil)
-			}
-			err = wb.Set(k, v)
-		case opDelete, opUnmark:
+		var k, v []byte
+		var del bool
+		k, v, del, kb = entry(op, key, val, kb)
+		k = bytes.Clone(k)
+		if del {
 			err = wb.Delete(k)
+		} else {
+			if v != nil {
+				v = bytes.Clone(v)
+			}
+			err = wb.Set(k, v)
 		}
 		if err != nil {
 			return err
@@ -547,7 +621,7 @@ func (s *Store) removeStaleLogs(keep string) error {
 		return fmt.Errorf("state: listing %s: %w", s.dir, err)
 	}
 	for _, e := range ents {
-		if n := e.Name(); isLogName(n) && n != keep {
+		if n := e.Name(); (isLogName(n) || isRunName(n)) && n != keep {
 			if err := os.Remove(filepath.Join(s.dir, n)); err != nil {
 				return fmt.Errorf("state: removing the uncommitted step %s: %w", n, err)
 			}
