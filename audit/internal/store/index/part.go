@@ -81,6 +81,19 @@ func (p *part) add(h uint64, key []byte, tag byte, group int, fields, val []byte
 	return nil
 }
 
+// addEncoded adds the entry e whose stored key and value are b (encoded
+// by a Batch: e.off is where b was, not where it goes).
+func (p *part) addEncoded(e ent, b []byte) error {
+	off := len(p.buf)
+	if uint64(off)+uint64(len(b)) > maxPartBytes {
+		return errPartFull
+	}
+	p.buf = append(p.buf, b...)
+	e.off = uint32(off)
+	p.stage(e)
+	return nil
+}
+
 // addStored adds an entry as it was spilled: stored key k, value v and
 // group length g (0 for Add).
 func (p *part) addStored(h uint64, k, v []byte, g uint32) error {
