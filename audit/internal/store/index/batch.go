@@ -27,6 +27,7 @@ type Batch struct {
 	// order and counts are Close's scratch: the entries by partition.
 	order  []int32
 	counts [parts + 1]int32
+	ghs    [stageLen]uint64 // the probes' group hashes (part.addBatch)
 	err    error
 }
 
@@ -156,12 +157,19 @@ func (w *Writer) fileBatch(pt *partition, b *Batch, order []int32) error {
 		pt.mu.Unlock()
 		return w.closed()
 	}
-	for _, i := range order {
-		e := b.ents[i]
-		if err := pt.p.addEncoded(e, b.buf[e.off:e.off+e.klen+e.vlen]); err != nil {
+	// A spilled partition aggregates in a small share of the budget,
+	// drained to its file whenever that fills (as add does).
+	for len(order) > 0 {
+		var limit int64
+		if pt.spill != nil {
+			limit = w.budget / (4 * parts)
+		}
+		n, err := pt.p.addBatch(b.buf, b.ents, order, limit, b.ghs[:])
+		if err != nil {
 			pt.mu.Unlock()
 			return w.fail(err)
 		}
+		order = order[n:]
 		if pt.spill != nil && pt.p.size() > w.budget/(4*parts) {
 			if err := pt.drain(); err != nil {
 				pt.mu.Unlock()

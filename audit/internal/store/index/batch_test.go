@@ -56,12 +56,15 @@ func TestBatchFilesWhatTheWriterFiles(t *testing.T) {
 		name    string
 		budget  int64
 		workers int
-		per     int // entries per batch before Close
+		per     int  // entries per batch before Close
+		direct  bool // the first goroutine writes through the Writer itself
 	}{
-		{"in memory, one goroutine", 0, 1, 1 << 30},
-		{"in memory, four goroutines, small batches", 0, 4, 37},
-		{"spilled", 64 << 10, 4, 5000},
-		{"spilled and split", 2 << 10, 3, 100},
+		{"in memory, one goroutine", 0, 1, 1 << 30, false},
+		{"in memory, four goroutines, small batches", 0, 4, 37, false},
+		{"in memory, batches beside the writer's own adds", 0, 3, 700, true},
+		{"spilled", 64 << 10, 4, 5000, false},
+		{"spilled, batches beside the writer's own adds", 64 << 10, 2, 5000, true},
+		{"spilled and split", 2 << 10, 3, 100, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -75,6 +78,13 @@ func TestBatchFilesWhatTheWriterFiles(t *testing.T) {
 					b := w.Batch()
 					n := 0
 					for i := g; i < len(perm); i += tt.workers {
+						if tt.direct && g == 0 {
+							if err := put(w, all[perm[i]]); err != nil {
+								errs <- err
+								return
+							}
+							continue
+						}
 						if err := put(b, all[perm[i]]); err != nil {
 							errs <- err
 							return
