@@ -2,7 +2,6 @@ package index
 
 import (
 	"fmt"
-	"sync"
 
 	"github.com/cespare/xxhash/v2"
 )
@@ -38,13 +37,13 @@ const (
 	batchBytes = 256 << 10
 )
 
-var batchPool = sync.Pool{New: func() any {
-	return &Batch{buf: make([]byte, 0, batchBytes+4096), ents: make([]ent, 0, batchEnts), order: make([]int32, batchEnts)}
-}}
-
-// Batch returns an empty batch of the writer.
+// Batch returns an empty batch of the writer (one its closed batches
+// left, when there is one).
 func (w *Writer) Batch() *Batch {
-	b := batchPool.Get().(*Batch)
+	b, _ := w.batches.Get().(*Batch)
+	if b == nil {
+		b = &Batch{buf: make([]byte, 0, batchBytes+4096), ents: make([]ent, 0, batchEnts), order: make([]int32, batchEnts)}
+	}
 	b.w = w
 	return b
 }
@@ -99,10 +98,11 @@ func (b *Batch) Close() error {
 	if err == nil {
 		err = b.file()
 	}
+	w := b.w
 	b.w, b.err = nil, nil
 	b.buf, b.ents = b.buf[:0], b.ents[:0]
 	if cap(b.buf) <= 4*batchBytes { // a huge key's buffer is not kept
-		batchPool.Put(b)
+		w.batches.Put(b)
 	}
 	return err
 }
