@@ -101,6 +101,12 @@ func TestExtractKeysAndTimestamps(t *testing.T) {
 			if err != nil || key != tt.want.key || isNull != tt.want.isNull {
 				t.Fatalf("got (%q, %v, %v), want (%q, %v)", key, isNull, err, tt.want.key, tt.want.isNull)
 			}
+			// ExtractKey gives the same bytes, capped so that an append
+			// cannot write into the value they may alias.
+			kb, kNull, err := ex.ExtractKey(context.Background(), tt.value)
+			if err != nil || string(kb) != key || kNull != isNull || cap(kb) != len(kb) {
+				t.Fatalf("ExtractKey: (%q cap %d, %v, %v), want (%q, %v)", kb, cap(kb), kNull, err, key, isNull)
+			}
 		})
 	}
 }

@@ -677,7 +677,7 @@ func selector(ctx context.Context, key string, in config.Input, reg *schema.Regi
 		}
 		switch {
 		case keyEx != nil:
-			k, isNull, err := keyEx.ExtractContext(ctx, rec.Value)
+			k, isNull, err := keyEx.ExtractKey(ctx, rec.Value) // aliases rec.Value, as rec.Key below
 			if err != nil {
 				st, err := selectStatus(err)
 				return nil, 0, st, err
@@ -685,7 +685,7 @@ func selector(ctx context.Context, key string, in config.Input, reg *schema.Regi
 			if isNull {
 				return nil, ts, streams.NullKey, nil
 			}
-			return []byte(k), ts, streams.Selected, nil
+			return k, ts, streams.Selected, nil
 		case rec.Key == nil:
 			return nil, ts, streams.NullKey, nil
 		case norm != nil:

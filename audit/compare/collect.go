@@ -152,8 +152,9 @@ func (c *collector) readAll(ctx context.Context, led *ledgerState) error {
 func sourceSlot(x int) int { return 2 * x }
 func sinkSlot(x int) int   { return 2*x + 1 }
 
-// indexFn indexes one identified record with its digest, reusing buf.
-type indexFn func(rec *kread.Record, d digest, buf []byte) ([]byte, error)
+// indexFn indexes one identified record with its digest through w (the
+// read callback's batch), reusing buf.
+type indexFn func(w entryWriter, rec *kread.Record, d digest, buf []byte) ([]byte, error)
 
 // each reads the ranges rs from k, identifying every record, and indexes
 // each identified one with the indexFn that forPartition returns for its
@@ -162,7 +163,7 @@ type indexFn func(rec *kread.Record, d digest, buf []byte) ([]byte, error)
 // records at or above the partition's tail offset also as the tail's.
 func (c *collector) each(ctx context.Context, k engine.Kafka, name string, slot int, rs []kread.Range, total int64, cnt *sideCounters,
 	forPartition func(p int32) (fn indexFn, done func(), tail int64)) error {
-	err := collect.Read(ctx, readerWithHeader{k, c.o.Header}, collect.Spec{Name: name, Ranges: rs, Total: total, Progress: c.o.Progress, Stats: &c.stats}, func(recs []kread.Record) error {
+	err := collect.Read(ctx, readerWithHeader{k, c.o.Header}, collect.Spec{Name: name, Ranges: rs, Total: total, Progress: c.o.Progress, Stats: &c.stats}, func(recs []kread.Record) (err error) {
 		if len(recs) == 0 {
 			return nil
 		}
@@ -173,6 +174,12 @@ func (c *collector) each(ctx context.Context, k engine.Kafka, name string, slot 
 		if done != nil {
 			defer done()
 		}
+		bw, file := c.w.batch()
+		defer func() {
+			if ferr := file(); err == nil && ferr != nil {
+				err = fmt.Errorf("indexing: %w", ferr)
+			}
+		}()
 		for i := range recs {
 			rec := &recs[i]
 			var st Status
@@ -184,7 +191,7 @@ func (c *collector) each(ctx context.Context, k engine.Kafka, name string, slot 
 			}
 			switch st {
 			case Identified:
-				if buf, err = fn(rec, c.h.sum(parts), buf); err != nil {
+				if buf, err = fn(bw, rec, c.h.sum(parts), buf); err != nil {
 					return fmt.Errorf("indexing %s[%d]@%d: %w", rec.Topic, rec.Partition, rec.Offset, err)
 				}
 			case NoIdentity:
@@ -218,8 +225,8 @@ func (c *collector) each(ctx context.Context, k engine.Kafka, name string, slot 
 
 func (c *collector) readSink(ctx context.Context, x int, p Pair) error {
 	rs, total := collect.Ranges(c.snap.sinks[x], c.start(p.Sink), nil)
-	index := func(rec *kread.Record, d digest, buf []byte) ([]byte, error) {
-		return c.w.record(tagSink, x, d, rec.Partition, rec.Offset, rec.Timestamp, rec.Key, buf)
+	index := func(w entryWriter, rec *kread.Record, d digest, buf []byte) ([]byte, error) {
+		return w.record(tagSink, x, d, rec.Partition, rec.Offset, rec.Timestamp, rec.Key, buf)
 	}
 	return c.each(ctx, c.o.Sink, "sink "+p.Sink, sinkSlot(x), rs, total, &c.sinks[x], func(int32) (indexFn, func(), int64) { return index, nil, noTail })
 }
@@ -232,13 +239,13 @@ func (c *collector) readSource(ctx context.Context, x int, p Pair, lt int) error
 	return c.each(ctx, c.o.Source, "source "+p.Source, sourceSlot(x), rs, total, cnt, func(part int32) (indexFn, func(), int64) {
 		due := c.snap.dueBelow(x, part)
 		var nDue, nPending int64
-		return func(rec *kread.Record, d digest, buf []byte) ([]byte, error) {
+		return func(w entryWriter, rec *kread.Record, d digest, buf []byte) ([]byte, error) {
 			tag := dueTag(rec.Offset, due, &nDue, &nPending)
-			buf, err := c.w.record(tag, x, d, rec.Partition, rec.Offset, rec.Timestamp, rec.Key, buf)
+			buf, err := w.record(tag, x, d, rec.Partition, rec.Offset, rec.Timestamp, rec.Key, buf)
 			if err != nil || lt < 0 {
 				return buf, err
 			}
-			return c.w.claim(lt, d, rec.Partition, rec.Offset, kindCopy, 0, rec.Timestamp, rec.Key, buf)
+			return w.claim(lt, d, rec.Partition, rec.Offset, kindCopy, 0, rec.Timestamp, rec.Key, buf)
 		}, func() { cnt.due.Add(nDue); cnt.pending.Add(nPending) }, due
 	})
 }
@@ -246,8 +253,8 @@ func (c *collector) readSource(ctx context.Context, x int, p Pair, lt int) error
 func (c *collector) readLedgerTopic(ctx context.Context, lt int) error {
 	t := c.snap.ledger[lt]
 	rs, total := collect.Ranges(t, nil, nil)
-	index := func(rec *kread.Record, d digest, buf []byte) ([]byte, error) {
-		return c.w.claim(lt, d, rec.Partition, rec.Offset, kindCopy, 0, rec.Timestamp, rec.Key, buf)
+	index := func(w entryWriter, rec *kread.Record, d digest, buf []byte) ([]byte, error) {
+		return w.claim(lt, d, rec.Partition, rec.Offset, kindCopy, 0, rec.Timestamp, rec.Key, buf)
 	}
 	return c.each(ctx, c.o.Source, "ledger topic "+t.Name, -1-lt, rs, total, &c.ledger, func(int32) (indexFn, func(), int64) { return index, nil, noTail })
 }

@@ -31,7 +31,7 @@ func (p *modePass) Start(w *index.Writer, started time.Time) {
 	if p.step != nil {
 		h = p.step.hasher
 	}
-	p.started, p.w = started, entryWriter{w}
+	p.started, p.w = started, entryWriter{w: w}
 	p.col = newCollector(p.o, p.w, h)
 	p.led = &ledgerState{index: map[string]int{}}
 }

@@ -122,7 +122,7 @@ func (e entryWriter) streamRecord(tag byte, x int, d digest, partition int32, of
 	binary.BigEndian.PutUint64(f[4:12], uint64(offset))
 	binary.BigEndian.PutUint16(f[12:], uint16(x))
 	buf = value(buf, ts, key)
-	return buf, e.w.Add(k[:], tag, f[:], buf)
+	return buf, e.add(k[:], tag, f[:], buf)
 }
 
 // streamCounters count what a stream stage's reads dropped by design and
@@ -197,7 +197,7 @@ func (c *collector) readStream(ctx context.Context) error {
 			due := c.snap.dueBelow(x, part)
 			var nDue, nPending, nKey, nValue, nFiltered, nUncertain int64
 			var parts [][]byte
-			return func(rec *kread.Record, d digest, buf []byte) ([]byte, error) {
+			return func(w entryWriter, rec *kread.Record, d digest, buf []byte) ([]byte, error) {
 					key := rec.Key
 					if replay != nil {
 						k, fate, err := replay(rec)
@@ -231,7 +231,7 @@ func (c *collector) readStream(ctx context.Context) error {
 							return buf, nil
 						}
 					}
-					return c.w.streamRecord(dueTag(rec.Offset, due, &nDue, &nPending), x, d, rec.Partition, rec.Offset, rec.Timestamp, key, buf)
+					return w.streamRecord(dueTag(rec.Offset, due, &nDue, &nPending), x, d, rec.Partition, rec.Offset, rec.Timestamp, key, buf)
 				}, func() {
 					cnt.due.Add(nDue)
 					cnt.pending.Add(nPending)

@@ -255,7 +255,9 @@ func (c *collector) readRepartition(ctx context.Context, x int) error {
 	}
 	t := c.snap.reparts[x]
 	rs, total := c.ranges(t, nil)
-	return collect.Read(ctx, c.o.Kafka, collect.Spec{Name: "repartition " + in.RepartitionTopic, Ranges: rs, Total: total, Progress: c.o.Progress, Stats: &c.stats}, func(recs []kread.Record) error {
+	return collect.Read(ctx, c.o.Kafka, collect.Spec{Name: "repartition " + in.RepartitionTopic, Ranges: rs, Total: total, Progress: c.o.Progress, Stats: &c.stats}, func(recs []kread.Record) (err error) {
+		bw, file := c.w.batch()
+		defer fileBatch(file, &err)
 		for i := range recs {
 			rec := &recs[i]
 			if rec.Key == nil || rec.Value == nil {
@@ -278,7 +280,7 @@ func (c *collector) readRepartition(ctx context.Context, x int) error {
 			if tail {
 				c.tails.add(newTailID(uint8(x), key, rec.Timestamp, fp))
 			}
-			if err := c.w.repartition(uint8(x), key, rec.Timestamp, fp, tail, rec.Partition, rec.Offset); err != nil {
+			if err := bw.repartition(uint8(x), key, rec.Timestamp, fp, tail, rec.Partition, rec.Offset); err != nil {
 				return fmt.Errorf("indexing %s[%d]@%d: %w", rec.Topic, rec.Partition, rec.Offset, err)
 			}
 		}
@@ -310,7 +312,9 @@ func (c *collector) readInput(ctx context.Context, x int) error {
 	coalesce := c.tails.complete()
 	seenNext := map[int32]bool{} // per partition; callbacks of one partition are sequential, in offset order
 	var seenMu sync.Mutex
-	err = collect.Read(ctx, c.o.Kafka, collect.Spec{Name: "input " + in.Topic, Ranges: rs, Total: total, Progress: c.o.Progress, Stats: &c.stats}, func(recs []kread.Record) error {
+	err = collect.Read(ctx, c.o.Kafka, collect.Spec{Name: "input " + in.Topic, Ranges: rs, Total: total, Progress: c.o.Progress, Stats: &c.stats}, func(recs []kread.Record) (err error) {
+		bw, file := c.w.batch()
+		defer fileBatch(file, &err)
 		var n [deadLettered + 1]int64
 		var nextDone bool
 		if len(recs) > 0 {
@@ -368,7 +372,7 @@ func (c *collector) readInput(ctx context.Context, x int) error {
 				tl.note(ts, true)
 			case candidate:
 				tl.note(ts, false)
-				if err := c.w.input(first, uint8(x), key, ts, rec.Partition, rec.Offset, fp); err != nil {
+				if err := bw.input(first, uint8(x), key, ts, rec.Partition, rec.Offset, fp); err != nil {
 					return fmt.Errorf("indexing %s[%d]@%d: %w", rec.Topic, rec.Partition, rec.Offset, err)
 				}
 			}
@@ -440,6 +444,14 @@ type stageTarget struct {
 	count bool
 }
 
+// fileBatch files a read callback's batch (entryWriter.batch) as the
+// callback returns, keeping the callback's own error first.
+func fileBatch(file func() error, err *error) {
+	if ferr := file(); *err == nil && ferr != nil {
+		*err = fmt.Errorf("indexing: %w", ferr)
+	}
+}
+
 // readStage indexes a changelog (or the output, with output); count keeps
 // the values of a count's changelog. The changelog's records are indexed
 // for input x and, as they are, for every input of also (inputs sharing
@@ -458,7 +470,9 @@ func (c *collector) readStage(ctx context.Context, name, topic string, x int, ou
 		rs, total = c.shard.filter(rs, false)
 	}
 	targets := append([]stageTarget{{x: x, norm: norm, count: count}}, also...)
-	err = collect.Read(ctx, c.o.Kafka, collect.Spec{Name: name, Ranges: rs, Total: total, Aborted: true, Progress: c.o.Progress, Stats: &c.stats}, func(recs []kread.Record) error {
+	err = collect.Read(ctx, c.o.Kafka, collect.Spec{Name: name, Ranges: rs, Total: total, Aborted: true, Progress: c.o.Progress, Stats: &c.stats}, func(recs []kread.Record) (err error) {
+		bw, file := c.w.batch()
+		defer fileBatch(file, &err)
 		for i := range recs {
 			rec := &recs[i]
 			if rec.Key == nil {
@@ -480,7 +494,7 @@ func (c *collector) readStage(ctx context.Context, name, topic string, x int, ou
 				if tg.count {
 					val = rec.Value
 				}
-				if err := c.w.stage(output, uint8(tg.x), key, rec.Partition, rec.Timestamp, rec.Offset, rec.Kind == kread.Aborted, rec.Value == nil, val); err != nil {
+				if err := bw.stage(output, uint8(tg.x), key, rec.Partition, rec.Timestamp, rec.Offset, rec.Kind == kread.Aborted, rec.Value == nil, val); err != nil {
 					return fmt.Errorf("indexing %s[%d]@%d: %w", rec.Topic, rec.Partition, rec.Offset, err)
 				}
 			}

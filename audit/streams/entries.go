@@ -50,8 +50,49 @@ func fingerprint(v []byte) uint64 {
 	return xxhash.Sum64(v)
 }
 
-// entryWriter writes the audit's facts to an index writer.
-type entryWriter struct{ w *index.Writer }
+// entryWriter writes the audit's facts to an index writer, or to a batch
+// of it (batch).
+type entryWriter struct{ w sink }
+
+// newEntryWriter writes to w.
+func newEntryWriter(w *index.Writer) entryWriter { return entryWriter{sink{w: w}} }
+
+// sink is an index writer, or, when b is set, a batch of it. (Concrete
+// types, not an interface: the callers' field arrays stay on the stack.)
+type sink struct {
+	w *index.Writer
+	b *index.Batch
+}
+
+// Add is index.Writer.Add, through the batch when there is one.
+func (s sink) Add(key []byte, tag byte, fields, val []byte) error {
+	if s.b != nil {
+		return s.b.Add(key, tag, fields, val)
+	}
+	return s.w.Add(key, tag, fields, val)
+}
+
+// AddFirst is index.Writer.AddFirst, through the batch when there is one.
+func (s sink) AddFirst(key []byte, tag byte, group int, fields, val []byte) error {
+	if s.b != nil {
+		return s.b.AddFirst(key, tag, group, fields, val)
+	}
+	return s.w.AddFirst(key, tag, group, fields, val)
+}
+
+// batch returns an entryWriter writing through a batch of e's writer,
+// for one goroutine's records (a read callback's), and the function that
+// files the batch: it must be called once, before the writer is flushed.
+// Entries are the same as through the writer; the batch files them
+// partition by partition (index.Batch says why that is cheaper). Without
+// a writer, e itself is returned.
+func (e entryWriter) batch() (entryWriter, func() error) {
+	if e.w.w == nil || e.w.b != nil {
+		return e, func() error { return nil }
+	}
+	b := e.w.w.Batch()
+	return entryWriter{sink{w: e.w.w, b: b}}, b.Close
+}
 
 func (e entryWriter) repartition(x uint8, key []byte, ts int64, fp uint64, tail bool, partition int32, offset int64) error {
 	var f [18]byte

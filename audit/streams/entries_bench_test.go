@@ -28,7 +28,8 @@ func BenchmarkIndexEvidence(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				w := entryWriter{s.NewWriter()}
+				iw := s.NewWriter()
+				w := newEntryWriter(iw)
 				for i := range 300_000 {
 					k := keys[(i/3)%len(keys)]
 					x := uint8(i % 3)
@@ -52,7 +53,7 @@ func BenchmarkIndexEvidence(b *testing.B) {
 						b.Fatal(err)
 					}
 				}
-				if err := w.w.Flush(); err != nil {
+				if err := iw.Flush(); err != nil {
 					b.Fatal(err)
 				}
 				ev := detect.NewKeyEvidence(3)

@@ -33,7 +33,8 @@ const (
 // Selector computes an input record's selected key and the timestamp the
 // application sees for it. It is called concurrently for different
 // partitions. On DecodeError, err says why; if err has a method
-// `Class() string`, decode errors are counted under that class.
+// `Class() string`, decode errors are counted under that class. The key
+// may alias rec's bytes (its key or value): it is valid while rec is.
 type Selector func(rec *kread.Record) (key []byte, ts int64, status SelectStatus, err error)
 
 // Input is one input of the pipeline, in join order.

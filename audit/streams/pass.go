@@ -50,7 +50,7 @@ type stepMode interface {
 }
 
 func (p *modePass) Start(w *index.Writer, started time.Time) {
-	p.w, p.started = entryWriter{w}, started
+	p.w, p.started = newEntryWriter(w), started
 }
 
 // Snapshot takes the first half of the snapshot: committed offsets, the

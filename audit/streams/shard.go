@@ -338,7 +338,7 @@ func ShardMap(ctx context.Context, o Options, d *ShardSnapshot, n, shard int, em
 		return nil, err
 	}
 	w := o.Store.NewWriter()
-	c := shardCollector(o, d, entryWriter{w}, &shardView{n: n, index: shard, taskParts: d.TaskParts, inputs: d.MapInputs(n, shard)})
+	c := shardCollector(o, d, newEntryWriter(w), &shardView{n: n, index: shard, taskParts: d.TaskParts, inputs: d.MapInputs(n, shard)})
 	if d.Step > 0 {
 		// A reconcile step's map reads what the step's plan says: the
 		// input records processed since the previous step.
@@ -397,7 +397,7 @@ func ShardReduce(ctx context.Context, o Options, d *ShardSnapshot, n, shard int,
 		return nil, err
 	}
 	w := o.Store.NewWriter()
-	c := shardCollector(o, d, entryWriter{w}, &shardView{n: n, index: shard, taskParts: d.TaskParts, reduce: true, read: read})
+	c := shardCollector(o, d, newEntryWriter(w), &shardView{n: n, index: shard, taskParts: d.TaskParts, reduce: true, read: read})
 	coalesce := c.tails.complete()
 	err = func() error {
 		// Entries are added as the single audit adds them (AddFirst for

@@ -159,7 +159,7 @@ func shardStepJudge(ctx context.Context, o Options, d *ShardSnapshot, n, shard i
 		return nil, err
 	}
 	w := o.Store.NewWriter()
-	c := shardCollector(o, d, entryWriter{w}, &shardView{n: n, index: shard, taskParts: d.TaskParts, reduce: true, read: read})
+	c := shardCollector(o, d, newEntryWriter(w), &shardView{n: n, index: shard, taskParts: d.TaskParts, reduce: true, read: read})
 	plan, rebuild, noRecount, cp, err := d.stepPlan(o, c.snap)
 	if err != nil {
 		w.Cancel()
@@ -169,7 +169,7 @@ func shardStepJudge(ctx context.Context, o Options, d *ShardSnapshot, n, shard i
 	keys := incremental.NewKeys[known](st, knownCodec{o.Inputs})
 	coalesce := c.tails.complete()
 	err = func() error {
-		if err := touchKeys(o, keys, entryWriter{w}, rebuild); err != nil {
+		if err := touchKeys(o, keys, newEntryWriter(w), rebuild); err != nil {
 			return err
 		}
 		if err := load(func(key []byte, e index.Entry) error {

@@ -81,6 +81,128 @@ func (p *part) add(h uint64, key []byte, tag byte, group int, fields, val []byte
 	return nil
 }
 
+// addBatch files the entries order of a Batch (ents, their bytes in src)
+// directly, without staging them: each is probed where it lies in src and
+// its bytes are appended to buf only when the part keeps them (a new
+// group, an Add entry, or a first-sorting entry of another size than its
+// group's); one that sorts first with the same sizes is copied over its
+// group's bytes, and one that does not sort first costs no copy at all.
+// The probes go in chunks of len(ghs) (scratch), their memory touched
+// first as in file. With limit > 0 it stops once the part's size exceeds
+// limit (a spilled partition's share), returning how many it filed.
+func (p *part) addBatch(src []byte, ents []ent, order []int32, limit int64, ghs []uint64) (int, error) {
+	p.file() // entries staged by Writer.add first: file compacts buf's tail
+	var n uint64
+	for _, i := range order {
+		n += uint64(ents[i].klen + ents[i].vlen)
+	}
+	if uint64(len(p.buf))+n > maxPartBytes {
+		return 0, errPartFull
+	}
+	done := 0
+	for done < len(order) {
+		chunk := order[done:min(len(order), done+len(ghs))]
+		p.touchBatch(src, ents, chunk, ghs[:len(chunk)])
+		for j, i := range chunk {
+			p.placeFrom(ents[i], src, ghs[j])
+			done++
+			if limit > 0 && p.size() > limit {
+				return done, nil
+			}
+		}
+	}
+	return done, nil
+}
+
+// touchBatch is touch for the entries chunk of a Batch.
+func (p *part) touchBatch(src []byte, ents []ent, chunk []int32, ghs []uint64) {
+	for j, i := range chunk {
+		if e := ents[i]; e.group != 0 {
+			k := src[e.off : e.off+e.klen]
+			ghs[j] = groupHash(e.h, k[len(keyPart(k)):e.group])
+		}
+	}
+	if p.firsts == 0 {
+		return
+	}
+	mask := uint64(len(p.table) - 1)
+	var sink uint64
+	for j, i := range chunk {
+		if ents[i].group != 0 {
+			sink += p.table[ghs[j]&mask]
+		}
+	}
+	for j, i := range chunk {
+		if ents[i].group == 0 {
+			continue
+		}
+		if s := p.table[ghs[j]&mask]; s != 0 && s>>32 == ghs[j]>>32 {
+			sink += uint64(p.ents[uint32(s)-1].off)
+		}
+	}
+	for j, i := range chunk {
+		if ents[i].group == 0 {
+			continue
+		}
+		if s := p.table[ghs[j]&mask]; s != 0 && s>>32 == ghs[j]>>32 {
+			old := p.ents[uint32(s)-1]
+			sink += uint64(p.buf[old.off]) + uint64(p.buf[old.off+old.group-1])
+		}
+	}
+	p.sink = sink
+}
+
+// placeFrom is place for an entry whose bytes are src[e.off:], not buf's
+// last: they are appended to buf only when kept (see addBatch).
+func (p *part) placeFrom(e ent, src []byte, gh uint64) {
+	b := src[e.off : e.off+e.klen+e.vlen]
+	if e.group == 0 {
+		p.appendEnt(e, b)
+		return
+	}
+	k := b[:e.klen]
+	if p.firsts+1 > len(p.table)/2 {
+		p.grow()
+	}
+	mask := uint64(len(p.table) - 1)
+	tagged := gh >> 32 << 32
+	for i := gh & mask; ; i = (i + 1) & mask {
+		s := p.table[i]
+		if s == 0 {
+			p.table[i] = tagged | uint64(len(p.ents)+1)
+			p.firsts++
+			p.appendEnt(e, b)
+			return
+		}
+		if s>>32 != gh>>32 {
+			continue
+		}
+		old := &p.ents[uint32(s)-1]
+		ok := p.key(*old)
+		if old.group != e.group || !bytes.Equal(ok[:old.group], k[:e.group]) {
+			continue
+		}
+		if bytes.Compare(k[e.group:], ok[old.group:]) >= 0 {
+			return
+		}
+		if old.klen == e.klen && old.vlen == e.vlen {
+			copy(p.buf[old.off:], b)
+			return
+		}
+		e.off = uint32(len(p.buf))
+		p.buf = append(p.buf, b...)
+		*old = e
+		return
+	}
+}
+
+// appendEnt appends the entry e, whose bytes are b, to buf and ents.
+func (p *part) appendEnt(e ent, b []byte) {
+	e.off = uint32(len(p.buf))
+	p.buf = append(p.buf, b...)
+	p.ents = append(p.ents, e)
+}
+
 // addStored adds an entry as it was spilled: stored key k, value v and
 // group length g (0 for Add).
 func (p *part) addStored(h uint64, k, v []byte, g uint32) error {

@@ -31,6 +31,8 @@ type Writer struct {
 
 	spillMu sync.Mutex // one spill decision at a time
 
+	batches sync.Pool // closed batches, for Batch to reuse
+
 	errMu sync.Mutex
 	err   error
 
