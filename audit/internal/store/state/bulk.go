@@ -61,6 +61,8 @@ type bulk struct {
 	ents  []bulkEnt
 	runs  []string // spilled runs, in staging order
 	count int64
+	// bytes counts the keys' and values' bytes staged.
+	bytes int64
 }
 
 func newBulk(dir string, limit int) *bulk {
@@ -80,6 +82,7 @@ func (b *bulk) add(k, v []byte, del bool) error {
 	b.ents = append(b.ents, bulkEnt{off: uint32(len(b.arena)), klen: uint32(len(k)), vlen: uint32(len(v)), del: del})
 	b.arena = append(append(b.arena, k...), v...)
 	b.count++
+	b.bytes += int64(len(k) + len(v))
 	return nil
 }
 
@@ -250,6 +253,13 @@ func (b *bulk) merge(fn func(k, v []byte) error) error {
 func (s *Store) commitBulk(b *bulk, checkpoint []byte) error {
 	defer b.discard()
 	s.hook("staged")
+	if compress := b.bytes > s.o.CompressAbove; compress != s.compressed {
+		// The state's tables are written now: compressed if they are
+		// large (openDB).
+		if err := s.reopen(compress); err != nil {
+			return err
+		}
+	}
 	if err := s.load(b); err != nil {
 		return fmt.Errorf("state: loading the baseline in %s: %w", s.dir, err)
 	}

@@ -45,6 +45,38 @@ func TestBaselineKilledAtEveryPoint(t *testing.T) {
 	}
 }
 
+// TestCompressedBaselineKilledAtEveryPoint is TestBaselineKilledAtEveryPoint
+// for a baseline large enough to be written compressed: the database is
+// opened again, compressed, between staging and loading.
+func TestCompressedBaselineKilledAtEveryPoint(t *testing.T) {
+	const keys = 2000
+	t.Setenv("STATE_HELPER_COMPRESS_ABOVE", "1000")
+	for _, tc := range []struct {
+		point string
+		after int
+	}{
+		{"staged", -1}, {"applying", -1}, {"committed", 2}, {"applied", 2},
+	} {
+		t.Run(tc.point, func(t *testing.T) {
+			dir := t.TempDir()
+			runHelper(t, dir, tc.point, keys)
+			s, err := Open(dir, Options{CompressAbove: 1000})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			equalState(t, s, tc.after, keys)
+			if err := stepN(t, s, 3, keys).Commit([]byte("checkpoint 3")); err != nil {
+				t.Fatal(err)
+			}
+			equalState(t, s, 3, keys)
+			if tc.after > 0 && !s.compressed {
+				t.Error("the committed baseline's state was not opened compressed")
+			}
+		})
+	}
+}
+
 // TestBaselineSortedRuns: a baseline staged over many sort runs, with keys
 // changed again (the last change wins), deleted, marked and unmarked, and
 // keys longer than Badger takes, holds exactly what the log's replay
@@ -205,4 +237,79 @@ func TestEmptyCheckpointIsRefused(t *testing.T) {
 	}
 	tx.Abort()
 	equalState(t, s, -1, 0)
+}
+
+// TestLargeStateIsCompressed: a baseline staging more than CompressAbove
+// writes its tables compressed, the steps after it read and write it
+// like any state, and a store opened with a larger CompressAbove (its
+// tables then written uncompressed) reads the compressed tables.
+func TestLargeStateIsCompressed(t *testing.T) {
+	const keys = 3000
+	dir := t.TempDir()
+	compressed := func(s *Store) (on, off int) {
+		t.Helper()
+		for _, ti := range s.db.Tables() {
+			if ti.KeyCount < 2 {
+				continue
+			}
+			if ti.OnDiskSize < ti.UncompressedSize*3/4 {
+				on++
+			} else {
+				off++
+			}
+		}
+		return on, off
+	}
+	s, err := Open(dir, Options{CompressAbove: 10000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.compressed {
+		t.Error("an empty state is written compressed")
+	}
+	if err := stepN(t, s, 1, keys).Commit([]byte("checkpoint 1")); err != nil {
+		t.Fatal(err)
+	}
+	equalState(t, s, 1, keys)
+	if on, off := compressed(s); !s.compressed || on == 0 || off != 0 {
+		t.Errorf("after a baseline of %d keys: compressed %v, %d tables compressed, %d not", keys, s.compressed, on, off)
+	}
+	if err := stepN(t, s, 2, keys).Commit([]byte("checkpoint 2")); err != nil {
+		t.Fatal(err)
+	}
+	equalState(t, s, 2, keys)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for n, above := range []int64{10000, 0} {
+		s, err := Open(dir, Options{CompressAbove: above})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.compressed != (above > 0) {
+			t.Errorf("CompressAbove %d: opened compressed %v", above, s.compressed)
+		}
+		equalState(t, s, 2+n, keys)
+		if err := stepN(t, s, 3+n, keys).Commit([]byte(fmt.Sprintf("checkpoint %d", 3+n))); err != nil {
+			t.Fatal(err)
+		}
+		equalState(t, s, 3+n, keys)
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A baseline small enough is written uncompressed again.
+	dir = t.TempDir()
+	s, err = Open(dir, Options{CompressAbove: 1 << 30})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := stepN(t, s, 1, keys).Commit([]byte("checkpoint 1")); err != nil {
+		t.Fatal(err)
+	}
+	equalState(t, s, 1, keys)
+	if on, off := compressed(s); s.compressed || on != 0 || off == 0 {
+		t.Errorf("after a small baseline: compressed %v, %d tables compressed, %d not", s.compressed, on, off)
+	}
 }

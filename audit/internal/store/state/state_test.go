@@ -249,7 +249,8 @@ func TestHelperProcess(t *testing.T) {
 			kill()
 		}
 	}
-	s, err := Open(dir, Options{Hook: hook, ApplyBatch: 500, SortBytes: 4096})
+	above, _ := strconv.ParseInt(os.Getenv("STATE_HELPER_COMPRESS_ABOVE"), 10, 64)
+	s, err := Open(dir, Options{Hook: hook, ApplyBatch: 500, SortBytes: 4096, CompressAbove: above})
 	if err != nil {
 		t.Fatal(err)
 	}
