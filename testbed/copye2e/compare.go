@@ -67,9 +67,18 @@ func WaitInSync(ctx context.Context, brokers []string, topic string) error {
 // WaitLeader polls the metadata until partition p of topic is led by
 // broker leader, or ctx ends.
 func WaitLeader(ctx context.Context, brokers []string, topic string, p, leader int32) error {
+	_, _, err := WaitPartition(ctx, brokers, topic, p, fmt.Sprintf("broker %d to lead", leader),
+		func(l int32, _ []int32) bool { return l == leader })
+	return err
+}
+
+// WaitPartition polls the metadata until partition p of topic has a leader
+// and ISR for which ok holds, and returns them; what names the state
+// awaited in the error when ctx ends first.
+func WaitPartition(ctx context.Context, brokers []string, topic string, p int32, what string, ok func(leader int32, isr []int32) bool) (int32, []int32, error) {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.MetadataMinAge(100*time.Millisecond))
 	if err != nil {
-		return err
+		return 0, nil, err
 	}
 	defer cl.Close()
 	last := "no answer"
@@ -81,8 +90,8 @@ func WaitLeader(ctx context.Context, brokers []string, topic string, p, leader i
 		if resp, err := req.RequestWith(ctx, cl); err == nil && len(resp.Topics) == 1 {
 			for _, rp := range resp.Topics[0].Partitions {
 				if rp.Partition == p {
-					if rp.Leader == leader {
-						return nil
+					if ok(rp.Leader, rp.ISR) {
+						return rp.Leader, rp.ISR, nil
 					}
 					last = fmt.Sprintf("leader %d, ISR %v", rp.Leader, rp.ISR)
 				}
@@ -92,7 +101,7 @@ func WaitLeader(ctx context.Context, brokers []string, topic string, p, leader i
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("waiting for broker %d to lead %s[%d]: %w (last: %s)", leader, topic, p, ctx.Err(), last)
+			return 0, nil, fmt.Errorf("waiting for %s %s[%d]: %w (last: %s)", what, topic, p, ctx.Err(), last)
 		case <-time.After(200 * time.Millisecond):
 		}
 	}

@@ -171,20 +171,32 @@ func LedgerCounts(path string) (acked, failed int, err error) {
 // WaitAnswers polls the ledger at path until at least n answers (acked or
 // failed) are in it, or ctx ends.
 func WaitAnswers(ctx context.Context, t *Tool, n int) error {
+	return waitLedger(ctx, t, fmt.Sprintf("%d answers", n), func(a, f int) bool { return a+f >= n })
+}
+
+// WaitAcked polls the ledger at path until at least n sends are
+// acknowledged in it, or ctx ends.
+func WaitAcked(ctx context.Context, t *Tool, n int) error {
+	return waitLedger(ctx, t, fmt.Sprintf("%d acknowledged sends", n), func(a, _ int) bool { return a >= n })
+}
+
+// waitLedger polls t's ledger until ok holds for its acknowledged and
+// failed sends, or ctx ends, or t exits first; what names the state awaited.
+func waitLedger(ctx context.Context, t *Tool, what string, ok func(acked, failed int) bool) error {
 	for {
 		a, f, err := LedgerCounts(t.Out)
 		if err != nil {
 			return err
 		}
-		if a+f >= n {
+		if ok(a, f) {
 			return nil
 		}
 		if !t.Running() {
-			return fmt.Errorf("%s exited after %d answers, want %d:\n%s", t.Name, a+f, n, kafka.Tail(t.Log, 30))
+			return fmt.Errorf("%s exited after %d acknowledged and %d failed sends, want %s:\n%s", t.Name, a, f, what, kafka.Tail(t.Log, 30))
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("waiting for %d answers of %s (have %d): %w", n, t.Name, a+f, ctx.Err())
+			return fmt.Errorf("waiting for %s of %s (have %d acknowledged, %d failed): %w", what, t.Name, a, f, ctx.Err())
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
