@@ -10,10 +10,11 @@
 // is bounded by a budget whatever the number of keys: when the partitions
 // in memory reach it, the largest ones spill to disk and every later entry
 // of theirs is appended to their file; after the read, EachKey aggregates
-// the spilled partitions one at a time (splitting one further by the next
-// hash bits when even that does not fit) and walks every partition in
-// hash order, sorting only the aggregated entries of one partition at a
-// time.
+// the spilled partitions one at a time per goroutine (splitting one
+// further by the next hash bits when even that does not fit; on two cores
+// or more a goroutine settles the next one while the walk visits what was
+// settled before) and walks every partition in hash order, sorting
+// only the aggregated entries of one partition at a time.
 //
 // Earlier versions kept the entries in Badger (a skiplist insert per
 // record, more CPU than reading the data from Kafka), then sorted every
@@ -40,6 +41,9 @@ type Store struct {
 	lock   *os.File
 	budget int64
 	seq    atomic.Int64 // spill file counter
+	// settleWorkers overrides how many goroutines settle spilled
+	// partitions ahead of the walk (tests: < 0 for none, in turn).
+	settleWorkers int
 
 	mu   sync.Mutex
 	last *Writer // the last flushed writer: what EachKey walks
@@ -51,7 +55,9 @@ type Options struct {
 	// collected (default 96 MiB): the partitions held in memory, their
 	// hash tables included. Beyond it partitions spill to disk. EachKey
 	// holds at most about as much: what stayed in memory (at most half of
-	// it once anything spilled) and one spilled partition at a time.
+	// it once anything spilled) and the spilled partitions being settled
+	// and walked (one, or on two cores or more two, sharing the other
+	// half).
 	MemoryBytes int64
 }
 
