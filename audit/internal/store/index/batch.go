@@ -149,8 +149,9 @@ func (b *Batch) file() error {
 }
 
 // fileBatch files the batch's entries order (all of partition pt) under
-// one lock, then accounts for the memory and spills as add does. Its
-// errors are the writer's (w.fail), or w.closed() after Flush or Cancel.
+// one lock, then accounts for the memory and spills as add does
+// (settleUnlock). Its errors are the writer's (w.fail), or w.closed()
+// after Flush or Cancel.
 func (w *Writer) fileBatch(pt *partition, b *Batch, order []int32) error {
 	pt.mu.Lock()
 	if w.done.Load() { // Flush or Cancel began meanwhile
@@ -170,6 +171,9 @@ func (w *Writer) fileBatch(pt *partition, b *Batch, order []int32) error {
 			return w.fail(err)
 		}
 		order = order[n:]
+		if len(order) == 0 {
+			break
+		}
 		if pt.spill != nil && pt.p.size() > w.budget/(4*parts) {
 			if err := pt.drain(); err != nil {
 				pt.mu.Unlock()
@@ -177,18 +181,5 @@ func (w *Writer) fileBatch(pt *partition, b *Batch, order []int32) error {
 			}
 		}
 	}
-	d := pt.p.bytes() - pt.acct.Load()
-	pt.acct.Add(d)
-	pt.mu.Unlock()
-	if d == 0 {
-		return nil
-	}
-	u := w.used.Add(d)
-	storeMax(&w.peakUsed, u)
-	if u > w.budget {
-		if err := w.spillDownTo(w.budget - w.budget/8); err != nil {
-			return w.fail(err)
-		}
-	}
-	return nil
+	return w.settleUnlock(pt)
 }

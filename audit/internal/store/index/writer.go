@@ -136,6 +136,14 @@ func (w *Writer) add(key []byte, tag byte, group int, fields, val []byte) error 
 		pt.mu.Unlock()
 		return w.fail(err)
 	}
+	return w.settleUnlock(pt)
+}
+
+// settleUnlock ends a write into the locked partition pt: a spilled
+// partition whose share of the budget filled drains to its file, the
+// memory it holds now is counted, the lock is released, and when the
+// partitions in memory hold more than the budget the largest spill.
+func (w *Writer) settleUnlock(pt *partition) error {
 	if pt.spill != nil && pt.p.size() > w.budget/(4*parts) {
 		if err := pt.drain(); err != nil {
 			pt.mu.Unlock()
