@@ -10,13 +10,13 @@ import (
 // part is one partition of the evidence in memory: its entries encoded
 // back to back in buf (stored key, then value), located by ents, and a
 // hash table over the entries added with AddFirst, by group. Every number
-// is fixed size: an entry costs its bytes, one ent and about two table
+// is fixed size: an entry costs its bytes, one ent and one to two table
 // slots, whatever its key's history.
 type part struct {
 	buf    []byte
 	ents   []ent
-	table  []uint64 // open addressing: group hash's high 32 bits << 32 | ents index + 1; 0 is empty
-	firsts int      // AddFirst entries in table
+	table  []slot // open addressing, linear probing, at most maxLoad full
+	firsts int    // AddFirst entries in table
 	// staged are entries in buf (from stageOff on) not filed yet.
 	staged   []ent
 	stageOff int
@@ -37,6 +37,45 @@ type ent struct {
 
 const entSize = int64(unsafe.Sizeof(ent{}))
 
+// slot is one slot of a part's table: the group's entry as a probe needs
+// it, so that a probe that finds its group reads the slot and the entry's
+// bytes, not the ent between them (a cache miss fewer per record: the
+// table, the ents and buf are far larger than the CPU's caches).
+type slot struct {
+	w    uint64 // group hash's high 32 bits << 32 | ents index + 1; 0 is empty
+	off  uint32 // the entry's offset in buf (its ent's off)
+	lens uint32 // its group, klen and vlen (packLens); 0 when they do not fit: then its ent has them
+}
+
+const slotSize = int64(unsafe.Sizeof(slot{}))
+
+// The table grows when it would be more than maxLoadNum/maxLoadDen full:
+// a slot then costs 16/maxLoad bytes per AddFirst entry at most (and half
+// that right after growing).
+const maxLoadNum, maxLoadDen = 3, 4
+
+// packLens packs e's group, klen and vlen into a slot's lens: a flag bit,
+// the group in 12 bits, klen-group (the fields after the group) in 8 and
+// vlen in 11. 0 when they do not fit (keys over about 4 KiB, large
+// fields or values): the probe then reads them from the entry's ent.
+func packLens(e ent) uint32 {
+	tail := e.klen - e.group
+	if e.group >= 1<<12 || tail >= 1<<8 || e.vlen >= 1<<11 {
+		return 0
+	}
+	return 1<<31 | e.group<<19 | tail<<11 | e.vlen
+}
+
+// lens returns the group, klen and vlen of the entry in slot s.
+func (p *part) lens(s *slot) (group, klen, vlen uint32) {
+	if s.lens == 0 {
+		e := &p.ents[uint32(s.w)-1]
+		return e.group, e.klen, e.vlen
+	}
+	group = s.lens >> 19 & (1<<12 - 1)
+	return group, group + s.lens>>11&(1<<8-1), s.lens & (1<<11 - 1)
+}
+
 // maxPartBytes bounds a part's buf (offsets are 32-bit).
 const maxPartBytes = 1<<32 - 1
 
@@ -47,12 +86,13 @@ func (p *part) val(e ent) []byte { return p.buf[e.off+e.klen : e.off+e.klen+e.vl
 
 // bytes is the memory the part holds.
 func (p *part) bytes() int64 {
-	return int64(cap(p.buf)) + int64(cap(p.ents)+cap(p.staged))*entSize + int64(cap(p.table))*8
+	return int64(cap(p.buf)) + int64(cap(p.ents)+cap(p.staged))*entSize + int64(cap(p.table))*slotSize
 }
 
-// size is the memory the part's entries use (not its capacity).
+// size is the memory the part's entries use (not its capacity), a table
+// at its most full (maxLoad) included.
 func (p *part) size() int64 {
-	return int64(len(p.buf)) + int64(len(p.ents)+len(p.staged))*entSize + int64(p.firsts)*16
+	return int64(len(p.buf)) + int64(len(p.ents)+len(p.staged))*entSize + int64(p.firsts)*slotSize*maxLoadDen/maxLoadNum
 }
 
 // reset empties the part, keeping its capacity.
@@ -117,39 +157,13 @@ func (p *part) addBatch(src []byte, ents []ent, order []int32, limit int64, ghs 
 // touchBatch is touch for the entries chunk of a Batch.
 func (p *part) touchBatch(src []byte, ents []ent, chunk []int32, ghs []uint64) {
 	for j, i := range chunk {
+		ghs[j] = 0
 		if e := ents[i]; e.group != 0 {
 			k := src[e.off : e.off+e.klen]
 			ghs[j] = groupHash(e.h, k[len(keyPart(k)):e.group])
 		}
 	}
-	if p.firsts == 0 {
-		return
-	}
-	mask := uint64(len(p.table) - 1)
-	var sink uint64
-	for j, i := range chunk {
-		if ents[i].group != 0 {
-			sink += p.table[ghs[j]&mask]
-		}
-	}
-	for j, i := range chunk {
-		if ents[i].group == 0 {
-			continue
-		}
-		if s := p.table[ghs[j]&mask]; s != 0 && s>>32 == ghs[j]>>32 {
-			sink += uint64(p.ents[uint32(s)-1].off)
-		}
-	}
-	for j, i := range chunk {
-		if ents[i].group == 0 {
-			continue
-		}
-		if s := p.table[ghs[j]&mask]; s != 0 && s>>32 == ghs[j]>>32 {
-			old := p.ents[uint32(s)-1]
-			sink += uint64(p.buf[old.off]) + uint64(p.buf[old.off+old.group-1])
-		}
-	}
-	p.sink = sink
+	p.touchSlots(ghs)
 }
 
 // placeFrom is place for an entry whose bytes are src[e.off:], not buf's
@@ -161,46 +175,67 @@ func (p *part) placeFrom(e ent, src []byte, gh uint64) {
 		return
 	}
 	k := b[:e.klen]
-	if p.firsts+1 > len(p.table)/2 {
+	s, found := p.find(k, e.group, gh)
+	if !found {
+		p.fill(s, gh, p.appendEnt(e, b))
+		return
+	}
+	og, oklen, ovlen := p.lens(s)
+	if bytes.Compare(k[e.group:], p.buf[s.off+og:s.off+oklen]) >= 0 {
+		return
+	}
+	if oklen == e.klen && ovlen == e.vlen {
+		copy(p.buf[s.off:], b)
+		return
+	}
+	e.off = uint32(len(p.buf))
+	p.buf = append(p.buf, b...)
+	p.replace(s, e)
+}
+
+// find returns the table slot of the group of the AddFirst entry whose
+// stored key is k (group its group's length, gh its group hash), and
+// whether the group is there; if not, the empty slot where it goes (the
+// table grown first when needed).
+func (p *part) find(k []byte, group uint32, gh uint64) (*slot, bool) {
+	if (p.firsts+1)*maxLoadDen > len(p.table)*maxLoadNum {
 		p.grow()
 	}
 	mask := uint64(len(p.table) - 1)
-	tagged := gh >> 32 << 32
 	for i := gh & mask; ; i = (i + 1) & mask {
-		s := p.table[i]
-		if s == 0 {
-			p.table[i] = tagged | uint64(len(p.ents)+1)
-			p.firsts++
-			p.appendEnt(e, b)
-			return
+		s := &p.table[i]
+		if s.w == 0 {
+			return s, false
 		}
-		if s>>32 != gh>>32 {
+		if s.w>>32 != gh>>32 {
 			continue
 		}
-		old := &p.ents[uint32(s)-1]
-		ok := p.key(*old)
-		if old.group != e.group || !bytes.Equal(ok[:old.group], k[:e.group]) {
-			continue
+		og, _, _ := p.lens(s)
+		if og == group && bytes.Equal(p.buf[s.off:s.off+og], k[:group]) {
+			return s, true
 		}
-		if bytes.Compare(k[e.group:], ok[old.group:]) >= 0 {
-			return
-		}
-		if old.klen == e.klen && old.vlen == e.vlen {
-			copy(p.buf[old.off:], b)
-			return
-		}
-		e.off = uint32(len(p.buf))
-		p.buf = append(p.buf, b...)
-		*old = e
-		return
 	}
 }
 
-// appendEnt appends the entry e, whose bytes are b, to buf and ents.
-func (p *part) appendEnt(e ent, b []byte) {
+// fill files the entry e, the last of ents, in the empty slot s.
+func (p *part) fill(s *slot, gh uint64, e ent) {
+	*s = slot{w: gh>>32<<32 | uint64(len(p.ents)), off: e.off, lens: packLens(e)}
+	p.firsts++
+}
+
+// replace makes e, at its own offset, the entry of s's group.
+func (p *part) replace(s *slot, e ent) {
+	p.ents[uint32(s.w)-1] = e
+	s.off, s.lens = e.off, packLens(e)
+}
+
+// appendEnt appends the entry e, whose bytes are b, to buf and ents, and
+// returns it as appended.
+func (p *part) appendEnt(e ent, b []byte) ent {
 	e.off = uint32(len(p.buf))
 	p.buf = append(p.buf, b...)
 	p.ents = append(p.ents, e)
+	return e
 }
 
 // addStored adds an entry as it was spilled: stored key k, value v and
@@ -261,48 +296,49 @@ func (p *part) file() {
 }
 
 // touch sets ghs[i] to the group hash of the staged entry i (AddFirst
-// entries only) and reads, for all of them, the memory their probes will
-// read first: the table slot, the entry it names and the start of that
-// entry's key. It uses none of it: the table and the entries are far
+// entries only; 0 for the others) and reads, for all of them, the memory
+// their probes will read first (touchSlots).
+func (p *part) touch(ghs []uint64) {
+	for i, e := range p.staged {
+		ghs[i] = 0
+		if e.group != 0 {
+			k := p.key(e)
+			ghs[i] = groupHash(e.h, k[len(keyPart(k)):e.group])
+		}
+	}
+	p.touchSlots(ghs)
+}
+
+// touchSlots reads, for the group hashes ghs (0: none), the memory their
+// probes will read first: the table slot and the start and group end of
+// the entry it names. It uses none of it: the table and the entries are far
 // larger than the CPU's caches, so each of those reads misses, and done
 // one probe after the other (each probe's reads depend on the one before)
 // the misses wait in turn. Here the reads of one pass do not depend on
 // each other, so the CPU overlaps their misses, and place finds the lines
 // in the cache (a software prefetch, which Go does not have). Entries
 // filed meanwhile, or a table grown, only make a touch useless, never
-// wrong: place probes as before.
-func (p *part) touch(ghs []uint64) {
-	for i, e := range p.staged {
-		if e.group != 0 {
-			k := p.key(e)
-			ghs[i] = groupHash(e.h, k[len(keyPart(k)):e.group])
-		}
-	}
+// wrong: place probes as before. (A hash of 0 is only not touched.)
+func (p *part) touchSlots(ghs []uint64) {
 	if p.firsts == 0 {
 		return
 	}
 	mask := uint64(len(p.table) - 1)
 	var sink uint64
-	for i, e := range p.staged {
-		if e.group != 0 {
-			sink += p.table[ghs[i]&mask]
+	for _, gh := range ghs {
+		if gh != 0 {
+			sink += p.table[gh&mask].w
 		}
 	}
-	for i, e := range p.staged {
-		if e.group == 0 {
+	for _, gh := range ghs {
+		if gh == 0 {
 			continue
 		}
-		if s := p.table[ghs[i]&mask]; s != 0 && s>>32 == ghs[i]>>32 {
-			sink += uint64(p.ents[uint32(s)-1].off)
-		}
-	}
-	for i, e := range p.staged {
-		if e.group == 0 {
-			continue
-		}
-		if s := p.table[ghs[i]&mask]; s != 0 && s>>32 == ghs[i]>>32 {
-			old := p.ents[uint32(s)-1]
-			sink += uint64(p.buf[old.off]) + uint64(p.buf[old.off+old.group-1])
+		if s := &p.table[gh&mask]; s.w != 0 && s.w>>32 == gh>>32 {
+			sink += uint64(p.buf[s.off])
+			if g := s.lens >> 19 & (1<<12 - 1); g != 0 {
+				sink += uint64(p.buf[s.off+g-1])
+			}
 		}
 	}
 	p.sink = sink
@@ -318,43 +354,28 @@ func (p *part) place(e ent, gh uint64) bool {
 		return true
 	}
 	k := p.key(e)
-	if p.firsts+1 > len(p.table)/2 {
-		p.grow()
-	}
-	mask := uint64(len(p.table) - 1)
-	tagged := gh >> 32 << 32
-	for i := gh & mask; ; i = (i + 1) & mask {
-		s := p.table[i]
-		if s == 0 {
-			p.table[i] = tagged | uint64(len(p.ents)+1)
-			p.firsts++
-			p.ents = append(p.ents, e)
-			return true
-		}
-		if s>>32 != gh>>32 {
-			continue
-		}
-		old := &p.ents[uint32(s)-1]
-		ok := p.key(*old)
-		if old.group != e.group || !bytes.Equal(ok[:old.group], k[:e.group]) {
-			continue
-		}
-		if bytes.Compare(k[e.group:], ok[old.group:]) >= 0 {
-			return false
-		}
-		if old.klen == e.klen && old.vlen == e.vlen {
-			copy(p.buf[old.off:], p.buf[e.off:e.off+e.klen+e.vlen])
-			return false
-		}
-		*old = e
+	s, found := p.find(k, e.group, gh)
+	if !found {
+		p.ents = append(p.ents, e)
+		p.fill(s, gh, e)
 		return true
 	}
+	og, oklen, ovlen := p.lens(s)
+	if bytes.Compare(k[e.group:], p.buf[s.off+og:s.off+oklen]) >= 0 {
+		return false
+	}
+	if oklen == e.klen && ovlen == e.vlen {
+		copy(p.buf[s.off:], p.buf[e.off:e.off+e.klen+e.vlen])
+		return false
+	}
+	p.replace(s, e)
+	return true
 }
 
 // grow doubles the table and files the AddFirst entries again.
 func (p *part) grow() {
 	n := max(16, 2*len(p.table))
-	p.table = make([]uint64, n)
+	p.table = make([]slot, n)
 	mask := uint64(n - 1)
 	for x, e := range p.ents {
 		if e.group == 0 {
@@ -363,10 +384,10 @@ func (p *part) grow() {
 		k := p.key(e)
 		gh := groupHash(e.h, k[len(keyPart(k)):e.group])
 		i := gh & mask
-		for p.table[i] != 0 {
+		for p.table[i].w != 0 {
 			i = (i + 1) & mask
 		}
-		p.table[i] = gh>>32<<32 | uint64(x+1)
+		p.table[i] = slot{w: gh>>32<<32 | uint64(x+1), off: e.off, lens: packLens(e)}
 	}
 }
 
