@@ -253,6 +253,9 @@ func (b *bulk) merge(fn func(k, v []byte) error) error {
 func (s *Store) commitBulk(b *bulk, checkpoint []byte) error {
 	defer b.discard()
 	s.hook("staged")
+	if err := s.recordStaged(b.bytes); err != nil {
+		return err
+	}
 	if compress := b.bytes > s.o.CompressAbove; compress != s.compressed {
 		// The state's tables are written now: compressed if they are
 		// large (openDB).

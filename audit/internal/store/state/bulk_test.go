@@ -313,3 +313,36 @@ func TestLargeStateIsCompressed(t *testing.T) {
 		t.Errorf("after a small baseline: compressed %v, %d tables compressed, %d not", s.compressed, on, off)
 	}
 }
+
+// TestCompressedStateStaysCompressed: a state written compressed takes
+// less room on disk than the baseline staged; opened again with the same
+// CompressAbove, between the two sizes, it is still written compressed
+// (Open decides by the recorded baseline size, not by the tables alone).
+func TestCompressedStateStaysCompressed(t *testing.T) {
+	const keys = 3000
+	dir := t.TempDir()
+	s, err := Open(dir, Options{CompressAbove: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := stepN(t, s, 1, keys).Commit([]byte("checkpoint 1")); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	staged, disk := stagedSize(dir), tablesSize(filepath.Join(dir, "db"))
+	if staged <= disk {
+		t.Fatalf("the baseline staged %d bytes, its compressed tables take %d: the test needs fewer on disk", staged, disk)
+	}
+	above := (staged + disk) / 2
+	s, err = Open(dir, Options{CompressAbove: above})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if !s.compressed {
+		t.Errorf("a state of %d bytes staged (%d on disk) opened with CompressAbove %d is written uncompressed", staged, disk, above)
+	}
+	equalState(t, s, 1, keys)
+}

@@ -41,6 +41,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	badger "github.com/dgraph-io/badger/v4"
@@ -122,7 +123,7 @@ func Open(dir string, o Options) (*Store, error) {
 	if err := removeEmptyLogs(filepath.Join(dir, "db")); err != nil {
 		return nil, err
 	}
-	compress := tablesSize(filepath.Join(dir, "db")) > o.CompressAbove
+	compress := max(stagedSize(dir), tablesSize(filepath.Join(dir, "db"))) > o.CompressAbove
 	db, err := openDB(dir, compress)
 	if err != nil {
 		return nil, err
@@ -202,6 +203,42 @@ func tablesSize(dir string) int64 {
 		}
 	}
 	return n
+}
+
+// stagedFile holds, in decimal, the bytes the last baseline staged: the
+// state's size uncompressed. Open decides by it (or by the tables' size on
+// disk, if larger: steps add keys) because a state written compressed
+// takes about half that on disk, which would fall below CompressAbove and
+// have the steps' compactions rewrite it uncompressed.
+const stagedFile = "baseline-bytes"
+
+// stagedSize returns the size recorded in dir's stagedFile, 0 if none.
+func stagedSize(dir string) int64 {
+	b, err := os.ReadFile(filepath.Join(dir, stagedFile))
+	if err != nil {
+		return 0
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+	if err != nil {
+		return 0
+	}
+	return n
+}
+
+// recordStaged records n as the bytes the baseline being loaded staged
+// (written to a temporary file, then renamed over stagedFile). A process
+// killed before the baseline commits leaves it recorded over an empty
+// state, which only has the next baseline's tables written compressed or
+// not by it until that baseline records its own.
+func (s *Store) recordStaged(n int64) error {
+	path := filepath.Join(s.dir, stagedFile)
+	if err := os.WriteFile(path+".tmp", []byte(strconv.FormatInt(n, 10)+"\n"), 0o644); err != nil {
+		return fmt.Errorf("state: recording the baseline's size: %w", err)
+	}
+	if err := os.Rename(path+".tmp", path); err != nil {
+		return fmt.Errorf("state: recording the baseline's size: %w", err)
+	}
+	return nil
 }
 
 // reopen closes the database and opens it again, writing its tables
