@@ -60,16 +60,7 @@ func TestCompressedBaselineKilledAtEveryPoint(t *testing.T) {
 		t.Run(tc.point, func(t *testing.T) {
 			dir := t.TempDir()
 			runHelper(t, dir, tc.point, keys)
-			s, err := Open(dir, Options{CompressAbove: 1000})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer s.Close()
-			equalState(t, s, tc.after, keys)
-			if err := stepN(t, s, 3, keys).Commit([]byte("checkpoint 3")); err != nil {
-				t.Fatal(err)
-			}
-			equalState(t, s, 3, keys)
+			s := reopenAfterKill(t, dir, Options{CompressAbove: 1000}, tc.after, keys)
 			if tc.after > 0 && !s.compressed {
 				t.Error("the committed baseline's state was not opened compressed")
 			}

@@ -209,19 +209,27 @@ func TestKilledAtEveryPoint(t *testing.T) {
 			if tc.after == 2 {
 				runHelper(t, dir, "recover-applying", keys)
 			}
-			s, err = Open(dir, Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer s.Close()
-			equalState(t, s, tc.after, keys)
-			// The next step works as if nothing had happened.
-			if err := stepN(t, s, 3, keys).Commit([]byte("checkpoint 3")); err != nil {
-				t.Fatal(err)
-			}
-			equalState(t, s, 3, keys)
+			reopenAfterKill(t, dir, Options{}, tc.after, keys)
 		})
 	}
+}
+
+// reopenAfterKill opens the state in dir after runHelper's process was
+// killed, checks that it holds step after (-1: empty), and that the next
+// step commits as if nothing had happened.
+func reopenAfterKill(t *testing.T, dir string, o Options, after, keys int) *Store {
+	t.Helper()
+	s, err := Open(dir, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	equalState(t, s, after, keys)
+	if err := stepN(t, s, 3, keys).Commit([]byte("checkpoint 3")); err != nil {
+		t.Fatal(err)
+	}
+	equalState(t, s, 3, keys)
+	return s
 }
 
 func runHelper(t *testing.T, dir, point string, keys int) {
