@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"iter"
+	"sync"
 	"time"
 
 	"github.com/lossaudit/lossaudit/audit/finding"
@@ -179,9 +180,11 @@ type Keys[K any] struct {
 	codec Codec[K]
 	step  *Step
 	enc   []byte
-	// ahead are the states read ahead for the keys Get is asked next, in
-	// order (nil when none are: Get reads the state itself).
-	ahead <-chan readAhead
+	// ahead are the states read ahead for the keys Get is asked next, key
+	// i in ahead[i mod len(ahead)] (nil when none are: Get reads the state
+	// itself); next is the channel of the key Get is asked next.
+	ahead []chan readAhead
+	next  int
 }
 
 // readAhead is the committed state of one key, read ahead of Get.
@@ -195,44 +198,72 @@ type readAhead struct {
 // NewKeys returns the per-key state of step s, kept with codec c.
 func NewKeys[K any](s *Step, c Codec[K]) *Keys[K] { return &Keys[K]{codec: c, step: s} }
 
-// aheadDepth is how many states are read ahead of Get at most.
-const aheadDepth = 512
+// aheadDepth is how many states each reader reads ahead of Get at most.
+const aheadDepth = 256
+
+// aheadReaders is how many goroutines read states ahead. A point read of
+// the state costs several times what the check does with the key, so one
+// reader kept the check waiting: two keep a second core busy even while
+// the check runs.
+const aheadReaders = 2
 
 // Ahead returns what the index walk of the check tells which keys come
 // next (index.Ahead): while the walk visits a partition's keys, their
-// committed states are read on a goroutine of its own, with a reader of
-// its own, at most aheadDepth ahead, so that the check uses a second core
-// instead of waiting for each read. Get must then be asked for exactly
-// those keys, in that order (the check asks once per key it visits); it
-// fails otherwise. Nil for the baseline, which has no state to read.
+// committed states are read by aheadReaders goroutines, each with a
+// reader of its own, key i by reader i mod aheadReaders, at most
+// aheadDepth ahead each, so that the check uses the second core instead
+// of waiting for each read. Get must then be asked for exactly those
+// keys, in that order (the check asks once per key it visits); it fails
+// otherwise. Nil for the baseline, which has no state to read.
 func (ks *Keys[K]) Ahead() index.Ahead {
 	if ks.step.Baseline {
 		return nil
 	}
 	return func(keys iter.Seq[[]byte]) func() {
-		ch := make(chan readAhead, aheadDepth)
-		stop, done := make(chan struct{}), make(chan struct{})
-		r := ks.step.st.NewReader()
-		go func() {
-			defer close(done)
-			defer close(ch)
-			defer r.Close()
+		stop := make(chan struct{})
+		var wg sync.WaitGroup
+		ins := make([]chan []byte, aheadReaders)
+		outs := make([]chan readAhead, aheadReaders)
+		for i := range aheadReaders {
+			in, out := make(chan []byte, aheadDepth), make(chan readAhead, aheadDepth)
+			ins[i], outs[i] = in, out
+			r := ks.step.st.NewReader()
+			wg.Go(func() {
+				defer close(out)
+				defer r.Close()
+				for key := range in {
+					val, marked, err := r.Get(key)
+					select {
+					case out <- readAhead{key: key, val: val, marked: marked, err: err}:
+					case <-stop:
+						return
+					}
+					if err != nil {
+						return
+					}
+				}
+			})
+		}
+		wg.Go(func() { // hands the walk's keys out in turn
+			defer func() {
+				for _, in := range ins {
+					close(in)
+				}
+			}()
+			i := 0
 			for key := range keys {
-				val, marked, err := r.Get(key)
 				select {
-				case ch <- readAhead{key: bytes.Clone(key), val: val, marked: marked, err: err}:
+				case ins[i] <- bytes.Clone(key):
 				case <-stop:
 					return
 				}
-				if err != nil {
-					return
-				}
+				i = (i + 1) % aheadReaders
 			}
-		}()
-		ks.ahead = ch
+		})
+		ks.ahead, ks.next = outs, 0
 		return func() {
 			close(stop)
-			<-done
+			wg.Wait()
 			ks.ahead = nil
 		}
 	}
@@ -247,7 +278,8 @@ func (ks *Keys[K]) Get(key []byte, k *K) (old []byte, marked bool, err error) {
 	}
 	var val []byte
 	if ks.ahead != nil {
-		a, ok := <-ks.ahead
+		a, ok := <-ks.ahead[ks.next]
+		ks.next = (ks.next + 1) % len(ks.ahead)
 		switch {
 		case !ok:
 			return nil, false, fmt.Errorf("reconcile: the state of key %s was not read ahead", engine.KeyRef(key))

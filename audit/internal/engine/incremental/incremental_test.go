@@ -3,6 +3,8 @@ package incremental
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
+	"iter"
 	"strings"
 	"testing"
 	"time"
@@ -116,4 +118,99 @@ func TestSteps(t *testing.T) {
 	if _, err = Begin(st, 2, &last, "p"); err == nil || !strings.Contains(err.Error(), "has version 1, this lossaudit reads 2") {
 		t.Errorf("another version: %v", err)
 	}
+}
+
+// TestReadAhead reads states ahead of Get (Keys.Ahead) over a committed
+// state: Get returns each key's state in the walk's order whichever reader
+// read it, keys without a state read as none, a Get for another key than
+// the walk's next fails naming both, and stopping at any point (the walk
+// done, half done, or never started) returns without leaving a goroutine
+// blocked.
+func TestReadAhead(t *testing.T) {
+	st, err := state.Open(t.TempDir(), state.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	t0 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	add := map[string]byte{}
+	const n = 3*aheadDepth*aheadReaders + 7 // more than the readers hold at once
+	for i := range n {
+		if i%5 != 0 { // every fifth key has no state
+			add[fmt.Sprintf("k%05d", i)] = byte(i%250 + 1)
+		}
+	}
+	step(t, st, "p", t0, add, true)
+	walk := func(stopAt int) iter.Seq[[]byte] {
+		return func(yield func([]byte) bool) {
+			for i := range n {
+				if i == stopAt || !yield([]byte(fmt.Sprintf("k%05d", i))) {
+					return
+				}
+			}
+		}
+	}
+	for _, tc := range []struct {
+		name  string
+		asks  int // Gets before stopping
+		wrong int // the ask that names another key (-1: none)
+	}{
+		{"every key", n, -1},
+		{"half the keys", n / 2, -1},
+		{"none", 0, -1},
+		{"a wrong key", n, 2*aheadReaders + 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ks := beginAhead(t, st, walk(-1))
+			for i := range tc.asks {
+				key := fmt.Sprintf("k%05d", i)
+				if i == tc.wrong {
+					_, _, err := ks.Get([]byte("zz"), &counter{})
+					if err == nil || !strings.Contains(err.Error(), "the state read ahead was key") {
+						t.Fatalf("Get of another key than %s: %v, want an error", key, err)
+					}
+					return
+				}
+				var k counter
+				old, marked, err := ks.Get([]byte(key), &k)
+				if err != nil {
+					t.Fatalf("Get %s: %v", key, err)
+				}
+				want := add[key]
+				if k.n != want || (want == 0) != (old == nil) || marked != (want%2 == 1) {
+					t.Fatalf("Get %s = %d (encoded %q, marked %v), want %d", key, k.n, old, marked, want)
+				}
+			}
+		})
+	}
+	t.Run("a walk shorter than the asks", func(t *testing.T) {
+		ks := beginAhead(t, st, walk(3))
+		for i := range 3 {
+			if _, _, err := ks.Get([]byte(fmt.Sprintf("k%05d", i)), &counter{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, _, err := ks.Get([]byte("k00003"), &counter{}); err == nil || !strings.Contains(err.Error(), "was not read ahead") {
+			t.Fatalf("Get past the walk: %v, want 'was not read ahead'", err)
+		}
+	})
+}
+
+// beginAhead begins a step on st whose states are read ahead for the keys
+// of walk; the test's cleanup stops the reading and abandons the step.
+func beginAhead(t *testing.T, st *state.Store, walk iter.Seq[[]byte]) *Keys[counter] {
+	t.Helper()
+	var last modeCheckpoint
+	s, err := Begin(st, 1, &last, "p")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ks := NewKeys[counter](s, counterCodec{})
+	stop := ks.Ahead()(walk)
+	t.Cleanup(func() {
+		stop()
+		s.Reader.Close()
+		s.Tx.Abort()
+	})
+	return ks
 }
