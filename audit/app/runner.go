@@ -258,7 +258,8 @@ func prepare(ctx context.Context, cfg *config.Config, o Options) (_ *prepared, e
 	if err := windowRetentions(ctx, p.client, p.model, inputs); err != nil {
 		return nil, err
 	}
-	store, err := index.Open(cfg.Store.Dir, index.Options{})
+	// The check's walk is light against settling (index.Options.LightWalk).
+	store, err := index.Open(cfg.Store.Dir, index.Options{LightWalk: true})
 	if err != nil {
 		return nil, err
 	}

@@ -12,8 +12,8 @@
 // of theirs is appended to their file; after the read, EachKey aggregates
 // the spilled partitions one at a time per goroutine (splitting one
 // further by the next hash bits when even that does not fit; on two cores
-// or more a goroutine settles the next one while the walk visits what was
-// settled before) and walks every partition in hash order, sorting
+// or more one goroutine, or two for a light walk, settle the next ones
+// while the walk visits what was settled before) and walks every partition in hash order, sorting
 // only the aggregated entries of one partition at a time.
 //
 // Earlier versions kept the entries in Badger (a skiplist insert per
@@ -44,6 +44,7 @@ type Store struct {
 	// settleWorkers overrides how many goroutines settle spilled
 	// partitions ahead of the walk (tests: < 0 for none, in turn).
 	settleWorkers int
+	lightWalk     bool // Options.LightWalk
 
 	mu   sync.Mutex
 	last *Writer // the last flushed writer: what EachKey walks
@@ -56,9 +57,17 @@ type Options struct {
 	// hash tables included. Beyond it partitions spill to disk. EachKey
 	// holds at most about as much: what stayed in memory (at most half of
 	// it once anything spilled) and the spilled partitions being settled
-	// and walked (one, or on two cores or more two, sharing the other
-	// half).
+	// and walked (one, or on two cores or more two or three, sharing the
+	// other half).
 	MemoryBytes int64
+	// LightWalk says the caller's walk (EachKey's fn) costs far less per
+	// key than settling a spilled partition does: the audit's check, whose
+	// walk takes about a quarter of the settling's CPU. On two cores or
+	// more, two goroutines then settle spilled partitions ahead of the
+	// walk instead of one (see Store.settlers). Leave it unset for a walk
+	// that costs about what settling does (compare's), which a second
+	// settler would keep waiting for a core.
+	LightWalk bool
 }
 
 // DefaultMemoryBytes is the memory budget when Options.MemoryBytes is 0.
@@ -96,7 +105,7 @@ func Open(dir string, o Options) (*Store, error) {
 		}
 		return nil, fmt.Errorf("index: locking store directory %s: %w", dir, err)
 	}
-	s := &Store{dir: dir, lock: f, budget: o.MemoryBytes}
+	s := &Store{dir: dir, lock: f, budget: o.MemoryBytes, lightWalk: o.LightWalk}
 	// Spills of an earlier, interrupted or completed run are stale.
 	if err := s.Reset(); err != nil {
 		s.Close()

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"runtime"
 	"testing"
 )
 
@@ -168,5 +169,31 @@ func BenchmarkSettledWalk(b *testing.B) {
 				b.Fatal("nothing walked")
 			}
 		})
+	}
+}
+
+// TestSettlers checks how many goroutines settle ahead of the walk: none on
+// one core, one on more, two for a light walk; the tests' override wins.
+func TestSettlers(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
+	for _, tc := range []struct {
+		procs, override int
+		light           bool
+		want            int
+	}{
+		{procs: 1, want: 0},
+		{procs: 1, light: true, want: 0},
+		{procs: 2, want: 1},
+		{procs: 2, light: true, want: 2},
+		{procs: 8, want: 1},
+		{procs: 8, light: true, want: 2},
+		{procs: 2, light: true, override: -1, want: 0},
+		{procs: 1, override: 3, want: 3},
+	} {
+		runtime.GOMAXPROCS(tc.procs)
+		s := &Store{lightWalk: tc.light, settleWorkers: tc.override}
+		if got := s.settlers(); got != tc.want {
+			t.Errorf("%d cores, light walk %v, override %d: %d settlers, want %d", tc.procs, tc.light, tc.override, got, tc.want)
+		}
 	}
 }
