@@ -13,8 +13,9 @@
 // the spilled partitions one at a time per goroutine (splitting one
 // further by the next hash bits when even that does not fit; on two cores
 // or more one goroutine, or two for a light walk, settle the next ones
-// while the walk visits what was settled before) and walks every partition in hash order, sorting
-// only the aggregated entries of one partition at a time.
+// while the walk visits what was settled before) and walks every partition
+// in hash order, sorting only the aggregated entries of one partition at a
+// time.
 //
 // Earlier versions kept the entries in Badger (a skiplist insert per
 // record, more CPU than reading the data from Kafka), then sorted every
