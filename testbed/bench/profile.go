@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
+	"runtime/trace"
 	"time"
 
 	"github.com/lossaudit/lossaudit/audit/app"
@@ -22,7 +23,7 @@ import (
 // (app.Compare, what `lossaudit compare` runs), with CPU and heap
 // profiles:
 //
-//	bench profile -c /tmp/lossaudit-bench/audit.yaml -cpuprofile cpu.out -memprofile mem.out [-from RFC3339]
+//	bench profile -c /tmp/lossaudit-bench/audit.yaml -cpuprofile cpu.out -memprofile mem.out [-trace trace.out] [-from RFC3339]
 //	bench profile -compare -c /tmp/lossaudit-bench/compare.yaml -cpuprofile cpu.out
 //
 // With -reconcile it profiles a reconcile step instead: it runs the
@@ -35,6 +36,7 @@ func profileMain(ctx context.Context, args []string, stdout io.Writer) error {
 	cfgPath := fs.String("c", "", "audit.yaml written by the harness")
 	cpu := fs.String("cpuprofile", "", "write a CPU profile here")
 	mem := fs.String("memprofile", "", "write a heap profile (at the end of the run) here")
+	trc := fs.String("trace", "", "write an execution trace (go tool trace) here")
 	from := fs.String("from", "", "window start (RFC 3339)")
 	cmp := fs.Bool("compare", false, "run lossaudit compare with -c (compare.yaml) instead of the audit")
 	reconcile := fs.Bool("reconcile", false, "profile a reconcile step after a baseline and -step-share more records")
@@ -79,6 +81,17 @@ func profileMain(ctx context.Context, args []string, stdout io.Writer) error {
 			return err
 		}
 		defer pprof.StopCPUProfile()
+	}
+	if *trc != "" {
+		f, err := os.Create(*trc)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := trace.Start(f); err != nil {
+			return err
+		}
+		defer trace.Stop()
 	}
 	start := time.Now()
 	var res *finding.Result
